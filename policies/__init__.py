@@ -1,0 +1,13 @@
+"""Scheduling policies: each a frozen dataclass with declared parameter domains.
+
+Importing this package registers every policy in :data:`policies.base.REGISTRY`.
+"""
+
+from policies.base import REGISTRY, Domain, Policy, get_policy, make_policy, param, register
+from policies.baselines import AFS, FIFO, LAS, SRSF, SRTF, MaxMin, Themis
+from policies.wfq import WFQ, class_thresholds
+
+__all__ = [
+    "AFS", "FIFO", "LAS", "REGISTRY", "SRSF", "SRTF", "WFQ", "Domain", "MaxMin", "Policy",
+    "Themis", "class_thresholds", "get_policy", "make_policy", "param", "register",
+]

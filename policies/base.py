@@ -1,0 +1,177 @@
+"""What every policy shares: declared parameter domains, validation, JSON, a registry.
+
+A policy is a frozen dataclass whose fields are its tunable parameters. Each field declares
+its domain once, with :func:`param`; validation, the search space, CLI help and JSON
+round-trips are all derived from those declarations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar, Self, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from simulator.errors import InvalidPolicyParams
+from simulator.view import ClusterView
+from simulator.workload import Workload
+
+__all__ = [
+    "REGISTRY", "Domain", "Policy", "get_policy", "make_policy", "param", "priority_fill",
+    "register",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The values a parameter may take.
+
+    Attributes:
+        kind: ``"float"``, ``"int"`` or ``"choice"``.
+        low, high: inclusive bounds for numbers.
+        choices: allowed values for ``"choice"``.
+        log: search on a log scale.
+        searchable: part of the search space (explicit configurations are not).
+        help: one line for CLI help and tables.
+    """
+
+    kind: str = "float"
+    low: float = -math.inf
+    high: float = math.inf
+    choices: tuple[Any, ...] = ()
+    log: bool = False
+    searchable: bool = True
+    help: str = ""
+
+    def check(self, name: str, value: Any) -> None:
+        """Raise :class:`InvalidPolicyParams` if ``value`` is outside the domain."""
+        if self.kind == "choice":
+            if value not in self.choices:
+                raise InvalidPolicyParams(f"parameter {name!r}: expected one of "
+                                          f"{list(self.choices)}, got {value!r}")
+            return
+        numeric = isinstance(value, int | float | np.integer | np.floating)
+        if not numeric or isinstance(value, bool) or not math.isfinite(float(value)):
+            raise InvalidPolicyParams(f"parameter {name!r}: expected a finite number, "
+                                      f"got {value!r}")
+        if self.kind == "int" and float(value) != int(value):
+            raise InvalidPolicyParams(f"parameter {name!r}: expected an integer, got {value!r}")
+        if not self.low <= float(value) <= self.high:
+            raise InvalidPolicyParams(f"parameter {name!r}: expected a value in "
+                                      f"[{self.low}, {self.high}], got {value!r}")
+
+    def describe(self) -> str:
+        """Human-readable domain, e.g. ``[0.01, 0.9]`` or ``{jct, ftf}``."""
+        if self.kind == "choice":
+            return "{" + ", ".join(map(str, self.choices)) + "}"
+        return f"[{self.low:g}, {self.high:g}]" + (" (log)" if self.log else "")
+
+
+def param(default: Any, *, low: float = -math.inf, high: float = math.inf, kind: str = "float",
+          choices: tuple[Any, ...] = (), log: bool = False, help: str = "") -> Any:
+    """Declare a policy field together with its domain."""
+    dom = Domain(kind=kind, low=low, high=high, choices=choices, log=log, help=help)
+    return field(default=default, metadata={"domain": dom})
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Base of every policy: a frozen value with a pure ``allocate(view)``.
+
+    Subclasses set ``name`` and ``summary``, declare fields with :func:`param`, and implement
+    :meth:`allocate`. A policy that needs facts about the workload before it can run (WFQ's
+    classes) overrides :meth:`fit`, which returns a new, ready policy.
+    """
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for name, dom in self.domains().items():
+            dom.check(name, getattr(self, name))
+
+    @property
+    def tick_s(self) -> float | None:
+        """Seconds after an event at which the policy wants to re-decide (None: never)."""
+        return None
+
+    def fit(self, workload: Workload) -> Self:
+        """Derive workload-dependent settings; the default needs none."""
+        return self
+
+    def allocate(self, view: ClusterView) -> FloatArray:
+        """GPUs for each job in the view (see :class:`simulator.view.Scheduler`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def domains(cls) -> dict[str, Domain]:
+        """Each declared parameter's domain, in field order."""
+        return {f.name: f.metadata["domain"] for f in fields(cls) if "domain" in f.metadata}
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Each declared parameter's default."""
+        return {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready ``{"policy": name, "params": {...}}`` (every field, tunable or not)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {"policy": self.name,
+                "params": {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> Self:
+        """Build from a ``{name: value}`` mapping; unknown names are errors."""
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(params) - set(known))
+        if unknown:
+            raise InvalidPolicyParams(f"policy {cls.name!r} has no parameter {unknown[0]!r}; "
+                                      f"its parameters are {list(known)}")
+        converted = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+        return cls(**converted)
+
+
+REGISTRY: dict[str, type[Policy]] = {}
+"""Every policy by name."""
+
+P = TypeVar("P", bound=type[Policy])
+
+
+def register(cls: P) -> P:
+    """Class decorator adding a policy to :data:`REGISTRY` under ``cls.name``."""
+    if not cls.name or cls.name in REGISTRY:
+        raise ValueError(f"policy name {cls.name!r} is empty or taken")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_policy(name: str) -> type[Policy]:
+    """The policy class registered as ``name`` (case-insensitive)."""
+    key = name.lower()
+    if key not in REGISTRY:
+        raise InvalidPolicyParams(f"unknown policy {name!r}; known policies: "
+                                  f"{', '.join(sorted(REGISTRY))}")
+    return REGISTRY[key]
+
+
+def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Policy:
+    """Build policy ``name`` from defaults overridden by ``params``."""
+    return get_policy(name).from_params(dict(params or {}))
+
+
+def priority_fill(order: npt.NDArray[np.int64], demand: FloatArray, gpus: float) -> FloatArray:
+    """Hand GPUs out in ``order``: each job gets ``min(left, demand)`` (PCS code's greedy fill).
+
+    The first job that does not fit receives the partial remainder; later jobs get nothing.
+    """
+    d = demand[order]
+    before = np.cumsum(d) - d
+    alloc = np.empty_like(d)
+    alloc[order] = np.clip(gpus - before, 0.0, d)
+    return alloc
+

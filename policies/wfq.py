@@ -1,0 +1,191 @@
+"""Weighted fair queueing as PCS configures it (papers/pcs.md §3.1, §3.3; SPEC §3.1).
+
+Jobs are classed once, by estimated size, against ascending thresholds (first class whose
+threshold is >= the size). Classes share the GPUs by weight, work-conserving (a class that
+needs less than its share hands the rest to the others in proportion to their weights).
+Inside a class jobs are served in arrival order, each capped at the largest allocation whose
+every step keeps ``speedup(g) / g >= zeta``; while the class's GPUs are not all used, the
+pass is redone with ``zeta`` lowered by ``delta`` (PCS code, ``MCSScheduler``).
+
+Two ways to configure it:
+
+* the searched form ``WFQ(T=..., W=..., zeta_min=..., delta=...)`` followed by
+  :meth:`WFQ.fit` on a training workload, which derives the classes from T (squared
+  coefficient of variation within a class stays <= T) and weights ``w_i ∝ exp(-W i)``;
+* the explicit form ``WFQ.explicit(thresholds, rates, zeta_min, delta)``, e.g. from PCS's
+  ``pcs_configs.json`` via :meth:`WFQ.from_pcs_config`.
+
+Weights are kept as exact normalised floats (PCS rounds them to 3 decimals first, which can
+zero out a class; we keep every class's guaranteed share strictly positive).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from policies.baselines import water_fill
+from policies.base import Policy, param, register
+from simulator.errors import InvalidPolicyParams
+from simulator.scaling import ScalingTable
+from simulator.view import ClusterView
+from simulator.workload import Workload
+
+__all__ = ["WFQ", "class_thresholds"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def class_thresholds(sizes: FloatArray, T: float) -> tuple[float, ...]:
+    """Class thresholds from sorted sizes: close a class when its C² exceeds ``T`` (PCS code).
+
+    Walk the ascending sizes keeping a running mean and variance; when adding a size pushes
+    ``var / mean²`` above ``T``, the previous size becomes a threshold and the next class
+    starts after the size that broke it. The last threshold is infinity.
+    """
+    out: list[float] = []
+    n, total, total_sq = 0, 0.0, 0.0
+    ordered = np.sort(np.asarray(sizes, dtype=np.float64))
+    for i, x in enumerate(ordered):
+        n += 1
+        total += x
+        total_sq += x * x
+        mean = total / n
+        var = total_sq / n - mean * mean
+        if i > 0 and n > 1 and var / (mean * mean) > T:
+            out.append(float(ordered[i - 1]))
+            n, total, total_sq = 0, 0.0, 0.0
+    out.append(math.inf)
+    return tuple(out)
+
+
+def _weights(W: float, k: int) -> tuple[float, ...]:
+    w = np.exp(-W * np.arange(k))
+    return tuple(float(v) for v in w / w.sum())
+
+
+@functools.lru_cache(maxsize=64)
+def _cap_counts(scaling: ScalingTable, zeta: float, delta: float) -> IntArray:
+    """``counts[m, n]``: model m's clipped demand at the n-th ζ of the relaxation sequence.
+
+    The sequence is ζ, ζ-δ, ζ-2δ, ... (by repeated subtraction, as PCS does), ending at the
+    first value <= 0, where nothing is clipped.
+    """
+    zs = [zeta]
+    while zs[-1] > 0:
+        zs.append(zs[-1] - delta)
+    pm = scaling.prefix_efficiency()
+    counts = (pm[:, :, None] >= np.asarray(zs)[None, None, :]).sum(axis=1)
+    counts[:, -1] = np.iinfo(np.int64).max // 4  # ζ <= 0: no clipping at all
+    return counts.astype(np.int64)
+
+
+@register
+@dataclass(frozen=True)
+class WFQ(Policy):
+    """PCS's WFQ. Build, ``fit`` on a training workload (or use :meth:`explicit`), simulate."""
+
+    name = "wfq"
+    summary = "PCS weighted fair queueing: size classes, weights, demand clipping"
+    T: float = param(1.0, low=0.001, high=1000.0, log=True,
+                     help="max squared coefficient of variation of sizes within a class")
+    W: float = param(1.0, low=-3.0, high=3.0, help="class weight exponent: w_i ∝ exp(-W·i)")
+    zeta_min: float = param(0.5, low=0.0, high=1.0,
+                            help="demand clipping: keep GPUs while speedup(g)/g >= zeta")
+    delta: float = param(0.1, low=0.01, high=0.9, help="zeta step when a class has spare GPUs")
+    thresholds: tuple[float, ...] = ()
+    rates: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        th, rt = self.thresholds, self.rates
+        if len(th) != len(rt):
+            raise InvalidPolicyParams(f"WFQ: {len(th)} thresholds but {len(rt)} rates; give one "
+                                      "rate per class (the last threshold is infinity)")
+        if th:
+            if any(b <= a for a, b in zip(th, th[1:], strict=False)) or th[-1] != math.inf:
+                raise InvalidPolicyParams(f"WFQ: thresholds must increase and end with "
+                                          f"infinity (null in JSON), got {list(th)}")
+            if any(r <= 0 for r in rt) or not math.isclose(sum(rt), 1.0, rel_tol=1e-6):
+                raise InvalidPolicyParams(f"WFQ: rates must be > 0 and sum to 1, got {list(rt)}")
+
+    @classmethod
+    def explicit(cls, thresholds: list[float | None], rates: list[float], *,
+                 zeta_min: float = 0.0, delta: float = 0.1) -> Self:
+        """WFQ with given class thresholds (None = infinity) and class rates."""
+        th = tuple(math.inf if t is None else float(t) for t in thresholds)
+        return cls(zeta_min=zeta_min, delta=delta, thresholds=th,
+                   rates=tuple(float(r) for r in rates))
+
+    @classmethod
+    def from_pcs_config(cls, entry: Mapping[str, Any]) -> Self:
+        """From one entry of PCS's ``pcs_configs.json`` (rates as ``[numerator, denominator]``)."""
+        try:
+            rates = [n / d for n, d in entry["class_rates"]]
+            return cls.explicit(list(entry["class_thresholds"]), rates,
+                                zeta_min=float(entry["clip_demand_factor"]),
+                                delta=float(entry["delta"]))
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            raise InvalidPolicyParams(
+                f"not a PCS config entry (needs class_thresholds, class_rates as [num, den], "
+                f"clip_demand_factor, delta): {exc!r}") from exc
+
+    @property
+    def fitted(self) -> bool:
+        """Whether classes are known (explicitly or by :meth:`fit`)."""
+        return bool(self.thresholds)
+
+    def fit(self, workload: Workload) -> Self:
+        """Derive classes from the training workload's estimated sizes (no-op if explicit)."""
+        if self.fitted:
+            return self
+        th = class_thresholds(workload.estimated_service_s, self.T)
+        return replace(self, thresholds=th, rates=_weights(self.W, len(th)))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["params"]["thresholds"] = [None if math.isinf(t) else t for t in self.thresholds]
+        return out
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> Self:
+        p = dict(params)
+        if "thresholds" in p:
+            p["thresholds"] = [math.inf if t is None else float(t) for t in p["thresholds"]]
+        return super().from_params(p)
+
+    def allocate(self, view: ClusterView) -> FloatArray:
+        if not self.fitted:
+            raise InvalidPolicyParams("WFQ has no classes yet: call fit(training_workload) "
+                                      "or build it with WFQ.explicit(...)")
+        demand = view.demand.astype(np.float64)
+        cls = np.searchsorted(np.asarray(self.thresholds), view.est_size, side="left")
+        k = len(self.rates)
+        class_demand = np.bincount(cls, weights=demand, minlength=k)
+        class_gpus = water_fill(class_demand, float(view.total_gpus), np.asarray(self.rates))
+        return self._within_classes(view, cls, class_gpus)
+
+    def _within_classes(self, view: ClusterView, cls: IntArray,
+                        class_gpus: FloatArray) -> FloatArray:
+        counts = _cap_counts(view.scaling, self.zeta_min, self.delta)
+        order = np.argsort(cls, kind="stable")  # by class, arrival order inside
+        c = cls[order]
+        cap = np.minimum(view.demand[order][:, None], counts[view.model[order]])  # jobs x ζ-steps
+        starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        need = class_gpus[c[starts]]
+        usable = np.add.reduceat(cap, starts, axis=0)
+        step = np.argmax(usable >= need[:, None] - 1e-9, axis=1)  # first ζ that uses them all
+        group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, c.size]))
+        mine = cap[np.arange(c.size), step[group]].astype(np.float64)
+        before = np.cumsum(mine) - mine
+        before -= before[starts][group]
+        out = np.empty_like(mine)
+        out[order] = np.clip(need[group] - before, 0.0, mine)
+        return out

@@ -1,0 +1,178 @@
+"""Synthetic workloads: the built-in Philly-like generator and PCS's CDF-driven generator.
+
+Both take an explicit ``numpy.random.Generator`` seed source and a target ``load``: the
+arrival rate is set so that offered work (1-GPU-seconds per second) equals ``load`` times
+the cluster's GPUs, i.e. mean interarrival = ``mean(service) / (load * gpus)`` as in PCS.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from simulator.errors import InvalidWorkload, located
+from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
+from simulator.workload import Workload
+
+__all__ = ["PHILLY_GPU_MIX", "generate", "generate_from_cdfs", "read_cdf"]
+
+FloatArray = npt.NDArray[np.float64]
+
+PHILLY_GPU_MIX: dict[int, float] = {1: 0.62, 2: 0.10, 4: 0.13, 8: 0.11, 16: 0.03, 32: 0.01}
+"""GPU demand distribution of the built-in generator, close to the Philly traces' mix
+(``cdf-max-gpus-per-job-philly.csv``: most jobs take 1 GPU, a few percent take 16+)."""
+
+MODEL_MIX: dict[str, float] = {"linear": 0.2, "amdahl-0.99": 0.3, "amdahl-0.95": 0.3,
+                               "amdahl-0.80": 0.2}
+"""Share of generated jobs following each built-in scaling behaviour."""
+
+
+def _check_common(n_jobs: int, load: float, gpus: int) -> None:
+    if n_jobs < 1:
+        raise InvalidWorkload(f"generator: n_jobs must be >= 1 (got {n_jobs})")
+    if not (np.isfinite(load) and load > 0):
+        raise InvalidWorkload(f"generator: load must be > 0 (got {load})")
+    if gpus < 1:
+        raise InvalidWorkload(f"generator: gpus must be >= 1 (got {gpus})")
+
+
+def _arrivals(rng: np.random.Generator, service: FloatArray, load: float,
+              gpus: int) -> FloatArray:
+    mean_gap = float(service.mean()) / (load * gpus)
+    gaps = rng.exponential(mean_gap, size=service.shape[0])
+    gaps[0] = 0.0
+    return np.cumsum(gaps)
+
+
+def generate(
+    n_jobs: int = 1000,
+    *,
+    load: float = 0.9,
+    gpus: int = 64,
+    seed: int | np.random.SeedSequence = 0,
+    median_service_s: float = 3600.0,
+    sigma: float = 2.0,
+) -> Workload:
+    """The embedded default workload: Philly-like, heavy-tailed, no files needed.
+
+    Job sizes (1-GPU-seconds) are log-normal with the given median and log-σ (σ = 2 gives the
+    Philly traces' spread: a p99/median ratio near 100), clipped to [60 s, 60 days]; GPU
+    demands follow :data:`PHILLY_GPU_MIX` (capped at ``gpus``) with bigger gangs doing
+    proportionally more work; scaling behaviours follow :data:`MODEL_MIX`; arrivals are
+    Poisson at the target ``load``.
+    """
+    _check_common(n_jobs, load, gpus)
+    rng = np.random.default_rng(seed)
+    sizes = np.array(list(PHILLY_GPU_MIX))
+    probs = np.array(list(PHILLY_GPU_MIX.values()))
+    demand = np.minimum(rng.choice(sizes, size=n_jobs, p=probs / probs.sum()), gpus)
+    per_gpu = np.exp(rng.normal(np.log(median_service_s), sigma, size=n_jobs))
+    service = np.clip(per_gpu * demand, 60.0, 60 * 86400.0)
+    names = list(MODEL_MIX)
+    shares = np.array(list(MODEL_MIX.values()))
+    model_name = np.asarray(names)[rng.choice(len(names), size=n_jobs, p=shares / shares.sum())]
+    table = parametric_table(max(gpus, 1))
+    frame = pd.DataFrame({
+        "arrival_s": _arrivals(rng, service, load, gpus),
+        "gpus": demand,
+        "service_s": service,
+        "model": model_name,
+    })
+    assert set(MODEL_MIX) <= set(PARAMETRIC_MODELS)
+    return Workload.from_frame(frame, scaling=table, source=f"generated(load={load}, seed)")
+
+
+def read_cdf(path: str | Path) -> tuple[FloatArray, FloatArray]:
+    """Read a PCS CDF file (``value,cdf`` rows under a ``#label,cdf`` header).
+
+    Returns:
+        ``(values, cdf)``, with cdf non-decreasing from 0 to 1.
+    """
+    src = str(path)
+    try:
+        df = pd.read_csv(path, comment=None)
+    except (OSError, ValueError) as exc:
+        raise InvalidWorkload(f"{src}: cannot read CDF file: {exc}") from exc
+    if df.shape[1] != 2:
+        raise InvalidWorkload(located(src, problem=f"expected 2 columns value,cdf, "
+                                                   f"found {df.shape[1]}"))
+    values = pd.to_numeric(df.iloc[:, 0], errors="coerce").to_numpy(np.float64)
+    cdf = pd.to_numeric(df.iloc[:, 1], errors="coerce").to_numpy(np.float64)
+    for name, arr in (("value", values), ("cdf", cdf)):
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if bad.size:
+            i = int(bad[0])
+            raise InvalidWorkload(located(src, row=i + 1, column=name, value=df.iloc[i, 0],
+                                          problem="must be a finite number"))
+    bad = np.flatnonzero((np.diff(cdf) < 0) | (np.diff(values) < 0))
+    if bad.size:
+        i = int(bad[0]) + 1
+        raise InvalidWorkload(located(src, row=i + 1, column="cdf", value=float(cdf[i]),
+                                      problem="values and cdf must not decrease"))
+    if cdf[0] < 0 or abs(cdf[-1] - 1.0) > 1e-6:
+        raise InvalidWorkload(located(src, column="cdf", value=float(cdf[-1]),
+                                      problem="must run from >= 0 up to 1"))
+    return values, cdf
+
+
+def _sample(rng: np.random.Generator, cdf_file: tuple[FloatArray, FloatArray], n: int,
+            *, discrete: bool) -> FloatArray:
+    values, cdf = cdf_file
+    u = rng.random(n)
+    if discrete:
+        idx = np.minimum(np.searchsorted(cdf, u, side="left"), len(values) - 1)
+        return values[idx]
+    # continuous: interpolate the inverse CDF on its strictly increasing part
+    keep = np.concatenate([[True], np.diff(cdf) > 0])
+    return np.interp(u, cdf[keep], values[keep])
+
+
+def generate_from_cdfs(
+    workload_dir: str | Path,
+    name: str,
+    *,
+    scaling: ScalingTable,
+    n_jobs: int,
+    load: float,
+    gpus: int,
+    seed: int | np.random.SeedSequence = 0,
+) -> Workload:
+    """PCS's synthetic workloads from its CDF files (e.g. ``name="workload_0e4a51"``).
+
+    Reads ``cdf-app-service-times-<name>.csv`` and ``cdf-max-gpus-per-job-<name>.csv``
+    (required) and ``cdf-app-interarrival-times-<name>.csv`` (optional; without it arrivals
+    are Poisson at ``load``). Models are drawn uniformly from ``scaling``'s models whose
+    table covers the job's demand.
+    """
+    _check_common(n_jobs, load, gpus)
+    base = Path(workload_dir)
+
+    def cdf_path(kind: str) -> Path:
+        return base / f"cdf-{kind}-{name}.csv"
+
+    for kind in ("app-service-times", "max-gpus-per-job"):
+        if not cdf_path(kind).exists():
+            raise InvalidWorkload(f"{cdf_path(kind)}: CDF file not found; workload {name!r} "
+                                  f"needs cdf-{kind}-{name}.csv in {base}")
+    rng = np.random.default_rng(seed)
+    service = np.maximum(_sample(rng, read_cdf(cdf_path("app-service-times")), n_jobs,
+                                 discrete=False), 1.0)
+    demand = np.minimum(_sample(rng, read_cdf(cdf_path("max-gpus-per-job")), n_jobs,
+                                discrete=True), gpus).astype(np.int64)
+    demand = np.maximum(demand, 1)
+    gap_file = cdf_path("app-interarrival-times")
+    if gap_file.exists():
+        gaps = _sample(rng, read_cdf(gap_file), n_jobs, discrete=False)
+        gaps[0] = 0.0
+        arrival = np.cumsum(gaps)
+    else:
+        arrival = _arrivals(rng, service, load, gpus)
+    model = rng.integers(0, len(scaling.models), size=n_jobs)
+    frame = pd.DataFrame({
+        "arrival_s": arrival, "gpus": demand, "service_s": service,
+        "model": np.asarray(scaling.models, dtype=object)[model],
+    })
+    return Workload.from_frame(frame, scaling=scaling, source=f"cdf:{name}")

@@ -1,0 +1,169 @@
+"""Cluster profiles: validated YAML data describing GPUs, nodes, network and overheads.
+
+Schema (every key is checked; unknown keys are errors)::
+
+    name: pcs-64                      # must match the file name
+    description: one line for listings
+    provenance: where the numbers come from
+    node_groups:                      # one or more
+      - {count: 8, gpus_per_node: 8, gpu_type: v100, gpu_memory_gib: 32}
+    gpu_types:                        # every gpu_type used above, with its relative speed
+      v100: {relative_speed: 1.0}
+    network: {inter_node_factor: 1.0} # speed multiplier of a gang spread over nodes, (0, 1]
+    overheads: {restart_overhead_s: 0, suspend_overhead_s: 0}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simulator.errors import InvalidProfile, located
+
+__all__ = ["PROFILE_DIR", "ClusterProfile", "NodeGroup", "list_profiles", "load_profile"]
+
+PROFILE_DIR = Path(__file__).resolve().parent.parent / "cluster_profiles"
+"""Where the shipped profiles live (``cluster_profiles/`` at the project root)."""
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """``count`` identical nodes with ``gpus_per_node`` GPUs of one type each."""
+
+    count: int
+    gpus_per_node: int
+    gpu_type: str
+    gpu_memory_gib: float
+
+
+@dataclass(frozen=True)
+class ClusterProfile:
+    """A validated cluster description. Load with :func:`load_profile`."""
+
+    name: str
+    description: str
+    provenance: str
+    node_groups: tuple[NodeGroup, ...]
+    relative_speed: dict[str, float]
+    inter_node_factor: float
+    restart_overhead_s: float
+    suspend_overhead_s: float
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs in the whole cluster."""
+        return sum(g.count * g.gpus_per_node for g in self.node_groups)
+
+    @property
+    def gpus_by_type(self) -> dict[str, int]:
+        """GPU count per GPU type, in profile order."""
+        out: dict[str, int] = {}
+        for g in self.node_groups:
+            out[g.gpu_type] = out.get(g.gpu_type, 0) + g.count * g.gpus_per_node
+        return out
+
+
+_TOP = {"name", "description", "provenance", "node_groups", "gpu_types", "network", "overheads"}
+_GROUP = {"count", "gpus_per_node", "gpu_type", "gpu_memory_gib"}
+
+
+class _Checker:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, field: str, value: object, problem: str) -> InvalidProfile:
+        return InvalidProfile(located(self.source, column=field, value=value, problem=problem))
+
+    def mapping(self, obj: object, field: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(obj, dict):
+            raise self.fail(field, obj, "must be a mapping")
+        unknown = sorted(set(obj) - allowed)
+        if unknown:
+            raise self.fail(f"{field}.{unknown[0]}" if field else unknown[0], None,
+                            f"unknown key; allowed keys are {sorted(allowed)}")
+        return obj
+
+    def number(self, obj: dict[str, Any], key: str, field: str, *, low: float,
+               high: float = float("inf"), integer: bool = False, strict: bool = True) -> float:
+        if key not in obj:
+            raise self.fail(f"{field}.{key}", None, "required key is missing")
+        v = obj[key]
+        kind = int if integer else (int, float)
+        ok = isinstance(v, kind) and not isinstance(v, bool)
+        ok = ok and (v > low if strict else v >= low) and v <= high
+        if not ok:
+            rule = f"{'>' if strict else '>='} {low}" + (f" and <= {high}" if high < 1e300 else "")
+            raise self.fail(f"{field}.{key}", v,
+                            f"must be {'an integer' if integer else 'a number'} {rule}")
+        return float(v)
+
+
+def _parse(doc: object, source: str) -> ClusterProfile:
+    c = _Checker(source)
+    top = c.mapping(doc, "", _TOP)
+    for key in ("name", "description", "provenance"):
+        if not isinstance(top.get(key), str) or not top[key].strip():
+            raise c.fail(key, top.get(key), "required text is missing or empty")
+    groups_raw = top.get("node_groups")
+    if not isinstance(groups_raw, list) or not groups_raw:
+        raise c.fail("node_groups", groups_raw, "must be a non-empty list")
+    groups = []
+    for i, g in enumerate(groups_raw):
+        field = f"node_groups[{i}]"
+        m = c.mapping(g, field, _GROUP)
+        if not isinstance(m.get("gpu_type"), str):
+            raise c.fail(f"{field}.gpu_type", m.get("gpu_type"), "must be a GPU type name")
+        groups.append(NodeGroup(
+            int(c.number(m, "count", field, low=0, integer=True)),
+            int(c.number(m, "gpus_per_node", field, low=0, integer=True)),
+            m["gpu_type"],
+            c.number(m, "gpu_memory_gib", field, low=0)))
+    types = c.mapping(top.get("gpu_types", {}), "gpu_types", {g.gpu_type for g in groups})
+    speeds = {}
+    for g in groups:
+        spec = c.mapping(types.get(g.gpu_type), f"gpu_types.{g.gpu_type}", {"relative_speed"})
+        speeds[g.gpu_type] = c.number(spec, "relative_speed", f"gpu_types.{g.gpu_type}", low=0)
+    net = c.mapping(top.get("network", {}), "network", {"inter_node_factor"})
+    over = c.mapping(top.get("overheads", {}), "overheads",
+                     {"restart_overhead_s", "suspend_overhead_s"})
+    return ClusterProfile(
+        name=top["name"], description=top["description"], provenance=top["provenance"],
+        node_groups=tuple(groups), relative_speed=speeds,
+        inter_node_factor=(c.number(net, "inter_node_factor", "network", low=0, high=1)
+                           if "inter_node_factor" in net else 1.0),
+        restart_overhead_s=c.number(over, "restart_overhead_s", "overheads", low=0,
+                                    strict=False) if "restart_overhead_s" in over else 0.0,
+        suspend_overhead_s=c.number(over, "suspend_overhead_s", "overheads", low=0,
+                                    strict=False) if "suspend_overhead_s" in over else 0.0,
+    )
+
+
+def load_profile(name_or_path: str | Path) -> ClusterProfile:
+    """Load a shipped profile by name (``"pcs-64"``) or any profile YAML by path.
+
+    Raises:
+        InvalidProfile: unknown name, unreadable file, unknown keys or impossible values.
+    """
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = PROFILE_DIR / f"{name_or_path}.yaml"
+        if not path.exists():
+            raise InvalidProfile(f"unknown cluster profile {str(name_or_path)!r}; shipped "
+                                 f"profiles: {', '.join(list_profiles())} (or give a YAML path)")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidProfile(f"{path}: cannot read cluster profile: {exc}") from exc
+    profile = _parse(doc, str(path))
+    if path.parent == PROFILE_DIR and profile.name != path.stem:
+        raise InvalidProfile(located(str(path), column="name", value=profile.name,
+                                     problem=f"must match the file name {path.stem!r}"))
+    return profile
+
+
+def list_profiles() -> list[str]:
+    """Names of the shipped profiles."""
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))

@@ -1,0 +1,176 @@
+"""How fast a job runs on g GPUs: per-model speed-up tables.
+
+A table holds, for each model, the speed-up at 0, 1, 2, ... GPUs (``speedup[m, 0] == 0``).
+Fractional GPU counts are linearly interpolated and counts above a model's largest entry
+stay flat, as in the PCS code. Tables come from a CSV (``model,gpus,speedup`` rows, the
+format of PCS's ``scaling_tables.csv``) or from the parametric models this project ships
+for generated jobs (:func:`amdahl`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from simulator.errors import InvalidWorkload, located
+
+__all__ = ["PARAMETRIC_MODELS", "ScalingTable", "amdahl", "parametric_table"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, eq=False)
+class ScalingTable:
+    """Speed-up of each model at each GPU count.
+
+    Attributes:
+        models: model names; a job refers to its model by index into this tuple.
+        speedup: ``(len(models), width)`` array; row ``m`` is model ``m``'s speed-up at
+            0..width-1 GPUs, padded flat beyond the model's own largest entry.
+        max_gpus: per model, the largest GPU count the table measured.
+    """
+
+    models: tuple[str, ...]
+    speedup: FloatArray
+    max_gpus: IntArray
+    _index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {name: i for i, name in enumerate(self.models)})
+
+    @property
+    def width(self) -> int:
+        """Number of integer GPU counts tabulated (0 included)."""
+        return int(self.speedup.shape[1])
+
+    def index(self, model: str) -> int:
+        """Row of ``model``; ``KeyError`` if the table does not know it."""
+        return self._index[model]
+
+    def speed(self, model_idx: IntArray, gpus: FloatArray) -> FloatArray:
+        """Speed-up of each job (by model index) at its (possibly fractional) GPU count."""
+        g = np.clip(gpus, 0.0, self.width - 1)
+        lo = g.astype(np.int64)
+        hi = np.minimum(lo + 1, self.width - 1)
+        base = self.speedup[model_idx, lo]
+        return base + (g - lo) * (self.speedup[model_idx, hi] - base)
+
+    def efficiency(self) -> FloatArray:
+        """``speedup(g) / g`` for g = 1..width-1, shape ``(models, width - 1)``."""
+        g = np.arange(1, self.width, dtype=np.float64)
+        return self.speedup[:, 1:] / g
+
+    def prefix_efficiency(self) -> FloatArray:
+        """``min(speedup(g') / g' for g' <= g)`` for g = 1..width-1: non-increasing in g.
+
+        A job's largest allocation whose every step keeps ``speedup(g)/g >= zeta`` is the number
+        of entries ``>= zeta`` (PCS's demand clipping stops at the first g that falls below).
+        """
+        return np.minimum.accumulate(self.efficiency(), axis=1)
+
+    def merged(self, other: ScalingTable) -> ScalingTable:
+        """A table with this table's models followed by ``other``'s (names must not clash)."""
+        clash = set(self.models) & set(other.models)
+        if clash:
+            raise InvalidWorkload(f"scaling tables both define model(s) {sorted(clash)}")
+        width = max(self.width, other.width)
+        rows = [_pad(t.speedup, width) for t in (self, other)]
+        return ScalingTable(
+            self.models + other.models,
+            np.vstack(rows),
+            np.concatenate([self.max_gpus, other.max_gpus]),
+        )
+
+    @classmethod
+    def from_points(cls, points: Mapping[str, FloatArray]) -> ScalingTable:
+        """Build from ``{model: speedups at 1..n GPUs}``."""
+        width = 1 + max(len(v) for v in points.values())
+        rows = [_pad(np.concatenate([[0.0], np.asarray(v, float)])[None, :], width)
+                for v in points.values()]
+        return cls(
+            tuple(points),
+            np.vstack(rows),
+            np.array([len(v) for v in points.values()], dtype=np.int64),
+        )
+
+    @classmethod
+    def from_csv(cls, path: str | Path) -> ScalingTable:
+        """Load a ``model,gpus,speedup[,time_per_iter_us]`` CSV (PCS's ``scaling_tables.csv``).
+
+        Each model's rows must list GPU counts 1, 2, ..., n in order with finite speed-ups > 0.
+        Where a model has iteration times, the speed-up is ``t_1 / t_g`` (as PCS computes it).
+        """
+        src = str(path)
+        try:
+            df = pd.read_csv(path)
+        except (OSError, pd.errors.ParserError) as exc:
+            raise InvalidWorkload(f"{src}: cannot read scaling table: {exc}") from exc
+        missing = {"model", "gpus", "speedup"} - set(df.columns)
+        if missing:
+            raise InvalidWorkload(located(src, column=sorted(missing)[0],
+                                          problem="required column is missing",
+                                          fix="expected columns model,gpus,speedup"))
+        points: dict[str, list[float]] = {}
+        first_time: dict[str, float] = {}
+        times = df["time_per_iter_us"] if "time_per_iter_us" in df else np.zeros(len(df))
+        for row, (model, gpus, speed, t_iter) in enumerate(
+                zip(df["model"], df["gpus"], df["speedup"], times, strict=True), start=1):
+            seen = points.setdefault(str(model), [])
+            if not (isinstance(gpus, int | np.integer) and gpus == len(seen) + 1):
+                raise InvalidWorkload(located(
+                    src, row=row, column="gpus", value=gpus,
+                    problem=f"model {model!r} must list GPU counts 1, 2, ... in order "
+                            f"(expected {len(seen) + 1})"))
+            if not (np.isfinite(speed) and speed > 0):
+                raise InvalidWorkload(located(src, row=row, column="speedup", value=speed,
+                                              problem="must be a finite number > 0"))
+            # PCS derives speed-ups from iteration times (t_1 / t_g); the rounded speedup
+            # column is the fallback where a model has no timings.
+            if gpus == 1:
+                first_time[str(model)] = float(t_iter)
+            t1 = first_time[str(model)]
+            exact = t1 / float(t_iter) if t1 > 0 and np.isfinite(t_iter) and t_iter > 0 else None
+            seen.append(exact if exact is not None else float(speed))
+        if not points:
+            raise InvalidWorkload(f"{src}: scaling table has no rows")
+        return cls.from_points({k: np.asarray(v) for k, v in points.items()})
+
+
+def _pad(rows: FloatArray, width: int) -> FloatArray:
+    """Extend rows to ``width`` columns by repeating each row's last value (flat above max)."""
+    extra = width - rows.shape[1]
+    if extra <= 0:
+        return rows
+    return np.hstack([rows, np.repeat(rows[:, -1:], extra, axis=1)])
+
+
+def amdahl(parallel_fraction: float, max_gpus: int) -> FloatArray:
+    """Amdahl's-law speed-ups at 1..max_gpus GPUs: ``1 / ((1 - p) + p / g)``."""
+    g = np.arange(1, max_gpus + 1, dtype=np.float64)
+    return 1.0 / ((1.0 - parallel_fraction) + parallel_fraction / g)
+
+
+PARAMETRIC_MODELS: dict[str, float] = {
+    "linear": 1.0,
+    "amdahl-0.99": 0.99,
+    "amdahl-0.95": 0.95,
+    "amdahl-0.80": 0.80,
+}
+"""The built-in scaling behaviours for generated jobs: name -> Amdahl parallel fraction.
+
+``linear`` scales perfectly; the others saturate at 100x, 20x and 5x, spanning the
+sub-linear behaviours seen in PCS's measured tables (e.g. VGG saturates near 5x at 8 GPUs,
+ResNet-50 reaches ~20x at 28 GPUs).
+"""
+
+
+def parametric_table(max_gpus: int) -> ScalingTable:
+    """The :data:`PARAMETRIC_MODELS` tabulated up to ``max_gpus`` GPUs."""
+    return ScalingTable.from_points(
+        {name: amdahl(p, max_gpus) for name, p in PARAMETRIC_MODELS.items()})

@@ -1,0 +1,73 @@
+"""What a policy sees: a read-only view of the active jobs, and the contract it implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from simulator.scaling import ScalingTable
+
+__all__ = ["ClusterView", "Scheduler"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """The active (arrived, unfinished) jobs at one decision, in arrival order.
+
+    Every array has one entry per active job and is read-only. ``alloc`` is the allocation in
+    force before this decision. Sizes are the scheduler's *estimates*, never the true work.
+
+    Attributes:
+        now: simulated time in seconds.
+        total_gpus: GPUs in the cluster.
+        job: workload row of each job (stable across decisions; ties in arrival broken by it).
+        arrival_s: arrival time.
+        demand: maximum useful GPUs.
+        est_size: estimated total work (1-GPU-seconds) the job was submitted with.
+        est_remaining: estimated work left.
+        attained: work done so far (1-GPU-seconds).
+        alloc: GPUs held until now (fractional for fluid policies).
+        model: row of ``scaling`` giving the job's speed-up curve.
+        scaling: the speed-up table.
+    """
+
+    now: float
+    total_gpus: int
+    job: IntArray
+    arrival_s: FloatArray
+    demand: IntArray
+    est_size: FloatArray
+    est_remaining: FloatArray
+    attained: FloatArray
+    alloc: FloatArray
+    model: IntArray
+    scaling: ScalingTable
+
+    def __len__(self) -> int:
+        return int(self.job.shape[0])
+
+    def speed(self, gpus: FloatArray) -> FloatArray:
+        """Each job's speed-up at the given per-job GPU counts."""
+        return self.scaling.speed(self.model, gpus)
+
+
+class Scheduler(Protocol):
+    """The contract between the simulator and a policy.
+
+    ``allocate`` is called after every arrival, completion and tick, and returns the GPUs
+    (possibly fractional) for each job of the view, with ``0 <= alloc <= demand`` and
+    ``alloc.sum() <= total_gpus``. It must be a pure function of the view. ``tick_s``, if not
+    ``None``, asks for an extra decision that many seconds after the last event (a lease or
+    round timer).
+    """
+
+    @property
+    def tick_s(self) -> float | None: ...
+
+    def allocate(self, view: ClusterView) -> FloatArray: ...

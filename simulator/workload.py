@@ -1,0 +1,226 @@
+"""Workloads: the jobs a simulation replays, validated once at the door.
+
+A :class:`Workload` is a set of columns (NumPy arrays, one entry per job, sorted by
+arrival) plus the :class:`~simulator.scaling.ScalingTable` its ``model`` column indexes.
+
+Documented table schema (CSV, Parquet or a pandas DataFrame), one row per job:
+
+=======================  ========  ==========================================================
+column                   required  meaning
+=======================  ========  ==========================================================
+``arrival_s``            yes       submit time in seconds, non-decreasing down the rows
+``gpus``                 yes       GPU demand (maximum useful GPUs), integer >= 1
+``service_s``            yes       work in seconds on 1 GPU of the reference type, > 0
+``job_id``               no        integer id (default: row number from 0)
+``model``                no        a model of the scaling table (default ``linear``)
+``min_gpus``             no        minimum GPUs, 1 <= min_gpus <= gpus (default 1)
+``estimated_service_s``  no        what the scheduler believes ``service_s`` is (default: it)
+=======================  ========  ==========================================================
+
+Rows are numbered from 1, header excluded, in every error message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from simulator.errors import InvalidWorkload, located
+from simulator.scaling import ScalingTable, parametric_table
+
+__all__ = ["PCS_TRACE_COLUMNS", "Workload", "read_pcs_trace", "read_table"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+PCS_TRACE_COLUMNS: dict[str, str] = {
+    "job_id": "app_id",
+    "arrival_s": "submit_time",
+    "service_s": "service",
+    "gpus": "num_jobs",
+    "model": "model_name",
+}
+"""How a PCS trace CSV's columns map onto the workload schema (``num_jobs`` is the GPU demand)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Workload:
+    """Jobs as parallel arrays, sorted by arrival. Build with :meth:`from_frame` or a loader."""
+
+    job_id: IntArray
+    arrival_s: FloatArray
+    gpus: IntArray
+    min_gpus: IntArray
+    service_s: FloatArray
+    estimated_service_s: FloatArray
+    model: IntArray
+    scaling: ScalingTable
+    source: str = "workload"
+
+    def __len__(self) -> int:
+        return int(self.arrival_s.shape[0])
+
+    def head(self, n: int) -> Workload:
+        """The first ``n`` jobs (PCS's ``-num_apps``)."""
+        if n < 1:
+            raise InvalidWorkload(f"{self.source}: the number of jobs must be >= 1 (got {n})")
+        cut = {f.name: getattr(self, f.name)[:n] for f in fields(self)
+               if isinstance(getattr(self, f.name), np.ndarray)}
+        return replace(self, **cut)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The workload in the documented table schema."""
+        return pd.DataFrame({
+            "job_id": self.job_id,
+            "arrival_s": self.arrival_s,
+            "gpus": self.gpus,
+            "min_gpus": self.min_gpus,
+            "service_s": self.service_s,
+            "estimated_service_s": self.estimated_service_s,
+            "model": np.asarray(self.scaling.models, dtype=object)[self.model],
+        })
+
+    def digest(self) -> str:
+        """A content hash of the jobs and scaling table (keys seeds and cached evaluations)."""
+        h = hashlib.sha256()
+        for arr in (self.job_id, self.arrival_s, self.gpus, self.min_gpus, self.service_s,
+                    self.estimated_service_s, self.model, self.scaling.speedup):
+            h.update(np.ascontiguousarray(arr).tobytes())
+        h.update("\0".join(self.scaling.models).encode())
+        return h.hexdigest()[:16]
+
+    def check_fits(self, total_gpus: int, profile_name: str) -> None:
+        """Reject jobs that ask for more GPUs than the cluster has."""
+        bad = np.flatnonzero(self.gpus > total_gpus)
+        if bad.size:
+            i = int(bad[0])
+            raise InvalidWorkload(located(
+                self.source, row=i + 1, column="gpus", value=int(self.gpus[i]),
+                problem=f"job needs more GPUs than cluster {profile_name!r} has ({total_gpus})",
+                fix="use a larger profile, or cap or drop the job"))
+
+    @classmethod
+    def from_frame(
+        cls,
+        df: pd.DataFrame,
+        *,
+        scaling: ScalingTable | None = None,
+        source: str = "DataFrame",
+        columns: Mapping[str, str] | None = None,
+    ) -> Workload:
+        """Validate a table in the documented schema and build a workload.
+
+        Args:
+            df: one row per job.
+            scaling: the table that ``model`` names refer to; default: the parametric models.
+            source: what to call the input in error messages (a file path, say).
+            columns: schema name -> the column name in ``df``, for foreign formats.
+
+        Raises:
+            InvalidWorkload: naming the source, row, column and bad value.
+        """
+        names = {k: k for k in _SCHEMA} | dict(columns or {})
+        scaling = scaling if scaling is not None else parametric_table(64)
+        col = _Columns(df, names, source)
+        n = len(df)
+        if n == 0:
+            raise InvalidWorkload(f"{source}: the workload has no jobs")
+        arrival = col.floats("arrival_s", lambda a: a >= 0, ">= 0")
+        bad = np.flatnonzero(np.diff(arrival) < 0)
+        if bad.size:
+            i = int(bad[0]) + 1
+            raise InvalidWorkload(located(
+                source, row=i + 1, column=names["arrival_s"], value=float(arrival[i]),
+                problem=f"arrivals must not decrease (previous row has {arrival[i - 1]!r})",
+                fix="sort the rows by arrival time"))
+        service = col.floats("service_s", lambda a: a > 0, "> 0")
+        gpus = col.ints("gpus", lambda a: a >= 1, ">= 1")
+        min_gpus = (col.ints("min_gpus", lambda a: (a >= 1) & (a <= gpus), "in [1, gpus]")
+                    if names["min_gpus"] in df else np.ones(n, np.int64))
+        estimated = (col.floats("estimated_service_s", lambda a: a > 0, "> 0")
+                     if names["estimated_service_s"] in df else service.copy())
+        job_id = (col.ints("job_id", lambda a: a >= 0, ">= 0")
+                  if names["job_id"] in df else np.arange(n, dtype=np.int64))
+        model = col.models(scaling) if names["model"] in df else np.full(
+            n, scaling.index("linear") if "linear" in scaling.models else 0, np.int64)
+        return cls(job_id, arrival, gpus, min_gpus, service, estimated, model, scaling, source)
+
+
+_SCHEMA = ("job_id", "arrival_s", "gpus", "min_gpus", "service_s", "estimated_service_s", "model")
+
+
+class _Columns:
+    """Reads and checks columns of one input table, naming the first bad cell."""
+
+    def __init__(self, df: pd.DataFrame, names: Mapping[str, str], source: str) -> None:
+        self.df, self.names, self.source = df, names, source
+
+    def _raw(self, key: str) -> pd.Series:
+        name = self.names[key]
+        if name not in self.df:
+            raise InvalidWorkload(located(self.source, column=name,
+                                          problem="required column is missing",
+                                          fix=f"columns present: {list(self.df.columns)}"))
+        return self.df[name]
+
+    def _fail(self, key: str, i: int, value: object, problem: str) -> InvalidWorkload:
+        return InvalidWorkload(located(self.source, row=i + 1, column=self.names[key],
+                                       value=value, problem=problem))
+
+    def floats(self, key: str, ok: object, rule: str) -> FloatArray:
+        raw = self._raw(key)
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+        good = np.isfinite(values) & ok(values)  # type: ignore[operator]
+        if not good.all():
+            i = int(np.flatnonzero(~good)[0])
+            raise self._fail(key, i, raw.iloc[i], f"must be a finite number {rule}")
+        return values
+
+    def ints(self, key: str, ok: object, rule: str) -> IntArray:
+        raw = self._raw(key)
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+        good = np.isfinite(values) & (values == np.round(values))
+        good &= ok(np.where(good, values, 0).astype(np.int64))  # type: ignore[operator]
+        if not good.all():
+            i = int(np.flatnonzero(~good)[0])
+            raise self._fail(key, i, raw.iloc[i], f"must be an integer {rule}")
+        return values.astype(np.int64)
+
+    def models(self, scaling: ScalingTable) -> IntArray:
+        raw = self._raw("model").astype(str)
+        known = raw.isin(scaling.models).to_numpy()
+        if not known.all():
+            i = int(np.flatnonzero(~known)[0])
+            shown = ", ".join(scaling.models[:8]) + (" ..." if len(scaling.models) > 8 else "")
+            raise self._fail("model", i, raw.iloc[i],
+                             f"unknown model; the scaling table knows {shown}")
+        return raw.map(scaling.index).to_numpy(dtype=np.int64)
+
+
+def read_table(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
+    """Load a CSV or Parquet file in the documented schema."""
+    path = Path(path)
+    try:
+        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise InvalidWorkload(f"{path}: cannot read workload table: {exc}") from exc
+    return Workload.from_frame(df, scaling=scaling, source=str(path))
+
+
+def read_pcs_trace(path: str | Path, *, scaling: ScalingTable) -> Workload:
+    """Load a PCS/Philly trace CSV (``app_id, submit_time, service, num_jobs, ...``).
+
+    ``num_jobs`` is the job's GPU demand and ``model_name`` must be a row of ``scaling``
+    (PCS's ``scaling_tables.csv``).
+    """
+    try:
+        df = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise InvalidWorkload(f"{path}: cannot read PCS trace: {exc}") from exc
+    return Workload.from_frame(df, scaling=scaling, source=str(path), columns=PCS_TRACE_COLUMNS)
