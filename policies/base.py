@@ -16,11 +16,12 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.errors import InvalidPolicyParams
+from simulator.scaling import ScalingTable
 from simulator.view import ClusterView
 from simulator.workload import Workload
 
 __all__ = [
-    "REGISTRY", "Domain", "Policy", "get_policy", "make_policy", "param", "priority_fill",
+    "REGISTRY", "Domain", "Policy", "get_policy", "make_policy", "param",
     "register",
 ]
 
@@ -81,15 +82,18 @@ def param(default: Any, *, low: float = -math.inf, high: float = math.inf, kind:
 
 @dataclass(frozen=True)
 class Policy:
-    """Base of every policy: a frozen value with a pure ``allocate(view)``.
+    """Base of every policy: a frozen value whose decisions come from a compiled kernel.
 
-    Subclasses set ``name`` and ``summary``, declare fields with :func:`param`, and implement
-    :meth:`allocate`. A policy that needs facts about the workload before it can run (WFQ's
+    Subclasses set ``name``, ``summary`` and ``kernel`` (a numba function, wrapped in
+    ``staticmethod``), declare fields with :func:`param`, and pass their values to the kernel
+    through :meth:`kernel_args`. :meth:`allocate` runs the kernel on a view. A policy that needs facts about the workload before it can run (WFQ's
     classes) overrides :meth:`fit`, which returns a new, ready policy.
     """
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    kernel: ClassVar[Any]
+    """The compiled allocation kernel (signature in :mod:`simulator.engine`), as a staticmethod."""
 
     def __post_init__(self) -> None:
         for name, dom in self.domains().items():
@@ -104,9 +108,20 @@ class Policy:
         """Derive workload-dependent settings; the default needs none."""
         return self
 
+    def kernel_args(self, scaling: ScalingTable) -> tuple[FloatArray, FloatArray]:
+        """The ``(params, aux)`` arrays the kernel reads; none by default."""
+        return _NO_PARAMS, _NO_AUX
+
     def allocate(self, view: ClusterView) -> FloatArray:
         """GPUs for each job in the view (see :class:`simulator.view.Scheduler`)."""
-        raise NotImplementedError
+        params, aux = self.kernel_args(view.scaling)
+        out = np.zeros(len(view))
+        # the kernel's signature takes writable arrays: hand it copies of the read-only view
+        type(self).kernel(params, aux, view.now, float(view.total_gpus), view.arrival_s.copy(),
+                          view.demand.copy(), view.est_size.copy(), view.est_remaining.copy(),
+                          view.attained.copy(), view.alloc.copy(), view.model.copy(),
+                          view.scaling.speedup, out)
+        return out
 
     @classmethod
     def domains(cls) -> dict[str, Domain]:
@@ -164,14 +179,6 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Policy:
     return get_policy(name).from_params(dict(params or {}))
 
 
-def priority_fill(order: npt.NDArray[np.int64], demand: FloatArray, gpus: float) -> FloatArray:
-    """Hand GPUs out in ``order``: each job gets ``min(left, demand)`` (PCS code's greedy fill).
-
-    The first job that does not fit receives the partial remainder; later jobs get nothing.
-    """
-    d = demand[order]
-    before = np.cumsum(d) - d
-    alloc = np.empty_like(d)
-    alloc[order] = np.clip(gpus - before, 0.0, d)
-    return alloc
-
+_NO_PARAMS = np.zeros(0)
+_NO_AUX = np.zeros((0, 0))
+_NO_AUX.flags.writeable = False

@@ -1,30 +1,146 @@
 """The baselines PCS compares against (PCS code semantics; papers/pcs.md §5.1, SPEC §3.2).
 
 FIFO, SRSF, SRTF and LAS hand GPUs out greedily in priority order (the first job that does not
-fit gets the partial remainder). Max-min is fractional water-filling. Themis re-decides on a
-600 s lease timer as well as on arrivals and completions. AFS hands out whole GPUs one at a
+fit gets the partial remainder; ties keep arrival order). Max-min is fractional
+water-filling. Themis also re-decides on a lease timer. AFS hands out whole GPUs one at a
 time by marginal gain.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import numba as nb
 import numpy as np
-import numpy.typing as npt
 
-from policies.base import Policy, param, priority_fill, register
-from simulator.view import ClusterView
+from policies.base import Policy, param, register
+from simulator.engine import KERNEL_SIG, speed_at
 
 __all__ = ["AFS", "FIFO", "LAS", "SRSF", "SRTF", "MaxMin", "Themis", "water_fill"]
 
-FloatArray = npt.NDArray[np.float64]
+
+@nb.njit(cache=True)
+def _fill(order: Any, demand: Any, gpus: float, out: Any) -> None:
+    left = gpus
+    for i in order:
+        a = min(left, float(demand[i])) if left > 0.0 else 0.0
+        out[i] = a
+        left -= a
 
 
-def _by_key(key: FloatArray, view: ClusterView) -> FloatArray:
-    # lexsort: last key is primary; ties keep arrival order (the view is in arrival order)
-    order = np.lexsort((np.arange(len(view)), key))
-    return priority_fill(order, view.demand.astype(np.float64), float(view.total_gpus))
+@nb.njit(KERNEL_SIG, cache=True)
+def _fifo(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
+          est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
+          out: Any) -> None:
+    _fill(np.arange(demand.shape[0]), demand, gpus, out)
+
+
+@nb.njit(KERNEL_SIG, cache=True)
+def _srsf(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
+          est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
+          out: Any) -> None:
+    key = np.empty(demand.shape[0])
+    for i in range(key.shape[0]):
+        key[i] = demand[i] * est_rem[i] / speed_at(speedup, model[i], float(demand[i]))
+    _fill(np.argsort(key, kind="mergesort"), demand, gpus, out)
+
+
+@nb.njit(KERNEL_SIG, cache=True)
+def _srtf(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
+          est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
+          out: Any) -> None:
+    key = np.empty(demand.shape[0])
+    for i in range(key.shape[0]):
+        key[i] = est_rem[i] / speed_at(speedup, model[i], float(demand[i]))
+    _fill(np.argsort(key, kind="mergesort"), demand, gpus, out)
+
+
+@nb.njit(KERNEL_SIG, cache=True)
+def _las(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
+         est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
+         out: Any) -> None:
+    _fill(np.argsort(attained, kind="mergesort"), demand, gpus, out)
+
+
+@nb.njit(cache=True)
+def water_fill(demand: Any, capacity: float, weight: Any, out: Any) -> None:
+    """Weighted max-min shares ``min(demand, level * weight)``, summing to the capacity.
+
+    Those whose demand is below their fair share keep only their demand; what they leave is
+    re-shared among the rest in proportion to weight, until nothing moves.
+    """
+    n = demand.shape[0]
+    if demand.sum() <= capacity:
+        out[:] = demand
+        return
+    ratio = np.empty(n)
+    for i in range(n):
+        ratio[i] = demand[i] / weight[i] if weight[i] > 0.0 else np.inf
+    order = np.argsort(ratio, kind="mergesort")
+    left, weight_left = capacity, weight.sum()
+    for j in range(n):
+        i = order[j]
+        level = left / weight_left if weight_left > 0.0 else 0.0
+        if ratio[i] <= level:
+            out[i] = demand[i]
+            left -= demand[i]
+            weight_left -= weight[i]
+        else:
+            for r in order[j:]:
+                out[r] = level * weight[r]
+            return
+
+
+@nb.njit(KERNEL_SIG, cache=True)
+def _maxmin(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
+            est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
+            out: Any) -> None:
+    water_fill(demand.astype(np.float64), gpus, np.ones(demand.shape[0]), out)
+
+
+@nb.njit(KERNEL_SIG, cache=True)
+def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
+            est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
+            out: Any) -> None:
+    n = demand.shape[0]
+    left = min(float(demand.sum()), gpus)
+    waiting = np.ones(n, dtype=np.bool_)
+    out[:] = 0.0
+    while left > 1e-9:
+        best, best_rho, best_m = -1, -np.inf, 0.0
+        for i in range(n):
+            if not waiting[i]:
+                continue
+            m = min(left, float(demand[i]))
+            fft = est_size[i] / min(gpus / n, float(demand[i]))
+            rho = (now - arrival[i] + est_rem[i] / speed_at(speedup, model[i], m)) / fft
+            if rho > best_rho:
+                best, best_rho, best_m = i, rho, m
+        if best < 0:
+            return
+        out[best] = best_m
+        left -= best_m
+        waiting[best] = False
+
+
+@nb.njit(KERNEL_SIG, cache=True)
+def _afs(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
+         est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
+         out: Any) -> None:
+    n = demand.shape[0]
+    out[:] = 0.0
+    for _ in range(int(min(float(demand.sum()), gpus))):
+        best, best_gain = -1, -np.inf
+        for i in range(n):
+            if out[i] >= demand[i]:
+                continue
+            g = out[i]
+            gain = (speed_at(speedup, model[i], g + 1.0) - speed_at(speedup, model[i], g))
+            gain /= max(est_rem[i], 1e-9)
+            if gain > best_gain:
+                best, best_gain = i, gain
+        out[best] += 1.0
 
 
 @register
@@ -34,10 +150,7 @@ class FIFO(Policy):
 
     name = "fifo"
     summary = "first come, first served (0 % prediction error)"
-
-    def allocate(self, view: ClusterView) -> FloatArray:
-        return priority_fill(np.arange(len(view)), view.demand.astype(np.float64),
-                             float(view.total_gpus))
+    kernel = staticmethod(_fifo)
 
 
 @register
@@ -47,10 +160,7 @@ class SRSF(Policy):
 
     name = "srsf"
     summary = "shortest remaining service (demand x remaining time) first"
-
-    def allocate(self, view: ClusterView) -> FloatArray:
-        full = view.speed(view.demand.astype(np.float64))
-        return _by_key(view.demand * view.est_remaining / full, view)
+    kernel = staticmethod(_srsf)
 
 
 @register
@@ -60,9 +170,7 @@ class SRTF(Policy):
 
     name = "srtf"
     summary = "shortest remaining time first"
-
-    def allocate(self, view: ClusterView) -> FloatArray:
-        return _by_key(view.est_remaining / view.speed(view.demand.astype(np.float64)), view)
+    kernel = staticmethod(_srtf)
 
 
 @register
@@ -72,35 +180,7 @@ class LAS(Policy):
 
     name = "las"
     summary = "least attained service first"
-
-    def allocate(self, view: ClusterView) -> FloatArray:
-        return _by_key(view.attained, view)
-
-
-def water_fill(demand: FloatArray, capacity: float,
-               weight: FloatArray | None = None) -> FloatArray:
-    """Weighted max-min fair shares: ``min(demand, level * weight)`` summing to the capacity.
-
-    Jobs (or classes) whose demand is below their fair share keep only their demand; what they
-    leave is re-shared among the rest in proportion to weight, until nothing moves.
-    """
-    w = np.ones_like(demand) if weight is None else weight
-    if demand.sum() <= capacity:
-        return demand.copy()
-    ratio = np.where(w > 0, demand / np.where(w > 0, w, 1.0), np.inf)
-    order = np.argsort(ratio, kind="stable")
-    d, ws = demand[order], w[order]
-    # level at which the k-th smallest ratio would be fully served
-    weight_left = np.cumsum(ws[::-1])[::-1]
-    served_before = np.cumsum(d) - d
-    level = (capacity - served_before) / np.where(weight_left > 0, weight_left, 1.0)
-    k = int(np.argmax(ratio[order] > level))  # first one not fully served
-    share = np.empty_like(d)
-    share[:k] = d[:k]
-    share[k:] = level[k] * ws[k:]
-    out = np.empty_like(share)
-    out[order] = share
-    return out
+    kernel = staticmethod(_las)
 
 
 @register
@@ -110,9 +190,7 @@ class MaxMin(Policy):
 
     name = "maxmin"
     summary = "max-min fair sharing (PCS's FS)"
-
-    def allocate(self, view: ClusterView) -> FloatArray:
-        return water_fill(view.demand.astype(np.float64), float(view.total_gpus))
+    kernel = staticmethod(_maxmin)
 
 
 @register
@@ -128,6 +206,7 @@ class Themis(Policy):
 
     name = "themis"
     summary = "finish-time fairness, re-decided every lease"
+    kernel = staticmethod(_themis)
     lease_s: float = param(600.0, low=1.0, high=86400.0, log=True,
                            help="lease length in seconds (Themis: 600)")
 
@@ -135,50 +214,16 @@ class Themis(Policy):
     def tick_s(self) -> float | None:
         return self.lease_s
 
-    def allocate(self, view: ClusterView) -> FloatArray:
-        n = len(view)
-        demand = view.demand.astype(np.float64)
-        fft = view.est_size / np.minimum(view.total_gpus / n, demand)
-        elapsed = view.now - view.arrival_s
-        alloc = np.zeros(n)
-        left = min(float(demand.sum()), float(view.total_gpus))
-        waiting = np.ones(n, dtype=bool)
-        while left > 1e-9 and waiting.any():
-            m = np.minimum(left, demand)
-            with np.errstate(divide="ignore"):
-                rho = (elapsed + view.est_remaining / view.speed(m)) / fft
-            rho[~waiting] = -np.inf
-            best = int(np.argmax(rho))
-            alloc[best] = m[best]
-            left -= m[best]
-            waiting[best] = False
-        return alloc
-
 
 @register
 @dataclass(frozen=True)
 class AFS(Policy):
     """AFS-L style: whole GPUs one at a time to the highest marginal gain.
 
-    The gain of a job's g-th GPU is the speed it adds per unit of remaining work,
-    ``(speed(g) - speed(g-1)) / remaining``, so short jobs and well-scaling jobs come first.
-    Gains are made non-increasing in g, so the greedy hand-out equals taking the top-C gains.
+    The gain of a job's next GPU is the speed it adds per unit of remaining work,
+    ``(speed(g + 1) - speed(g)) / remaining``, so short jobs and well-scaling jobs come first.
     """
 
     name = "afs"
-    summary = "apathetic future share: GPUs by marginal speed-up"
-
-    def allocate(self, view: ClusterView) -> FloatArray:
-        n = len(view)
-        width = int(view.demand.max())
-        g = np.arange(width + 1, dtype=np.float64)
-        speeds = view.scaling.speed(np.repeat(view.model, width + 1),
-                                    np.tile(g, n)).reshape(n, width + 1)
-        gain = np.diff(speeds, axis=1) / np.maximum(view.est_remaining, 1e-9)[:, None]
-        gain = np.minimum.accumulate(gain, axis=1)
-        gain[g[1:][None, :] > view.demand[:, None]] = -np.inf
-        flat = gain.ravel()
-        take = min(view.total_gpus, int(view.demand.sum()))
-        top = np.argpartition(-flat, take - 1)[:take] if take < flat.size else np.arange(flat.size)
-        top = top[np.isfinite(flat[top])]
-        return np.bincount(top // width, minlength=n).astype(np.float64)
+    summary = "apathetic future share: GPUs one at a time by marginal speed-up"
+    kernel = staticmethod(_afs)

@@ -27,20 +27,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Self
 
+import numba as nb
 import numpy as np
 import numpy.typing as npt
 
 from policies.baselines import water_fill
 from policies.base import Policy, param, register
+from simulator.engine import KERNEL_SIG
 from simulator.errors import InvalidPolicyParams
 from simulator.scaling import ScalingTable
-from simulator.view import ClusterView
 from simulator.workload import Workload
 
 __all__ = ["WFQ", "class_thresholds"]
 
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 def class_thresholds(sizes: FloatArray, T: float) -> tuple[float, ...]:
@@ -72,8 +72,8 @@ def _weights(W: float, k: int) -> tuple[float, ...]:
 
 
 @functools.lru_cache(maxsize=64)
-def _cap_counts(scaling: ScalingTable, zeta: float, delta: float) -> IntArray:
-    """``counts[m, n]``: model m's clipped demand at the n-th ζ of the relaxation sequence.
+def _cap_counts(scaling: ScalingTable, zeta: float, delta: float) -> FloatArray:
+    """``counts[m, s]``: model m's clipped demand at the s-th ζ of the relaxation sequence.
 
     The sequence is ζ, ζ-δ, ζ-2δ, ... (by repeated subtraction, as PCS does), ending at the
     first value <= 0, where nothing is clipped.
@@ -82,9 +82,55 @@ def _cap_counts(scaling: ScalingTable, zeta: float, delta: float) -> IntArray:
     while zs[-1] > 0:
         zs.append(zs[-1] - delta)
     pm = scaling.prefix_efficiency()
-    counts = (pm[:, :, None] >= np.asarray(zs)[None, None, :]).sum(axis=1)
-    counts[:, -1] = np.iinfo(np.int64).max // 4  # ζ <= 0: no clipping at all
-    return counts.astype(np.int64)
+    counts = (pm[:, :, None] >= np.asarray(zs)[None, None, :]).sum(axis=1).astype(np.float64)
+    counts[:, -1] = np.inf
+    counts.flags.writeable = False  # shared through the cache
+    return counts
+
+
+@nb.njit(KERNEL_SIG, cache=True)
+def _wfq(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
+         est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
+         out: Any) -> None:
+    k_classes = int(params[0])
+    thresholds = params[1:1 + k_classes]
+    rates = params[1 + k_classes:1 + 2 * k_classes]
+    n = demand.shape[0]
+    cls = np.empty(n, dtype=np.int64)
+    class_demand = np.zeros(k_classes)
+    for i in range(n):
+        k = 0
+        while k < k_classes - 1 and est_size[i] > thresholds[k]:
+            k += 1
+        cls[i] = k
+        class_demand[k] += demand[i]
+    class_gpus = np.empty(k_classes)
+    water_fill(class_demand, gpus, rates, class_gpus)
+    members = np.argsort(cls, kind="mergesort")  # by class, arrival order inside
+    lo = 0
+    for k in range(k_classes):
+        hi = lo
+        while hi < n and cls[members[hi]] == k:
+            hi += 1
+        need = class_gpus[k]
+        step = aux.shape[1] - 1
+        for s in range(aux.shape[1]):  # first ζ of the sequence that uses the class's GPUs
+            usable = 0.0
+            for j in range(lo, hi):
+                i = members[j]
+                usable += min(float(demand[i]), aux[model[i], s])
+                if usable >= need - 1e-9:
+                    break
+            if usable >= need - 1e-9:
+                step = s
+                break
+        left = need
+        for j in range(lo, hi):
+            i = members[j]
+            a = min(left, min(float(demand[i]), aux[model[i], step])) if left > 0.0 else 0.0
+            out[i] = a
+            left -= a
+        lo = hi
 
 
 @register
@@ -94,6 +140,7 @@ class WFQ(Policy):
 
     name = "wfq"
     summary = "PCS weighted fair queueing: size classes, weights, demand clipping"
+    kernel = staticmethod(_wfq)
     T: float = param(1.0, low=0.001, high=1000.0, log=True,
                      help="max squared coefficient of variation of sizes within a class")
     W: float = param(1.0, low=-3.0, high=3.0, help="class weight exponent: w_i ∝ exp(-W·i)")
@@ -161,31 +208,9 @@ class WFQ(Policy):
             p["thresholds"] = [math.inf if t is None else float(t) for t in p["thresholds"]]
         return super().from_params(p)
 
-    def allocate(self, view: ClusterView) -> FloatArray:
+    def kernel_args(self, scaling: ScalingTable) -> tuple[FloatArray, FloatArray]:
         if not self.fitted:
             raise InvalidPolicyParams("WFQ has no classes yet: call fit(training_workload) "
                                       "or build it with WFQ.explicit(...)")
-        demand = view.demand.astype(np.float64)
-        cls = np.searchsorted(np.asarray(self.thresholds), view.est_size, side="left")
-        k = len(self.rates)
-        class_demand = np.bincount(cls, weights=demand, minlength=k)
-        class_gpus = water_fill(class_demand, float(view.total_gpus), np.asarray(self.rates))
-        return self._within_classes(view, cls, class_gpus)
-
-    def _within_classes(self, view: ClusterView, cls: IntArray,
-                        class_gpus: FloatArray) -> FloatArray:
-        counts = _cap_counts(view.scaling, self.zeta_min, self.delta)
-        order = np.argsort(cls, kind="stable")  # by class, arrival order inside
-        c = cls[order]
-        cap = np.minimum(view.demand[order][:, None], counts[view.model[order]])  # jobs x ζ-steps
-        starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
-        need = class_gpus[c[starts]]
-        usable = np.add.reduceat(cap, starts, axis=0)
-        step = np.argmax(usable >= need[:, None] - 1e-9, axis=1)  # first ζ that uses them all
-        group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, c.size]))
-        mine = cap[np.arange(c.size), step[group]].astype(np.float64)
-        before = np.cumsum(mine) - mine
-        before -= before[starts][group]
-        out = np.empty_like(mine)
-        out[order] = np.clip(need[group] - before, 0.0, mine)
-        return out
+        params = np.array([len(self.rates), *self.thresholds, *self.rates], dtype=np.float64)
+        return params, _cap_counts(scaling, self.zeta_min, self.delta)

@@ -43,6 +43,7 @@ class ScalingTable:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {name: i for i, name in enumerate(self.models)})
+        self.speedup.flags.writeable = False
 
     @property
     def width(self) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from simulator.engine import Engine
+from simulator.engine import run_engine
 from simulator.profile import ClusterProfile
 from simulator.view import Scheduler
 from simulator.workload import Workload
@@ -113,29 +113,30 @@ def simulate(
     """
     workload.check_fits(profile.total_gpus, profile.name)
     cpu0 = time.process_time()
-    engine = Engine(workload, profile.total_gpus, policy,
-                    restart_overhead_s=profile.restart_overhead_s)
     n = len(workload)
-    pred_start = np.full(n, np.nan)
-    pred_finish = np.full(n, np.nan)
-
-    def on_arrival(eng: Engine, row: int) -> None:
-        pred_start[row], pred_finish[row] = eng.predict(row)
-
-    engine.run(on_arrival=on_arrival if predict else None)
+    start, finish = np.full(n, np.nan), np.full(n, np.nan)
+    pred_start, pred_finish = np.full(n, np.nan), np.full(n, np.nan)
+    seen_sum, seen_cnt = np.zeros(n), np.zeros(n)
+    preemptions = np.zeros(n, dtype=np.int64)
+    params, aux = policy.kernel_args(workload.scaling)
+    events, playout_events, busy_s, series_t, series_busy = run_engine(
+        policy.kernel, params, aux, float(profile.total_gpus), float(policy.tick_s or 0.0),
+        float(profile.restart_overhead_s), workload.scaling.speedup, workload.arrival_s,
+        workload.service_s, workload.estimated_service_s, workload.gpus, workload.model,
+        predict, start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preemptions)
     return SimulationResult(
         workload=workload,
         total_gpus=profile.total_gpus,
-        start_s=engine.start,
-        finish_s=engine.finish,
+        start_s=start,
+        finish_s=finish,
         pred_start_s=pred_start,
         pred_finish_s=pred_finish,
-        seen_avg=engine.seen_sum / engine.seen_cnt,
-        preemptions=engine.preemptions,
-        busy_gpu_s=engine.busy_gpu_s,
-        series_t=np.asarray(engine.series_t),
-        series_busy=np.asarray(engine.series_busy),
-        events=engine.events,
-        playout_events=engine.playout_events,
+        seen_avg=seen_sum / seen_cnt,
+        preemptions=preemptions,
+        busy_gpu_s=busy_s,
+        series_t=series_t,
+        series_busy=series_busy,
+        events=events,
+        playout_events=playout_events,
         cpu_s=time.process_time() - cpu0,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -60,14 +60,18 @@ class ClusterView:
 class Scheduler(Protocol):
     """The contract between the simulator and a policy.
 
-    ``allocate`` is called after every arrival, completion and tick, and returns the GPUs
-    (possibly fractional) for each job of the view, with ``0 <= alloc <= demand`` and
-    ``alloc.sum() <= total_gpus``. It must be a pure function of the view. ``tick_s``, if not
-    ``None``, asks for an extra decision that many seconds after the last event (a lease or
-    round timer).
+    ``kernel`` is a numba-compiled function (signature in :mod:`simulator.engine`) called
+    after every arrival, completion and tick; it writes the GPUs (possibly fractional) of
+    each active job into ``out``, with ``0 <= out <= demand`` and ``out.sum() <= gpus``, and
+    must depend on its inputs only. ``kernel_args`` gives the policy's parameters as arrays.
+    ``tick_s``, if not ``None``, asks for an extra decision that many seconds after the last
+    event (a lease or round timer).
     """
 
     @property
     def tick_s(self) -> float | None: ...
 
-    def allocate(self, view: ClusterView) -> FloatArray: ...
+    @property
+    def kernel(self) -> Any: ...
+
+    def kernel_args(self, scaling: ScalingTable) -> tuple[FloatArray, FloatArray]: ...

@@ -63,6 +63,12 @@ class Workload:
     scaling: ScalingTable
     source: str = "workload"
 
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False  # a workload is an immutable value
+
     def __len__(self) -> int:
         return int(self.arrival_s.shape[0])
 
