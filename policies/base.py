@@ -64,7 +64,7 @@ class Domain:
             raise InvalidPolicyParams(f"parameter {name!r}: expected an integer, got {value!r}")
         if not self.low <= float(value) <= self.high:
             raise InvalidPolicyParams(f"parameter {name!r}: expected a value in "
-                                      f"[{self.low}, {self.high}], got {value!r}")
+                                      f"[{self.low:g}, {self.high:g}], got {value!r}")
 
     def describe(self) -> str:
         """Human-readable domain, e.g. ``[0.01, 0.9]`` or ``{jct, ftf}``."""

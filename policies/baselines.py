@@ -78,14 +78,15 @@ def water_fill(demand: Any, capacity: float, weight: Any, out: Any) -> None:
     for i in range(n):
         ratio[i] = demand[i] / weight[i] if weight[i] > 0.0 else np.inf
     order = np.argsort(ratio, kind="mergesort")
-    left, weight_left = capacity, weight.sum()
+    # weight still unserved from position j on, summed from the small end (no cancellation)
+    weight_left = np.cumsum(weight[order][::-1])[::-1]
+    left = capacity
     for j in range(n):
         i = order[j]
-        level = left / weight_left if weight_left > 0.0 else 0.0
+        level = left / weight_left[j] if weight_left[j] > 0.0 else 0.0
         if ratio[i] <= level:
             out[i] = demand[i]
             left -= demand[i]
-            weight_left -= weight[i]
         else:
             for r in order[j:]:
                 out[r] = level * weight[r]

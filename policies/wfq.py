@@ -67,7 +67,9 @@ def class_thresholds(sizes: FloatArray, T: float) -> tuple[float, ...]:
 
 
 def _weights(W: float, k: int) -> tuple[float, ...]:
-    w = np.exp(-W * np.arange(k))
+    """``w_i ∝ exp(-W i)``, normalised; floored so that no class's share underflows to 0."""
+    w = np.exp(-W * (np.arange(k) - (k - 1 if W < 0 else 0)))
+    w = np.maximum(w / w.sum(), 1e-300)
     return tuple(float(v) for v in w / w.sum())
 
 

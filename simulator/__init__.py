@@ -1,0 +1,45 @@
+"""The embedded discrete-event GPU-cluster simulator.
+
+Imports nothing else of the project: policies plug in through :class:`Scheduler`.
+"""
+
+from simulator.errors import (
+    InvalidPolicyParams,
+    InvalidProfile,
+    InvalidWorkload,
+    ParetoSearchError,
+)
+from simulator.generate import generate, generate_from_cdfs
+from simulator.metrics import METRICS, InvalidObjective, Metric, measure, summary
+from simulator.profile import ClusterProfile, list_profiles, load_profile
+from simulator.scaling import ScalingTable, parametric_table
+from simulator.simulate import SimulationResult, simulate
+from simulator.view import ClusterView, Scheduler
+from simulator.workload import Workload, read_pcs_trace, read_table, read_trace
+
+__all__ = [
+    "METRICS",
+    "ClusterProfile",
+    "ClusterView",
+    "InvalidObjective",
+    "InvalidPolicyParams",
+    "InvalidProfile",
+    "InvalidWorkload",
+    "Metric",
+    "ParetoSearchError",
+    "ScalingTable",
+    "Scheduler",
+    "SimulationResult",
+    "Workload",
+    "generate",
+    "generate_from_cdfs",
+    "list_profiles",
+    "load_profile",
+    "measure",
+    "parametric_table",
+    "read_pcs_trace",
+    "read_table",
+    "read_trace",
+    "simulate",
+    "summary",
+]

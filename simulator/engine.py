@@ -25,6 +25,10 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from simulator.jit import configure_cache
+
+configure_cache()  # before any @njit(cache=True) below, and before the policies' kernels
+
 __all__ = ["KERNEL_SIG", "run_engine", "speed_at"]
 
 # float rows: true remaining work, estimated remaining, attained work, allocation, progress

@@ -60,6 +60,8 @@ def located(
         where.append(f"row {row}")
     if column is not None:
         where.append(f"column {column!r}")
+    if hasattr(value, "item"):  # numpy scalar: show 0, not np.int64(0)
+        value = value.item()
     got = "" if value is None else f" (got {value!r})"
     hint = f"; {fix}" if fix else ""
     return f"{', '.join(where)}: {problem}{got}{hint}"

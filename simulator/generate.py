@@ -82,14 +82,18 @@ def generate(
         "model": model_name,
     })
     assert set(MODEL_MIX) <= set(PARAMETRIC_MODELS)
-    return Workload.from_frame(frame, scaling=table, source=f"generated(load={load}, seed)")
+    return Workload.from_frame(frame, scaling=table,
+                               source=f"generated(n={n_jobs}, load={load}, seed={seed})")
 
 
 def read_cdf(path: str | Path) -> tuple[FloatArray, FloatArray]:
     """Read a PCS CDF file (``value,cdf`` rows under a ``#label,cdf`` header).
 
+    Rows out of order (as in a few of PCS's files) are sorted by value and the CDF is made
+    non-decreasing.
+
     Returns:
-        ``(values, cdf)``, with cdf non-decreasing from 0 to 1.
+        ``(values, cdf)``, both non-decreasing, cdf ending at 1.
     """
     src = str(path)
     try:
@@ -107,15 +111,17 @@ def read_cdf(path: str | Path) -> tuple[FloatArray, FloatArray]:
             i = int(bad[0])
             raise InvalidWorkload(located(src, row=i + 1, column=name, value=df.iloc[i, 0],
                                           problem="must be a finite number"))
-    bad = np.flatnonzero((np.diff(cdf) < 0) | (np.diff(values) < 0))
+    bad = np.flatnonzero((cdf < 0) | (cdf > 1))
     if bad.size:
-        i = int(bad[0]) + 1
+        i = int(bad[0])
         raise InvalidWorkload(located(src, row=i + 1, column="cdf", value=float(cdf[i]),
-                                      problem="values and cdf must not decrease"))
-    if cdf[0] < 0 or abs(cdf[-1] - 1.0) > 1e-6:
-        raise InvalidWorkload(located(src, column="cdf", value=float(cdf[-1]),
-                                      problem="must run from >= 0 up to 1"))
-    return values, cdf
+                                      problem="must lie in [0, 1]"))
+    if abs(cdf.max() - 1.0) > 1e-6:
+        raise InvalidWorkload(located(src, column="cdf", value=float(cdf.max()),
+                                      problem="must reach 1"))
+    # some of PCS's files list a point out of order: sort by value, keep the CDF monotone
+    order = np.argsort(values, kind="stable")
+    return values[order], np.maximum.accumulate(cdf[order])
 
 
 def _sample(rng: np.random.Generator, cdf_file: tuple[FloatArray, FloatArray], n: int,

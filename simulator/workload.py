@@ -34,7 +34,9 @@ import pandas as pd
 from simulator.errors import InvalidWorkload, located
 from simulator.scaling import ScalingTable, parametric_table
 
-__all__ = ["PCS_TRACE_COLUMNS", "Workload", "read_pcs_trace", "read_table"]
+__all__ = [
+    "PCS_TRACE_COLUMNS", "Workload", "read_pcs_trace", "read_table", "read_trace",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -205,7 +207,8 @@ class _Columns:
             i = int(np.flatnonzero(~known)[0])
             shown = ", ".join(scaling.models[:8]) + (" ..." if len(scaling.models) > 8 else "")
             raise self._fail("model", i, raw.iloc[i],
-                             f"unknown model; the scaling table knows {shown}")
+                             f"unknown model; the scaling table knows {shown} (give a "
+                             f"scaling table that defines it, e.g. --scaling-table)")
         return raw.map(scaling.index).to_numpy(dtype=np.int64)
 
 
@@ -230,3 +233,24 @@ def read_pcs_trace(path: str | Path, *, scaling: ScalingTable) -> Workload:
     except (OSError, ValueError) as exc:
         raise InvalidWorkload(f"{path}: cannot read PCS trace: {exc}") from exc
     return Workload.from_frame(df, scaling=scaling, source=str(path), columns=PCS_TRACE_COLUMNS)
+
+
+def read_trace(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
+    """Load a trace in any supported format, told apart by its columns.
+
+    A CSV with PCS's columns (``app_id, ..., num_jobs``) is a PCS/Philly trace; any other CSV
+    or a Parquet file must follow the documented schema. ``scaling`` defaults to the
+    parametric models (PCS traces need PCS's ``scaling_tables.csv``).
+    """
+    path = Path(path)
+    if path.suffix == ".csv":
+        try:
+            header = pd.read_csv(path, nrows=0).columns
+        except (OSError, ValueError) as exc:
+            raise InvalidWorkload(f"{path}: cannot read trace: {exc}") from exc
+        if set(PCS_TRACE_COLUMNS.values()) <= set(header):
+            return read_pcs_trace(path, scaling=scaling or parametric_table(64))
+    elif path.suffix != ".parquet":
+        raise InvalidWorkload(f"{path}: unsupported trace format {path.suffix!r}; give a .csv "
+                              "(PCS trace or the workload schema) or a .parquet file")
+    return read_table(path, scaling=scaling)

@@ -1,0 +1,236 @@
+"""The ``paretosearch`` command line: a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from paretosearch.io import write_json, write_table
+from policies import REGISTRY, WFQ, Policy, get_policy
+from simulator import (
+    METRICS,
+    ParetoSearchError,
+    ScalingTable,
+    Workload,
+    generate,
+    generate_from_cdfs,
+    list_profiles,
+    load_profile,
+    parametric_table,
+    read_trace,
+    simulate,
+    summary,
+)
+from simulator.errors import InvalidPolicyParams
+
+__all__ = ["main"]
+
+EPILOG = """examples:
+  paretosearch simulate                                   # generated workload, pcs-64, WFQ
+  paretosearch simulate --policy srsf --generate 2000 --load 0.8
+  paretosearch simulate --trace ../shared/data/pcs/traces/trace_0e4a51.csv --jobs 1000 \\
+      --scaling-table ../shared/data/pcs/scaling_tables.csv \\
+      --config ../shared/data/pcs/configs/pcs_configs.json:0e4a51_bal --predict --out jobs.csv
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="paretosearch",
+                                description="Multi-objective policy search for GPU clusters.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sim = sub.add_parser("simulate", help="replay a workload under one policy, print metrics",
+                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = sim.add_argument_group("workload (default: the built-in generator)")
+    src.add_argument("--trace", type=Path, metavar="PATH",
+                     help="a PCS/Philly trace CSV, or a CSV/Parquet in the workload schema")
+    src.add_argument("--generate", type=int, default=1000, metavar="N",
+                     help="jobs of the built-in Philly-like generator (default: 1000)")
+    src.add_argument("--load", type=float, default=0.9,
+                     help="offered load for generated workloads (default: 0.9)")
+    src.add_argument("--cdf", metavar="NAME",
+                     help="generate from PCS CDF files cdf-*-NAME.csv instead (e.g. "
+                          "workload_0e4a51); needs --cdf-dir and a --scaling-table")
+    src.add_argument("--cdf-dir", type=Path, metavar="DIR", help="folder of PCS CDF files")
+    src.add_argument("--scaling-table", type=Path, metavar="PATH",
+                     help="per-model speed-up CSV (model,gpus,speedup[,time_per_iter_us])")
+    src.add_argument("--jobs", type=int, metavar="N", help="keep only the first N jobs")
+    src.add_argument("--seed", type=int, default=0, help="seed of generated workloads")
+    pol = sim.add_argument_group("policy and cluster")
+    pol.add_argument("--profile", default="pcs-64",
+                     help="cluster profile name or YAML path (default: pcs-64)")
+    pol.add_argument("--policy", default="wfq",
+                     help=f"one of {', '.join(sorted(REGISTRY))} (default: wfq)")
+    pol.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                     help="override a policy parameter (repeatable); VALUE is JSON or text")
+    pol.add_argument("--config", metavar="FILE[:KEY]",
+                     help='policy config JSON: {"policy": ..., "params": {...}}, or a PCS '
+                          "pcs_configs.json entry (FILE:KEY picks one from its configs)")
+    out = sim.add_argument_group("output")
+    out.add_argument("--predict", action=argparse.BooleanOptionalAction, default=False,
+                     help="predict each job's JCT at arrival by playout (default: off)")
+    out.add_argument("--out", type=Path, metavar="FILE",
+                     help="write per-job records to FILE (.csv or .parquet)")
+    out.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    sub.add_parser("policies", help="list policies with their parameters and domains")
+    sub.add_parser("profiles", help="list the shipped cluster profiles")
+    return p
+
+
+def _scaling(args: argparse.Namespace, gpus: int) -> ScalingTable:
+    base = parametric_table(gpus)
+    if args.scaling_table is None:
+        return base
+    return ScalingTable.from_csv(args.scaling_table).merged(base)
+
+
+def _workload(args: argparse.Namespace, gpus: int) -> Workload:
+    scaling = _scaling(args, gpus)
+    if args.trace is not None:
+        wl = read_trace(args.trace, scaling=scaling)
+    elif args.cdf is not None:
+        if args.cdf_dir is None:
+            raise ParetoSearchError("--cdf needs --cdf-dir (the folder of PCS CDF files)")
+        wl = generate_from_cdfs(args.cdf_dir, args.cdf, scaling=scaling, n_jobs=args.generate,
+                                load=args.load, gpus=gpus, seed=args.seed)
+    else:
+        wl = generate(args.generate, load=args.load, gpus=gpus, seed=args.seed)
+    return wl.head(args.jobs) if args.jobs else wl
+
+
+def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
+    """Read ``--config FILE[:KEY]`` into (policy name or None for PCS entries, params)."""
+    path, _, key = spec.partition(":") if not Path(spec).exists() else (spec, "", "")
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ParetoSearchError(f"{path}: cannot read policy config: {exc}") from exc
+    if key:
+        entries = doc.get("configs", doc) if isinstance(doc, dict) else {}
+        if key not in entries:
+            raise ParetoSearchError(f"{path}: no config {key!r}; it has "
+                                    f"{', '.join(sorted(entries)[:12])}")
+        doc = entries[key]
+    if isinstance(doc, dict) and "class_thresholds" in doc:
+        return None, doc
+    if isinstance(doc, dict) and "policy" in doc:
+        return str(doc["policy"]), dict(doc.get("params", {}))
+    raise ParetoSearchError(f"{spec}: expected {{'policy': NAME, 'params': {{...}}}} or a PCS "
+                            "config entry with class_thresholds and class_rates")
+
+
+def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise InvalidPolicyParams(f"--set {pair!r}: expected NAME=VALUE, e.g. --set W=1.5")
+        try:
+            out[name] = json.loads(text)
+        except json.JSONDecodeError:
+            out[name] = text
+    return out
+
+
+def _policy(args: argparse.Namespace, workload: Workload) -> Policy:
+    name, params = args.policy, {}
+    if args.config:
+        cfg_name, params = _config(args.config)
+        if cfg_name is None:  # a PCS entry
+            params = WFQ.from_pcs_config(params).to_dict()["params"]
+            cfg_name = "wfq"
+        name = cfg_name
+    params.update(_overrides(args.set))
+    return get_policy(name).from_params(params).fit(workload)
+
+
+def _fmt(value: float) -> str:
+    if math.isnan(value):
+        return "—"
+    return f"{value:,.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
+
+
+def _simulate(args: argparse.Namespace, console: Console) -> None:
+    profile = load_profile(args.profile)
+    workload = _workload(args, profile.total_gpus)
+    policy = _policy(args, workload)
+    result = simulate(workload, profile, policy, predict=args.predict)
+    stats = summary(result)
+    if args.out:
+        write_table(result.records(), args.out)
+    if args.json:
+        console.print_json(json.dumps({"policy": policy.to_dict(), "profile": profile.name,
+                                       "jobs": len(workload), "metrics": stats},
+                                      default=lambda v: None if v != v else v))
+        return
+    table = Table(title=f"{policy.name} on {profile.name} ({profile.total_gpus} GPUs), "
+                        f"{len(workload):,} jobs from {workload.source}")
+    table.add_column("metric")
+    table.add_column("unit", style="dim")
+    for m in ("avg", "p50", "p99", "max"):
+        table.add_column(m, justify="right")
+    for name, values in stats.items():
+        if name == "pred_err" and not args.predict:
+            continue
+        table.add_row(name, METRICS[name].unit, *(_fmt(v) for v in values.values()))
+    console.print(table)
+    params = {k: v for k, v in policy.to_dict()["params"].items()}
+    console.print(f"[dim]params {json.dumps(params, default=str)}[/dim]")
+    console.print(f"[dim]{result.events:,} events, {result.playout_events:,} playout events, "
+                  f"{result.cpu_s:.3f} CPU-s[/dim]")
+    if args.out:
+        console.print(f"per-job records written to {args.out}")
+
+
+def _policies(console: Console) -> None:
+    table = Table(title="policies (paretosearch simulate --policy NAME --set PARAM=VALUE)")
+    for col in ("policy", "summary", "parameter", "domain", "default", "meaning"):
+        table.add_column(col)
+    for name in sorted(REGISTRY):
+        cls = REGISTRY[name]
+        doms, defaults = cls.domains(), cls.defaults()
+        if not doms:
+            table.add_row(name, cls.summary, "—", "", "", "")
+        for i, (param, dom) in enumerate(doms.items()):
+            table.add_row(name if i == 0 else "", cls.summary if i == 0 else "", param,
+                          dom.describe(), str(defaults.get(param)), dom.help)
+    console.print(table)
+
+
+def _profiles(console: Console) -> None:
+    table = Table(title="cluster profiles (paretosearch simulate --profile NAME)")
+    for col in ("profile", "GPUs", "types", "restart s", "description"):
+        table.add_column(col)
+    for name in list_profiles():
+        p = load_profile(name)
+        types = ", ".join(f"{n} {t}" for t, n in p.gpus_by_type.items())
+        table.add_row(name, str(p.total_gpus), types, f"{p.restart_overhead_s:g}", p.description)
+    console.print(table)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``paretosearch`` console script; returns the exit code."""
+    args = _parser().parse_args(argv)
+    console = Console()
+    try:
+        if args.command == "simulate":
+            _simulate(args, console)
+        elif args.command == "policies":
+            _policies(console)
+        else:
+            _profiles(console)
+    except ParetoSearchError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Files users read: written atomically (temp file in the same folder, then rename)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simulator.errors import ParetoSearchError
+
+__all__ = ["atomic_write", "write_json", "write_table"]
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp)`` on a temp file beside ``path``, then rename it over ``path``.
+
+    A reader never sees a half-written file, and a failure leaves no debris.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise ParetoSearchError(f"{path}: cannot write here: {exc.strerror}") from exc
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ParetoSearchError(f"{path}: write failed: {exc.strerror}") from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_table(df: pd.DataFrame, path: str | Path) -> Path:
+    """Write a table as CSV or Parquet, chosen by the file's suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise ParetoSearchError(f"{path}: unsupported output format {suffix!r}; "
+                                "use .csv or .parquet")
+    if suffix == ".csv":
+        return atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
+    return atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
+
+
+def write_json(obj: Any, path: str | Path) -> Path:
+    """Write JSON (indented, NaN as null)."""
+    text = json.dumps(_clean(obj), indent=2, allow_nan=False, default=_jsonable) + "\n"
+    return atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {value!r}")
+
+
+def _clean(value: Any) -> Any:
+    """NaN and infinity become null: JSON has no spelling for them."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

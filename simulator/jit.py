@@ -1,0 +1,35 @@
+"""Where compiled kernels are cached, keyed by the source they were compiled from.
+
+numba's on-disk cache checks only the timestamp of the file that defines a function, so a
+kernel that calls a helper from another module (``speed_at``, ``water_fill``) would keep
+running a stale copy of that helper after the helper changed. Keying the cache folder on a
+digest of every compiled module's source (the ``simulator`` and ``policies`` packages) and
+numba's version makes any change start a fresh cache. ``NUMBA_CACHE_DIR``, if set, wins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numba
+
+__all__ = ["configure_cache"]
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def configure_cache() -> Path:
+    """Point numba's cache at a folder named after the source digest; return the folder."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return Path(os.environ["NUMBA_CACHE_DIR"])
+    digest = hashlib.sha256(numba.__version__.encode())
+    for package in ("simulator", "policies"):
+        for path in sorted((_ROOT / package).glob("*.py")):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    folder = base / "paretosearch" / "numba" / digest.hexdigest()[:16]
+    numba.config.CACHE_DIR = str(folder)
+    return folder

@@ -1,0 +1,43 @@
+"""Shared fixtures: the real data in ../shared (never copied into the project)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator import ClusterProfile, ScalingTable, Workload, load_profile, read_pcs_trace
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+PCS = SHARED / "data" / "pcs"
+TRACES = ("0e4a51", "b436b2", "6214e9", "6c71a0", "ee9e8c")
+
+
+@pytest.fixture(scope="session")
+def pcs_scaling() -> ScalingTable:
+    return ScalingTable.from_csv(PCS / "scaling_tables.csv")
+
+
+@pytest.fixture(scope="session")
+def pcs_configs() -> dict[str, Any]:
+    configs: dict[str, Any] = json.loads((PCS / "configs" / "pcs_configs.json").read_text())
+    return configs["configs"]
+
+
+@pytest.fixture(scope="session")
+def pcs64() -> ClusterProfile:
+    return load_profile("pcs-64")
+
+
+@pytest.fixture(scope="session")
+def pcs_trace(pcs_scaling: ScalingTable) -> Any:
+    cache: dict[str, Workload] = {}
+
+    def load(name: str, n: int = 1000) -> Workload:
+        if name not in cache:
+            cache[name] = read_pcs_trace(PCS / "traces" / f"trace_{name}.csv", scaling=pcs_scaling)
+        return cache[name].head(n)
+
+    return load

@@ -1,0 +1,65 @@
+"""The command line, run in-process with real files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from paretosearch.cli import main
+from tests.conftest import PCS
+
+TRACE = str(PCS / "traces" / "trace_0e4a51.csv")
+TABLE = str(PCS / "scaling_tables.csv")
+CONFIGS = str(PCS / "configs" / "pcs_configs.json")
+
+
+def test_default_simulate_prints_metrics(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--generate", "300"]) == 0
+    out = capsys.readouterr().out
+    assert "wfq on pcs-64" in out and "jct" in out and "utilization" in out
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_pcs_config_with_prediction_writes_records(tmp_path: Path, suffix: str) -> None:
+    out = tmp_path / f"jobs{suffix}"
+    rc = main(["simulate", "--trace", TRACE, "--jobs", "200", "--scaling-table", TABLE,
+               "--config", f"{CONFIGS}:0e4a51_bal", "--predict", "--out", str(out)])
+    assert rc == 0
+    df = pd.read_csv(out) if suffix == ".csv" else pd.read_parquet(out)
+    for col in ("job_id", "arrival_s", "start_s", "finish_s", "jct_s", "jct_pred_s"):
+        assert col in df
+    assert len(df) == 200 and df.jct_pred_s.notna().all()
+    assert not list(tmp_path.glob(".*.tmp"))  # atomic write left no temp file
+
+
+def test_set_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--generate", "200", "--policy", "themis", "--set",
+                 "lease_s=120", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert '"lease_s": 120' in out and '"metrics"' in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--policy", "nope"], "unknown policy 'nope'"),
+    (["--set", "W=99"], "parameter 'W': expected a value in [-3, 3], got 99"),
+    (["--set", "W"], "expected NAME=VALUE"),
+    (["--profile", "nope"], "unknown cluster profile"),
+    (["--trace", TRACE], "scaling-table"),
+    (["--config", f"{CONFIGS}:nope"], "no config 'nope'"),
+    (["--out", "x.txt"], "use .csv or .parquet"),
+])
+def test_errors_exit_2_with_a_reason(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                     message: str) -> None:
+    assert main(["simulate", "--generate", "50", *argv]) == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+
+
+def test_listings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["policies"]) == 0
+    out = capsys.readouterr().out
+    for name in ("wfq", "fifo", "srsf", "maxmin", "themis", "afs", "zeta_min"):
+        assert name in out
+    assert main(["profiles"]) == 0
+    assert "gavel-hetero-60" in capsys.readouterr().out

@@ -1,0 +1,123 @@
+"""The conformance suite every registered policy runs through (STYLE.md rule 4)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policies import REGISTRY, WFQ, Policy, class_thresholds, get_policy, make_policy
+from simulator import ClusterView, InvalidPolicyParams, generate, parametric_table
+
+TABLE = parametric_table(64)
+NAMES = sorted(REGISTRY)
+
+
+def ready(name: str) -> Policy:
+    return make_policy(name).fit(generate(200, seed=5, gpus=64))
+
+
+def random_view(seed: int, n: int, gpus: int = 64) -> ClusterView:
+    rng = np.random.default_rng(seed)
+    size = np.exp(rng.normal(8, 2, n))
+    done = rng.random(n) * size
+
+    def ro(a: np.ndarray) -> np.ndarray:
+        a.flags.writeable = False
+        return a
+
+    return ClusterView(
+        now=1e5, total_gpus=gpus, job=ro(np.arange(n)),
+        arrival_s=ro(np.sort(rng.random(n) * 1e5)),
+        demand=ro(rng.choice([1, 2, 4, 8, 16, 32], n)), est_size=ro(size),
+        est_remaining=ro(size - done), attained=ro(done), alloc=ro(np.zeros(n)),
+        model=ro(rng.integers(0, len(TABLE.models), n)), scaling=TABLE)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), gpus=st.sampled_from([1, 8, 64]))
+def test_never_over_allocates(name: str, seed: int, n: int, gpus: int) -> None:
+    view = random_view(seed, n, gpus)
+    alloc = ready(name).allocate(view)
+    assert alloc.shape == (n,)
+    assert (alloc >= 0).all()
+    assert (alloc <= view.demand + 1e-9).all()
+    assert alloc.sum() <= gpus + 1e-9
+    # every policy here is work-conserving: GPUs idle only when demand is met
+    assert alloc.sum() == pytest.approx(min(gpus, view.demand.sum()), abs=1e-6)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deterministic_and_view_untouched(name: str) -> None:
+    view = random_view(1, 40)
+    before = {f.name: np.array(getattr(view, f.name), copy=True)
+              for f in dataclasses.fields(view) if isinstance(getattr(view, f.name), np.ndarray)}
+    policy = ready(name)
+    first, second = policy.allocate(view), policy.allocate(view)
+    assert np.array_equal(first, second)
+    for key, arr in before.items():
+        assert np.array_equal(getattr(view, key), arr), key
+        with pytest.raises(ValueError):
+            getattr(view, key)[0] = 0  # the view is read-only
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_json_round_trip(name: str) -> None:
+    policy = ready(name)
+    text = json.dumps(policy.to_dict())
+    back = get_policy(json.loads(text)["policy"]).from_params(json.loads(text)["params"])
+    assert back == policy
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_domain_boundaries(name: str) -> None:
+    cls = get_policy(name)
+    for param, dom in cls.domains().items():
+        if dom.kind == "choice":
+            continue
+        for ok in (dom.low, dom.high):
+            cls.from_params({param: int(ok) if dom.kind == "int" else ok})
+        for bad in (dom.low - 1.0, dom.high * 2 + 1.0, float("nan"), "x"):
+            with pytest.raises(InvalidPolicyParams, match=param):
+                cls.from_params({param: bad})
+    with pytest.raises(InvalidPolicyParams, match="no parameter"):
+        cls.from_params({"no_such_knob": 1})
+
+
+def test_unknown_policy_lists_known() -> None:
+    with pytest.raises(InvalidPolicyParams, match="wfq"):
+        get_policy("wfqq")
+
+
+def test_wfq_classes_follow_cov_threshold() -> None:
+    sizes = np.array([1.0, 1.0, 1.0, 100.0, 100.0, 10_000.0])
+    th = WFQ(T=0.5).fit(generate(10, seed=0)).thresholds
+    assert th[-1] == math.inf
+    assert class_thresholds(sizes, 0.5) == (1.0, 100.0, math.inf)
+    assert class_thresholds(sizes, 1e9) == (math.inf,)  # huge T: one class
+    assert len(th) >= 1
+
+
+def test_wfq_weights_decay_with_w() -> None:
+    wl = generate(500, seed=4)
+    rates = WFQ(T=0.2, W=1.0).fit(wl).rates
+    assert math.isclose(sum(rates), 1.0)
+    assert all(a > b for a, b in zip(rates, rates[1:], strict=False))
+    ratios = [b / a for a, b in zip(rates, rates[1:], strict=False)]
+    assert np.allclose(ratios, math.exp(-1.0))
+
+
+def test_wfq_pcs_config_rates(pcs_configs: dict[str, object]) -> None:
+    policy = WFQ.from_pcs_config(pcs_configs["0e4a51_bal"])  # type: ignore[arg-type]
+    assert policy.rates == pytest.approx((313 / 333, 19 / 333, 1 / 333))
+    assert policy.thresholds == (2139.0, 1533489.0, math.inf)
+    with pytest.raises(InvalidPolicyParams, match="rates must be > 0 and sum to 1"):
+        WFQ.explicit([10.0, None], [0.5, 0.6])
+    with pytest.raises(InvalidPolicyParams, match="call fit"):
+        WFQ().allocate(random_view(0, 3))
