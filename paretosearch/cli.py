@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.io import write_json, write_table
+from paretosearch.io import write_table
 from policies import REGISTRY, WFQ, Policy, get_policy
 from simulator import (
     METRICS,
@@ -140,7 +140,7 @@ def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def _policy(args: argparse.Namespace, workload: Workload) -> Policy:
-    name, params = args.policy, {}
+    name, params = args.policy, dict[str, Any]()
     if args.config:
         cfg_name, params = _config(args.config)
         if cfg_name is None:  # a PCS entry

@@ -56,7 +56,11 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
 def write_json(obj: Any, path: str | Path) -> Path:
     """Write JSON (indented, NaN as null)."""
     text = json.dumps(_clean(obj), indent=2, allow_nan=False, default=_jsonable) + "\n"
-    return atomic_write(path, lambda tmp: tmp.write_text(text))
+
+    def write(tmp: Path) -> None:
+        tmp.write_text(text)
+
+    return atomic_write(path, write)
 
 
 def _jsonable(value: Any) -> Any:

@@ -86,7 +86,8 @@ class Policy:
 
     Subclasses set ``name``, ``summary`` and ``kernel`` (a numba function, wrapped in
     ``staticmethod``), declare fields with :func:`param`, and pass their values to the kernel
-    through :meth:`kernel_args`. :meth:`allocate` runs the kernel on a view. A policy that needs facts about the workload before it can run (WFQ's
+    through :meth:`kernel_args`. :meth:`allocate` runs the kernel on a view. A policy that
+    needs facts about the workload before it can run (WFQ's
     classes) overrides :meth:`fit`, which returns a new, ready policy.
     """
 

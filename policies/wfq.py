@@ -22,6 +22,7 @@ zero out a class; we keep every class's guaranteed share strictly positive).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -31,8 +32,8 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from policies.baselines import water_fill
 from policies.base import Policy, param, register
+from policies.baselines import water_fill
 from simulator.engine import KERNEL_SIG
 from simulator.errors import InvalidPolicyParams
 from simulator.scaling import ScalingTable
@@ -84,7 +85,8 @@ def _cap_counts(scaling: ScalingTable, zeta: float, delta: float) -> FloatArray:
     while zs[-1] > 0:
         zs.append(zs[-1] - delta)
     pm = scaling.prefix_efficiency()
-    counts = (pm[:, :, None] >= np.asarray(zs)[None, None, :]).sum(axis=1).astype(np.float64)
+    counts: FloatArray = (pm[:, :, None] >= np.asarray(zs)[None, None, :]).sum(axis=1).astype(
+        np.float64)
     counts[:, -1] = np.inf
     counts.flags.writeable = False  # shared through the cache
     return counts
@@ -108,12 +110,18 @@ def _wfq(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
         class_demand[k] += demand[i]
     class_gpus = np.empty(k_classes)
     water_fill(class_demand, gpus, rates, class_gpus)
-    members = np.argsort(cls, kind="mergesort")  # by class, arrival order inside
-    lo = 0
+    # bucket the jobs by class, arrival order inside (a stable counting sort: O(n + K))
+    first = np.zeros(k_classes + 1, dtype=np.int64)
+    for i in range(n):
+        first[cls[i] + 1] += 1
+    first = np.cumsum(first)
+    members = np.empty(n, dtype=np.int64)
+    fill = first[:-1].copy()
+    for i in range(n):
+        members[fill[cls[i]]] = i
+        fill[cls[i]] += 1
     for k in range(k_classes):
-        hi = lo
-        while hi < n and cls[members[hi]] == k:
-            hi += 1
+        lo, hi = first[k], first[k + 1]
         need = class_gpus[k]
         step = aux.shape[1] - 1
         for s in range(aux.shape[1]):  # first ζ of the sequence that uses the class's GPUs
@@ -132,7 +140,6 @@ def _wfq(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
             a = min(left, min(float(demand[i]), aux[model[i], step])) if left > 0.0 else 0.0
             out[i] = a
             left -= a
-        lo = hi
 
 
 @register
@@ -159,7 +166,7 @@ class WFQ(Policy):
             raise InvalidPolicyParams(f"WFQ: {len(th)} thresholds but {len(rt)} rates; give one "
                                       "rate per class (the last threshold is infinity)")
         if th:
-            if any(b <= a for a, b in zip(th, th[1:], strict=False)) or th[-1] != math.inf:
+            if any(b <= a for a, b in itertools.pairwise(th)) or th[-1] != math.inf:
                 raise InvalidPolicyParams(f"WFQ: thresholds must increase and end with "
                                           f"infinity (null in JSON), got {list(th)}")
             if any(r <= 0 for r in rt) or not math.isclose(sum(rt), 1.0, rel_tol=1e-6):

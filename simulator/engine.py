@@ -73,9 +73,10 @@ def _advance(F: Any, n: int, dt: float) -> None:
 
 @nb.njit(cache=True)
 def _remove(F: Any, I: Any, n: int, pos: int) -> None:
-    for i in range(pos, n - 1):
-        F[:, i] = F[:, i + 1]
-        I[:, i] = I[:, i + 1]
+    for r in range(F.shape[0]):  # row by row: each shift is one contiguous move
+        F[r, pos:n - 1] = F[r, pos + 1:n]
+    for r in range(I.shape[0]):
+        I[r, pos:n - 1] = I[r, pos + 1:n]
 
 
 @nb.njit(cache=True)

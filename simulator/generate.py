@@ -42,7 +42,7 @@ def _check_common(n_jobs: int, load: float, gpus: int) -> None:
 def _arrivals(rng: np.random.Generator, service: FloatArray, load: float,
               gpus: int) -> FloatArray:
     mean_gap = float(service.mean()) / (load * gpus)
-    gaps = rng.exponential(mean_gap, size=service.shape[0])
+    gaps: FloatArray = np.asarray(rng.exponential(mean_gap, size=service.shape[0]))
     gaps[0] = 0.0
     return np.cumsum(gaps)
 
@@ -133,7 +133,7 @@ def _sample(rng: np.random.Generator, cdf_file: tuple[FloatArray, FloatArray], n
         return values[idx]
     # continuous: interpolate the inverse CDF on its strictly increasing part
     keep = np.concatenate([[True], np.diff(cdf) > 0])
-    return np.interp(u, cdf[keep], values[keep])
+    return np.asarray(np.interp(u, cdf[keep], values[keep]), dtype=np.float64)
 
 
 def generate_from_cdfs(

@@ -108,8 +108,9 @@ def measure(values: FloatArray, how: str) -> float:
     return float(np.percentile(v, float(how[1:])))
 
 
-def summary(result: SimulationResult,
-            measures: tuple[str, ...] = ("avg", "p50", "p99", "max")) -> dict[str, dict[str, float]]:
+def summary(
+    result: SimulationResult, measures: tuple[str, ...] = ("avg", "p50", "p99", "max")
+) -> dict[str, dict[str, float]]:
     """Every metric under every measure: ``{metric: {measure: value}}``."""
     out = {}
     for name, metric in METRICS.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 
@@ -108,8 +109,8 @@ def test_wfq_weights_decay_with_w() -> None:
     wl = generate(500, seed=4)
     rates = WFQ(T=0.2, W=1.0).fit(wl).rates
     assert math.isclose(sum(rates), 1.0)
-    assert all(a > b for a, b in zip(rates, rates[1:], strict=False))
-    ratios = [b / a for a, b in zip(rates, rates[1:], strict=False)]
+    assert all(a > b for a, b in itertools.pairwise(rates))
+    ratios = [b / a for a, b in itertools.pairwise(rates)]
     assert np.allclose(ratios, math.exp(-1.0))
 
 

@@ -155,7 +155,7 @@ def test_cdf_generator_follows_pcs_cdfs(pcs_scaling: ScalingTable) -> None:
 
 
 def test_cdf_generator_names_missing_files(tmp_path: Path, pcs_scaling: ScalingTable) -> None:
-    with pytest.raises(InvalidWorkload, match="cdf-app-service-times-nope.csv"):
+    with pytest.raises(InvalidWorkload, match=r"cdf-app-service-times-nope\.csv"):
         generate_from_cdfs(tmp_path, "nope", scaling=pcs_scaling, n_jobs=5, load=0.5, gpus=8)
 
 
