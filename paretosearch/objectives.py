@@ -1,0 +1,70 @@
+"""Objectives: a metric plus a measure, parsed from what operators type (SPEC §4).
+
+``("jct", "avg")``, ``"pred_err:p99"``, ``"jct"`` (avg) and :class:`Objective` values are all
+accepted; the same metric may appear with different measures (PCS §3.2). Maximised metrics
+(``utilization``) are negated in :meth:`Objective.loss`, the one place that does so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from simulator.metrics import METRICS, InvalidObjective, parse_measure
+
+__all__ = ["Objective", "parse_objectives"]
+
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One objective: ``metric`` reduced by ``measure`` (avg, max, min or pNN)."""
+
+    metric: str
+    measure: str = "avg"
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise InvalidObjective(f"unknown metric {self.metric!r}; known metrics: "
+                                   f"{', '.join(METRICS)}")
+        object.__setattr__(self, "measure", parse_measure(self.measure))
+
+    @classmethod
+    def parse(cls, obj: object) -> Objective:
+        """From an :class:`Objective`, a ``(metric, measure)`` pair or ``"metric[:measure]"``."""
+        if isinstance(obj, Objective):
+            return obj
+        if isinstance(obj, tuple) and len(obj) == 2 and all(isinstance(v, str) for v in obj):
+            return cls(obj[0], obj[1])
+        if isinstance(obj, str) and obj.strip():
+            metric, _, measure = obj.strip().partition(":")
+            return cls(metric.strip(), measure.strip() or "avg")
+        raise InvalidObjective(f"cannot read objective {obj!r}: write 'jct:avg', "
+                               "('pred_err', 'p99') or Objective('jct', 'p99')")
+
+    @property
+    def label(self) -> str:
+        """``metric:measure``, the key of this objective's value in evaluation records."""
+        return f"{self.metric}:{self.measure}"
+
+    @property
+    def maximize(self) -> bool:
+        """Whether larger values are better."""
+        return METRICS[self.metric].maximize
+
+    def loss(self, value: float) -> float:
+        """The value to minimise: negated for maximised metrics."""
+        return -value if self.maximize else value
+
+
+def parse_objectives(objectives: Iterable[object]) -> tuple[Objective, ...]:
+    """Parse and check a list of objectives: at least one, no exact repeats."""
+    parsed = tuple(Objective.parse(o) for o in objectives)
+    if not parsed:
+        raise InvalidObjective("no objectives given: name at least one, e.g. 'jct:avg'")
+    labels = [o.label for o in parsed]
+    repeated = sorted({lab for lab in labels if labels.count(lab) > 1})
+    if repeated:
+        raise InvalidObjective(f"objective {repeated[0]!r} is given twice; the same metric may "
+                               "repeat only with a different measure")
+    return parsed

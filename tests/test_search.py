@@ -1,0 +1,81 @@
+"""Objectives, the search space and SPEA2 on real runners (serial and a Dask LocalCluster)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from paretosearch.evaluation import SearchSpace, Task, evaluate
+from paretosearch.objectives import Objective, parse_objectives
+from paretosearch.runners import DaskRunner, SerialRunner
+from paretosearch.search import run_spea2
+from simulator import InvalidObjective, InvalidPolicyParams, generate, load_profile
+
+OBJECTIVES = parse_objectives([("jct", "avg"), "pred_err:avg"])
+
+
+def test_objective_forms() -> None:
+    assert Objective.parse("jct") == Objective("jct", "avg")
+    assert Objective.parse(("pred_err", "P99")).label == "pred_err:p99"
+    assert Objective.parse("utilization:avg").loss(0.8) == -0.8  # maximised: negated once
+    both = parse_objectives(["jct:avg", "jct:p99"])  # same metric, different measures
+    assert [o.label for o in both] == ["jct:avg", "jct:p99"]
+
+
+@pytest.mark.parametrize(("objectives", "message"), [
+    ([], "no objectives"),
+    (["latency:avg"], "unknown metric 'latency'"),
+    (["jct:p101"], "unknown measure 'p101'"),
+    (["jct:avg", ("jct", "avg")], "given twice"),
+    ([42], "cannot read objective 42"),
+])
+def test_bad_objectives(objectives: list[object], message: str) -> None:
+    with pytest.raises(InvalidObjective, match=message):
+        parse_objectives(objectives)
+
+
+def test_space_decodes_domains() -> None:
+    space = SearchSpace.of("wfq", {"delta": 0.2})
+    assert space.names == ("T", "W", "zeta_min")
+    lo, hi = space.decode(np.zeros(3)), space.decode(np.ones(3))
+    assert lo == pytest.approx({"T": 0.001, "W": -3.0, "zeta_min": 0.0})
+    assert hi["T"] == pytest.approx(1000.0) and hi["W"] == 3.0
+    assert space.decode(np.full(3, 0.5))["T"] == pytest.approx(1.0)  # log scale: geometric mid
+    with pytest.raises(InvalidPolicyParams, match="no parameter 'tau'"):
+        SearchSpace.of("wfq", {"tau": 1})
+    with pytest.raises(InvalidPolicyParams, match="nothing left to search"):
+        SearchSpace.of("fifo")
+
+
+def test_evaluate_records_every_metric() -> None:
+    wl = generate(200, load=0.9, seed=2)
+    task = Task("wfq", load_profile("pcs-64"))
+    rec = evaluate(task, {"T": 1e3, "zeta_min": 0.0}, [wl], wl)  # one class: FIFO
+    assert rec["pred_err:max"] < 1e-6
+    assert {"jct:avg", "jct:p99", "unfairness:p90", "utilization:avg", "wall_s"} <= set(rec)
+    assert not math.isnan(rec["jct:avg"])
+
+
+def _search(runner: object, seed: int = 3) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
+    task = Task("wfq", load_profile("pcs-64"))
+    out = run_spea2(task, SearchSpace.of("wfq"), OBJECTIVES, runner,  # type: ignore[arg-type]
+                    budget=48, pop_size=16, n_offsprings=16, seed=seed)
+    assert len(out.evaluations) == 48
+    hv = [h for _, h in out.hypervolume]
+    assert hv == sorted(hv)  # the archive's hypervolume never drops
+    return sorted((tuple(c.params.values()), tuple(c.values(OBJECTIVES))) for c in out.front)
+
+
+@pytest.mark.dask
+def test_same_seed_same_front_serial_and_dask() -> None:
+    wl = generate(250, load=0.9, seed=4)
+    serial = _search(SerialRunner([wl], wl))
+    assert serial == _search(SerialRunner([wl], wl))
+    assert serial != _search(SerialRunner([wl], wl), seed=5)
+    for workers in (1, 2):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            assert _search(DaskRunner(client, [wl], wl)) == serial
