@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +80,103 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--out", type=Path, metavar="FILE",
                      help="write per-job records to FILE (.csv or .parquet)")
     out.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    _search_parser(sub)
+    front = sub.add_parser("front", help="print the Pareto front of a search run")
+    front.add_argument("run", type=Path, help="the run directory")
     sub.add_parser("policies", help="list policies with their parameters and domains")
     sub.add_parser("profiles", help="list the shipped cluster profiles")
     return p
+
+
+def _search_parser(sub: Any) -> None:
+    p = sub.add_parser("search", help="search a policy's settings for a Pareto front",
+                       description="Search with SPEA2; with no arguments: a generated workload, "
+                                   "pcs-64, WFQ, jct:avg vs pred_err:avg.")
+    p.add_argument("--trace", type=Path, metavar="PATH",
+                   help="trace to search on (first half trains, second half tests)")
+    p.add_argument("--generate", type=int, default=1000, metavar="N",
+                   help="jobs per generated sample (default: 1000)")
+    p.add_argument("--profile", default="pcs-64", help="cluster profile (default: pcs-64)")
+    p.add_argument("--policy", default="wfq", help="policy family to tune (default: wfq)")
+    p.add_argument("--objective", action="append", metavar="METRIC:MEASURE",
+                   help="objective, repeatable (default: jct:avg and pred_err:avg)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="hold a parameter fixed (repeatable)")
+    p.add_argument("--budget", type=int, default=370, help="evaluations (default: 370)")
+    p.add_argument("--pop-size", type=int, default=70, help="SPEA2 archive size (default: 70)")
+    p.add_argument("--offspring", type=int, default=105, help="offspring per generation")
+    p.add_argument("--seed", type=int, default=0, help="search seed (default: 0)")
+    p.add_argument("--workers", type=int, default=2,
+                   help="Dask LocalCluster worker processes; 0 evaluates serially (default: 2)")
+    p.add_argument("--run-dir", type=Path, default=Path("runs/latest"),
+                   help="where to publish the run (default: runs/latest)")
+
+
+def _search(args: argparse.Namespace, console: Console) -> None:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from paretosearch.api import PolicySearch, SearchSettings
+
+    settings = SearchSettings(budget=args.budget, pop_size=args.pop_size,
+                              n_offsprings=args.offspring, seed=args.seed)
+    objectives = args.objective or ["jct:avg", "pred_err:avg"]
+
+    def build(client: Any) -> PolicySearch:
+        search = PolicySearch(args.trace, profile=args.profile, policy=args.policy,
+                              fixed=_overrides(args.set), settings=settings,
+                              run_dir=args.run_dir, client=client, jobs=args.generate)
+        search.SetPreference(*objectives)
+        return search
+
+    build(None)  # validate everything before starting workers or writing anything
+    bar = Progress(TextColumn("[bold]search[/bold]"), BarColumn(),
+                   TextColumn("{task.completed}/{task.total} evaluations"),
+                   TextColumn("HV {task.fields[hv]:.4g}"), TimeRemainingColumn(), console=console)
+    with bar, _dask_client(args.workers) as client:
+        task = bar.add_task("search", total=args.budget, hv=0.0)
+        search = build(client)
+        search.run(lambda p: bar.update(task, completed=p.evaluations, hv=p.hypervolume))
+    _print_front(args.run_dir, console)
+
+
+@contextlib.contextmanager
+def _dask_client(workers: int) -> Iterator[Any]:
+    """A Dask ``LocalCluster`` client with ``workers`` processes, or None (serial) for 0."""
+    if workers <= 0:
+        yield None
+        return
+    from distributed import Client, LocalCluster
+
+    with (LocalCluster(n_workers=workers, threads_per_worker=1,  # type: ignore[no-untyped-call]
+                       processes=True, dashboard_address=None) as cluster,
+          Client(cluster) as client):  # type: ignore[no-untyped-call]
+        yield client
+
+
+def _print_front(run: Path, console: Console) -> None:
+    from paretosearch.store import RunStore
+
+    doc = RunStore(run).read_front()
+    front = doc["front"]
+    if not front:
+        raise ParetoSearchError(f"{run}: the front is empty")
+    labels = list(front[0]["objectives"])
+    params = list(front[0]["params"])
+    table = Table(title=f"Pareto front of {run} ({len(front)} configurations)")
+    table.add_column("#", justify="right")
+    for name in labels:
+        table.add_column(name, justify="right")
+        table.add_column(f"{name} (test)", justify="right", style="dim")
+    for name in params:
+        table.add_column(name, justify="right")
+    for i, entry in enumerate(front):
+        test = entry.get("test_metrics") or {}
+        cells = []
+        for name in labels:
+            cells += [_fmt(entry["objectives"][name]), _fmt(test.get(name, math.nan))]
+        cells += [f"{entry['params'][p]:.4g}" for p in params]
+        table.add_row(str(i), *cells)
+    console.print(table)
 
 
 def _scaling(args: argparse.Namespace, gpus: int) -> ScalingTable:
@@ -222,6 +317,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             _simulate(args, console)
+        elif args.command == "search":
+            _search(args, console)
+        elif args.command == "front":
+            _print_front(args.run, console)
         elif args.command == "policies":
             _policies(console)
         else:

@@ -25,7 +25,7 @@ from paretosearch.evaluation import SearchSpace, Task
 from paretosearch.objectives import Objective
 from paretosearch.runners import Runner
 
-__all__ = ["Candidate", "SearchOutcome", "run_spea2"]
+__all__ = ["Candidate", "Progress", "SearchOutcome", "run_spea2"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -70,9 +70,21 @@ class _Problem(Problem):  # type: ignore[misc]
                              for c in cands])
 
 
-class _Hypervolume(Callback):  # type: ignore[misc]
-    def __init__(self, on_generation: Callable[[int, float], None] | None) -> None:
+@dataclass(frozen=True)
+class Progress:
+    """The state after one generation, for progress bars and checkpoints."""
+
+    evaluations: int
+    hypervolume: float
+    front: list[Candidate]
+    evaluated: list[Candidate]
+
+
+class _Generation(Callback):  # type: ignore[misc]
+    def __init__(self, problem: _Problem, on_generation: Callable[[Progress], None] | None
+                 ) -> None:
         super().__init__()
+        self.problem = problem
         self.history: list[tuple[int, float]] = []
         self.ref: FloatArray | None = None
         self.on_generation = on_generation
@@ -85,12 +97,14 @@ class _Hypervolume(Callback):  # type: ignore[misc]
         hv = float(HV(ref_point=self.ref)(F))
         self.history.append((int(algorithm.evaluator.n_eval), hv))
         if self.on_generation is not None:
-            self.on_generation(*self.history[-1])
+            front = [self.problem.by_point[_key(x)] for x in np.atleast_2d(algorithm.opt.get("X"))]
+            self.on_generation(Progress(self.history[-1][0], hv, front,
+                                        list(self.problem.evaluated)))
 
 
 def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], runner: Runner,
               *, budget: int = 370, pop_size: int = 70, n_offsprings: int = 105, seed: int = 0,
-              on_generation: Callable[[int, float], None] | None = None) -> SearchOutcome:
+              on_generation: Callable[[Progress], None] | None = None) -> SearchOutcome:
     """Search with SPEA2 (PCS's settings: SBX p=1 η=20, polynomial mutation η=20, p=1/n).
 
     Args:
@@ -99,12 +113,12 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
         budget: total evaluations (the termination is given to ``minimize``).
         pop_size, n_offsprings: SPEA2's archive and offspring sizes.
         seed: the search's seed: same seed, same front, whichever worker ran what.
-        on_generation: called with (evaluations so far, hypervolume) after each generation.
+        on_generation: called with a :class:`Progress` after each generation.
     """
     problem = _Problem(task, space, objectives, runner)
     algorithm = SPEA2(pop_size=pop_size, n_offsprings=n_offsprings,
                       crossover=SBX(prob=1.0, eta=20), mutation=PM(eta=20))
-    hv = _Hypervolume(on_generation)
+    hv = _Generation(problem, on_generation)
     res = minimize(problem, algorithm, termination=("n_eval", budget), seed=seed,
                    callback=hv, verbose=False)
     front = [problem.by_point[_key(x)] for x in np.atleast_2d(res.opt.get("X"))]
