@@ -36,24 +36,30 @@ def _fifo(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: 
     _fill(np.arange(demand.shape[0]), demand, gpus, out)
 
 
+@nb.njit(cache=True)
+def _remaining_time_first(demand: Any, est_rem: Any, model: Any, speedup: Any, gpus: float,
+                          gpu_weighted: bool, out: Any) -> None:
+    """Fill by remaining time at full demand, times the demand when ``gpu_weighted``."""
+    key = np.empty(demand.shape[0])
+    for i in range(key.shape[0]):
+        key[i] = est_rem[i] / speed_at(speedup, model[i], float(demand[i]))
+        if gpu_weighted:
+            key[i] *= demand[i]
+    _fill(np.argsort(key, kind="mergesort"), demand, gpus, out)
+
+
 @nb.njit(KERNEL_SIG, cache=True)
 def _srsf(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
           est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
           out: Any) -> None:
-    key = np.empty(demand.shape[0])
-    for i in range(key.shape[0]):
-        key[i] = demand[i] * est_rem[i] / speed_at(speedup, model[i], float(demand[i]))
-    _fill(np.argsort(key, kind="mergesort"), demand, gpus, out)
+    _remaining_time_first(demand, est_rem, model, speedup, gpus, True, out)
 
 
 @nb.njit(KERNEL_SIG, cache=True)
 def _srtf(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
           est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
           out: Any) -> None:
-    key = np.empty(demand.shape[0])
-    for i in range(key.shape[0]):
-        key[i] = est_rem[i] / speed_at(speedup, model[i], float(demand[i]))
-    _fill(np.argsort(key, kind="mergesort"), demand, gpus, out)
+    _remaining_time_first(demand, est_rem, model, speedup, gpus, False, out)
 
 
 @nb.njit(KERNEL_SIG, cache=True)
