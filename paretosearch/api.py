@@ -1,39 +1,35 @@
 """The preference API (PCS §3.2): ``SetPreference``, ``GetParetoFront``, ``SetConfig``.
 
 A :class:`PolicySearch` holds a workload, a cluster profile and a policy family; the operator
-names objectives, runs the search, and picks a configuration from the front. Searches run on
-a training sample and the front is re-evaluated on a held-out test sample (PCS §5.1).
+names objectives, runs the search, and picks a configuration from the front. The search runs
+on a training sample and the front is re-evaluated on a held-out test sample (PCS §5.1);
+with a generated workload, ``replicates`` independent draws are averaged (common random
+numbers: every candidate faces the same draws).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from paretosearch import select as choose
 from paretosearch.evaluation import SearchSpace, Task
 from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.runners import DaskRunner, Runner, SerialRunner
-from paretosearch.search import Progress, run_spea2
+from paretosearch.search import Progress, SearchSettings, run_spea2
 from paretosearch.store import RunStore, front_entry
 from policies import get_policy
 from simulator import ClusterProfile, Workload, generate, load_profile, read_trace
 from simulator.errors import ParetoSearchError
 
-__all__ = ["PolicySearch", "SearchSettings", "split_workload"]
+__all__ = ["BASELINES", "PolicySearch", "SearchSettings", "split_workload"]
 
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """How hard to search (PCS's settings by default: 370 evaluations, 70 / 105)."""
-
-    budget: int = 370
-    pop_size: int = 70
-    n_offsprings: int = 105
-    seed: int = 0
+BASELINES = ("fifo", "srsf", "themis", "afs", "maxmin")
+"""Policies evaluated beside every search as reference points (PCS Fig. 3 and 5b)."""
 
 
 def split_workload(workload: Workload) -> tuple[Workload, Workload]:
@@ -45,98 +41,67 @@ def split_workload(workload: Workload) -> tuple[Workload, Workload]:
     frame = workload.to_frame()
     test = frame.iloc[half:].copy()
     test["arrival_s"] -= test["arrival_s"].iloc[0]
-    source = workload.source
     return (Workload.from_frame(frame.iloc[:half], scaling=workload.scaling,
-                                source=f"{source}[train]"),
-            Workload.from_frame(test, scaling=workload.scaling, source=f"{source}[test]"))
+                                source=f"{workload.source}[train]"),
+            Workload.from_frame(test, scaling=workload.scaling,
+                                source=f"{workload.source}[test]"))
 
 
 class PolicySearch:
     """Search a policy family's settings for the operator's objectives.
 
     Args:
-        workload: a :class:`Workload`, a trace path, or None for the built-in generator
-            (two independent draws: one to train on, one to test).
+        workload: a :class:`Workload` or trace path (first half trains, second half tests),
+            or None for the built-in generator (independent draws for training and test).
         profile: cluster profile name, path or object.
         policy: policy family name (``"wfq"``).
         fixed: parameters held fixed (not searched).
         settings: budget, population sizes and seed.
-        run_dir: where to publish the run (None: nothing written).
-        client: a Dask client to evaluate on (None: serial in this process).
-        jobs: jobs per generated sample.
+        run_dir: where the run lives (journal, checkpoint, front); None: nothing written.
+        client: a Dask client to evaluate on; None: an embedded ``LocalCluster`` with
+            ``workers`` processes, or serial evaluation in this process if ``workers`` is 0.
+        workers: size of the embedded cluster.
+        jobs: jobs per generated sample; load: its offered load.
+        replicates: generated draws averaged per evaluation.
     """
 
     def __init__(self, workload: Workload | str | Path | None = None, *,
                  profile: str | ClusterProfile = "pcs-64", policy: str = "wfq",
                  fixed: Mapping[str, Any] | None = None,
                  settings: SearchSettings | None = None, run_dir: str | Path | None = None,
-                 client: Any = None, jobs: int = 1000) -> None:
+                 client: Any = None, workers: int = 0, jobs: int = 1000, load: float = 0.9,
+                 replicates: int = 1) -> None:
         self.profile = profile if isinstance(profile, ClusterProfile) else load_profile(profile)
         self.settings = settings or SearchSettings()
-        gpus = self.profile.total_gpus
+        if replicates < 1:
+            raise ParetoSearchError(f"replicates must be >= 1 (got {replicates})")
         if workload is None:
-            seeds = np.random.SeedSequence(self.settings.seed).spawn(2)
-            self.train = generate(jobs, load=0.9, gpus=gpus, seed=seeds[0])
-            self.test = generate(jobs, load=0.9, gpus=gpus, seed=seeds[1])
+            draws = np.random.SeedSequence(self.settings.seed).spawn(2 * replicates)
+            sample = [generate(jobs, load=load, gpus=self.profile.total_gpus, seed=d)
+                      for d in draws]
+            self.train, self.test = sample[:replicates], sample[replicates:]
         else:
+            if replicates != 1:
+                raise ParetoSearchError("replicates need a generated workload; a trace is "
+                                        "one sample (it is split into train and test halves)")
             wl = workload if isinstance(workload, Workload) else read_trace(workload)
-            self.train, self.test = split_workload(wl)
+            train, test = split_workload(wl)
+            self.train, self.test = [train], [test]
         self.task = Task(policy, self.profile, dict(fixed or {}))
         self.space = SearchSpace.of(policy, self.task.fixed)
         get_policy(policy).from_params(self.task.fixed)  # bad fixed values fail here, not later
         self.store = RunStore(run_dir) if run_dir is not None else None
-        self.client = client
+        self.client, self.workers = client, workers
         self.objectives: tuple[Objective, ...] = ()
         self.front: list[dict[str, Any]] = []
+        self.baselines: dict[str, dict[str, float]] = {}
         self.chosen: dict[str, Any] | None = None
+
+    # --- PCS's interface ------------------------------------------------------------------
 
     def SetPreference(self, *objectives: object) -> None:
         """Name the objectives, e.g. ``SetPreference(("jct", "avg"), "pred_err:p99")``."""
         self.objectives = parse_objectives(objectives)
-
-    set_preference = SetPreference
-
-    def _runner(self, workload: Workload) -> Runner:
-        if self.client is None:
-            return SerialRunner([workload], self.train)
-        return DaskRunner(self.client, [workload], self.train)
-
-    def run(self, on_generation: Callable[[Progress], None] | None = None) -> list[dict[str, Any]]:
-        """Search, re-evaluate the front on the test sample, publish; returns the front."""
-        if not self.objectives:
-            raise ParetoSearchError("no objectives yet: call SetPreference(...) first")
-        spec = {"policy": self.task.policy, "profile": self.profile.name,
-                "fixed": dict(self.task.fixed), "objectives": [o.label for o in self.objectives],
-                "settings": vars(self.settings), "train": self.train.source,
-                "test": self.test.source, "workload_digest": self.train.digest()}
-        if self.store:
-            self.store.write_spec(spec)
-
-        history: list[tuple[int, float]] = []
-
-        def publish(p: Progress) -> None:
-            history.append((p.evaluations, p.hypervolume))
-            if self.store:
-                self.store.write_progress(p.evaluated,
-                                          [front_entry(c, self.objectives) for c in p.front],
-                                          history)
-            if on_generation is not None:
-                on_generation(p)
-
-        s = self.settings
-        out = run_spea2(self.task, self.space, self.objectives, self._runner(self.train),
-                        budget=s.budget, pop_size=s.pop_size, n_offsprings=s.n_offsprings,
-                        seed=s.seed, on_generation=publish)
-        # SPEA2's archive may hold several settings with equal objective values: keep one
-        unique = list({tuple(c.values(self.objectives)): c for c in reversed(out.front)}
-                      .values())[::-1]
-        tests = self._runner(self.test).map(self.task, [c.params for c in unique])
-        self.front = [front_entry(c, self.objectives, t) for c, t in zip(unique, tests,
-                                                                         strict=True)]
-        self.front.sort(key=lambda e: [e["objectives"][o.label] for o in self.objectives])
-        if self.store:
-            self.store.write_progress(out.evaluations, self.front, out.hypervolume)
-        return self.front
 
     def GetParetoFront(self) -> list[dict[str, Any]]:
         """The front: parameters, objective values, all metrics, test-sample metrics."""
@@ -144,23 +109,121 @@ class PolicySearch:
             raise ParetoSearchError("no front yet: call run() after SetPreference(...)")
         return self.front
 
-    get_pareto_front = GetParetoFront
-
     def SetConfig(self, choice: int | Mapping[str, Any]) -> dict[str, Any]:
         """Record the operator's choice (a front index or entry) in the run."""
         front = self.GetParetoFront()
-        if isinstance(choice, int):
-            if not -len(front) <= choice < len(front):
-                raise ParetoSearchError(f"front index {choice} is out of range: the front has "
-                                        f"{len(front)} configurations (0..{len(front) - 1})")
-            entry = front[choice]
-        else:
-            entry = dict(choice)
-        self.chosen = {"policy": self.task.policy, "params": {**self.task.fixed,
-                                                              **entry["params"]},
-                       "objectives": entry.get("objectives")}
+        entry = front[choose.by_index(front, choice)] if isinstance(choice, int) else choice
+        self.chosen = {"policy": self.task.policy,
+                       "params": {**self.task.fixed, **entry["params"]},
+                       "objectives": dict(entry.get("objectives") or {})}
         if self.store:
             self.store.write_choice(self.chosen)
         return self.chosen
 
+    set_preference = SetPreference
+    get_pareto_front = GetParetoFront
     select = SetConfig
+
+    # --- selection helpers ----------------------------------------------------------------
+
+    def knee(self) -> int:
+        """Index of the knee point (closest to the ideal point, objectives scaled to [0, 1])."""
+        return choose.knee(self.GetParetoFront(), self.objectives)
+
+    def where(self, *constraints: str, minimize: str) -> int:
+        """Index of the best entry for ``minimize`` among those meeting every constraint."""
+        return choose.by_constraints(self.GetParetoFront(), constraints, minimize)
+
+    def by_weights(self, *weights: float) -> int:
+        """Index of the entry nearest the given objective weights (pymoo pseudo-weights)."""
+        return choose.by_weights(self.GetParetoFront(), self.objectives, weights)
+
+    # --- running --------------------------------------------------------------------------
+
+    def spec(self) -> dict[str, Any]:
+        """What this search is, as stored in ``run.json`` (a resumed run must match it)."""
+        return {"policy": self.task.policy, "profile": self.profile.name,
+                "fixed": dict(self.task.fixed), "objectives": [o.label for o in self.objectives],
+                "settings": vars(self.settings), "space": list(self.space.names),
+                "train": [w.source for w in self.train], "test": [w.source for w in self.test],
+                "train_digests": [w.digest() for w in self.train]}
+
+    def run(self, on_generation: Callable[[Progress], None] | None = None, *,
+            resume: bool = False) -> list[dict[str, Any]]:
+        """Search (or resume), re-evaluate the front on the test sample, publish the front."""
+        if not self.objectives:
+            raise ParetoSearchError("no objectives yet: call SetPreference(...) first")
+        self._prepare_store(resume)
+        with self._runners() as (train_runner, test_runner):
+            def publish(p: Progress) -> None:
+                if self.store:
+                    self.store.write_progress(
+                        p.evaluated, [front_entry(*e, self.objectives) for e in p.front],
+                        p.history)
+                    self._mirror(p.evaluated)
+                if on_generation is not None:
+                    on_generation(p)
+
+            out = run_spea2(self.task, self.space, self.objectives, train_runner,
+                            self.settings, store=self.store, on_generation=publish)
+            unique = list({tuple(r[o.label] for o in self.objectives): (p, r)
+                           for p, r in reversed(out.front)}.values())[::-1]
+            tests = test_runner.map(self.task, [p for p, _ in unique])
+            self.baselines = {name: train_runner.map(Task(name, self.profile), [{}])[0]
+                              for name in BASELINES}
+        self.front = sorted((front_entry(p, r, self.objectives, t)
+                             for (p, r), t in zip(unique, tests, strict=True)),
+                            key=lambda e: [e["objectives"][o.label] for o in self.objectives])
+        if self.store:
+            self.store.write_progress(out.evaluations, self.front, out.hypervolume,
+                                      baselines=self.baselines, done=True)
+        return self.front
+
+    def _prepare_store(self, resume: bool) -> None:
+        if self.store is None:
+            if resume:
+                raise ParetoSearchError("resume needs the run directory of the interrupted run")
+            return
+        started = (self.store.path / "run.json").exists()
+        if started and not resume:
+            raise ParetoSearchError(f"{self.store.path} already holds a run: resume it "
+                                    "(--resume) or choose another run directory")
+        if resume:
+            if not started:
+                raise ParetoSearchError(f"{self.store.path}: no run to resume (no run.json)")
+            if self.store.read_spec() != _jsonable(self.spec()):
+                raise ParetoSearchError(f"{self.store.path} was started with other settings; "
+                                        "resume it with the same arguments it was started with")
+        else:
+            self.store.write_spec(self.spec())
+
+    @contextlib.contextmanager
+    def _runners(self) -> Iterator[tuple[Runner, Runner]]:
+        if self.client is None and self.workers <= 0:
+            yield SerialRunner(self.train, self.train[0]), SerialRunner(self.test, self.train[0])
+            return
+        with contextlib.ExitStack() as stack:
+            client = self.client
+            if client is None:
+                from distributed import Client, LocalCluster
+
+                cluster = stack.enter_context(LocalCluster(  # type: ignore[no-untyped-call]
+                    n_workers=self.workers, threads_per_worker=1, processes=True,
+                    dashboard_address=None))
+                client = stack.enter_context(Client(cluster))  # type: ignore[no-untyped-call]
+            yield (DaskRunner(client, self.train, self.train[0]),
+                   DaskRunner(client, self.test, self.train[0]))
+
+    def _mirror(self, evaluations: Sequence[Any]) -> None:
+        from paretosearch.optuna_mirror import mirror
+
+        assert self.store is not None
+        mirror(self.store.path / "optuna.db", "paretosearch", self.objectives, self.space,
+               evaluations)
+
+
+def _jsonable(spec: dict[str, Any]) -> Any:
+    """The spec as it reads back from JSON (tuples become lists)."""
+    import json
+
+    return json.loads(json.dumps(spec))

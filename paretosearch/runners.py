@@ -1,25 +1,32 @@
 """Injected parallelism: evaluate a batch of candidates serially or on Dask.
 
 A runner owns the workloads (shipped to Dask workers once, by ``scatter``) and maps
-:func:`~paretosearch.evaluation.evaluate` over a batch of parameter sets, returning records
-in the batch's order. Results do not depend on which worker ran what: evaluation is pure.
+:func:`~paretosearch.evaluation.evaluate` over a batch of parameter sets. Each record is
+handed to ``on_result`` as soon as it exists (so a search can journal it before anything
+else can go wrong) and the batch's records come back in the batch's order. Results do not
+depend on which worker ran what: evaluation is pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from paretosearch.evaluation import Task, evaluate
 from simulator import Workload
 
-__all__ = ["DaskRunner", "Runner", "SerialRunner"]
+__all__ = ["DaskRunner", "OnResult", "Runner", "SerialRunner", "evaluate_many"]
+
+Params = Mapping[str, Any]
+OnResult = Callable[[int, dict[str, float]], None]
 
 
 class Runner(Protocol):
     """Evaluates batches of candidates."""
 
-    def map(self, task: Task, batch: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]: ...
+    def map(self, task: Task, batch: Sequence[Params],
+            on_result: OnResult | None = None) -> list[dict[str, float]]: ...
 
 
 class SerialRunner:
@@ -28,26 +35,54 @@ class SerialRunner:
     def __init__(self, workloads: Sequence[Workload], train: Workload) -> None:
         self.workloads, self.train = list(workloads), train
 
-    def map(self, task: Task, batch: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
-        return [evaluate(task, params, self.workloads, self.train) for params in batch]
+    def map(self, task: Task, batch: Sequence[Params],
+            on_result: OnResult | None = None) -> list[dict[str, float]]:
+        out = []
+        for i, params in enumerate(batch):
+            out.append(evaluate(task, params, self.workloads, self.train))
+            if on_result is not None:
+                on_result(i, out[-1])
+        return out
+
+
+def evaluate_many(task: Task, batch: Sequence[Params], workloads: Sequence[Workload],
+                  train: Workload) -> list[dict[str, float]]:
+    """Several evaluations in one Dask task (amortises per-task overhead for short ones)."""
+    return [evaluate(task, params, workloads, train) for params in batch]
 
 
 class DaskRunner:
     """Evaluations as Dask tasks on a given client (a ``LocalCluster``'s or a remote one).
 
-    The workloads are scattered to every worker once; tasks are submitted with
-    ``pure=False`` (never deduplicated) and retried if their worker dies.
+    The workloads are scattered to every worker once. Candidates are grouped into about
+    ``tasks_per_worker`` tasks per worker per batch, submitted with ``pure=False`` (never
+    deduplicated), and collected as they complete. A task whose worker dies is rescheduled by
+    Dask on another worker; one that raises is retried ``retries`` times.
     """
 
     def __init__(self, client: Any, workloads: Sequence[Workload], train: Workload, *,
-                 retries: int = 3) -> None:
+                 retries: int = 3, tasks_per_worker: int = 4) -> None:
         self.client = client
         self.retries = retries
+        self.tasks_per_worker = tasks_per_worker
         self._workloads = client.scatter(list(workloads), broadcast=True)
         self._train = client.scatter(train, broadcast=True)
 
-    def map(self, task: Task, batch: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
-        futures = [self.client.submit(evaluate, task, dict(params), self._workloads, self._train,
-                                      pure=False, retries=self.retries) for params in batch]
-        results: list[dict[str, float]] = self.client.gather(futures)
-        return results
+    def map(self, task: Task, batch: Sequence[Params],
+            on_result: OnResult | None = None) -> list[dict[str, float]]:
+        from distributed import as_completed
+
+        workers = max(1, len(self.client.scheduler_info()["workers"]))
+        size = max(1, math.ceil(len(batch) / (workers * self.tasks_per_worker)))
+        starts = range(0, len(batch), size)
+        futures = {self.client.submit(evaluate_many, task, [dict(p) for p in batch[s:s + size]],
+                                      self._workloads, self._train, pure=False,
+                                      retries=self.retries): s for s in starts}
+        out: list[dict[str, float] | None] = [None] * len(batch)
+        for future in as_completed(list(futures)):  # type: ignore[no-untyped-call]
+            start = futures[future]
+            for offset, record in enumerate(future.result()):
+                out[start + offset] = record
+                if on_result is not None:
+                    on_result(start + offset, record)
+        return [r for r in out if r is not None]

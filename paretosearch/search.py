@@ -1,130 +1,142 @@
 """SPEA2 over a policy family's declared space: a thin adapter onto pymoo (SPEC §4).
 
-The problem maps unit-cube points to parameters, evaluates a whole generation through the
-injected runner, and keeps every evaluation record. A callback tracks the hypervolume of the
-archive each generation against a reference point fixed after the first generation.
+pymoo's ask/tell loop lets the search own evaluation: each generation's candidates are looked
+up in the run's journal first (so a resumed run never repeats finished work), the rest go to
+the injected runner, and every record is journaled the moment it exists. After each complete
+generation the optimiser (its random state included) is checkpointed, so a run killed at any
+moment resumes to the same front as an uninterrupted run with the same seed.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pymoo.algorithms.moo.spea2 import SPEA2
-from pymoo.core.callback import Callback
+from pymoo.algorithms.moo.spea2 import SPEA2, SPEA2Survival, spea_binary_tournament
 from pymoo.core.problem import Problem
 from pymoo.indicators.hv import HV
 from pymoo.operators.crossover.sbx import SBX
 from pymoo.operators.mutation.pm import PM
-from pymoo.optimize import minimize
+from pymoo.operators.sampling.rnd import FloatRandomSampling
+from pymoo.operators.selection.tournament import TournamentSelection
+from pymoo.problems.static import StaticProblem
+from pymoo.util.display.multi import MultiObjectiveOutput
 
 from paretosearch.evaluation import SearchSpace, Task
 from paretosearch.objectives import Objective
 from paretosearch.runners import Runner
+from paretosearch.store import Evaluation, RunStore
 
-__all__ = ["Candidate", "Progress", "SearchOutcome", "run_spea2"]
+__all__ = ["Progress", "SearchOutcome", "SearchSettings", "param_key", "run_spea2"]
 
 FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """One evaluated configuration: its parameters and its evaluation record."""
+class SearchSettings:
+    """How hard to search (PCS's settings by default: 370 evaluations, 70 / 105)."""
 
-    params: dict[str, Any]
-    record: dict[str, float]
+    budget: int = 370
+    pop_size: int = 70
+    n_offsprings: int = 105
+    seed: int = 0
 
-    def values(self, objectives: Sequence[Objective]) -> list[float]:
-        """The objective values, in their natural sign."""
-        return [self.record[o.label] for o in objectives]
+
+@dataclass(frozen=True)
+class Progress:
+    """The state after one generation, for progress bars and publishing."""
+
+    generation: int
+    evaluations: int
+    hypervolume: float
+    front: list[Evaluation]
+    evaluated: list[Evaluation]
+    history: list[tuple[int, float]]
 
 
 @dataclass
 class SearchOutcome:
     """The front, every evaluation, and the hypervolume history."""
 
-    front: list[Candidate]
-    evaluations: list[Candidate]
+    front: list[Evaluation]
+    evaluations: list[Evaluation]
     hypervolume: list[tuple[int, float]] = field(default_factory=list)
-    reference_point: list[float] = field(default_factory=list)
 
 
-class _Problem(Problem):  # type: ignore[misc]
-    def __init__(self, task: Task, space: SearchSpace, objectives: Sequence[Objective],
-                 runner: Runner) -> None:
-        super().__init__(n_var=len(space), n_obj=len(objectives), xl=0.0, xu=1.0)
-        self.task, self.space, self.objectives, self.runner = task, space, objectives, runner
-        self.evaluated: list[Candidate] = []
-        self.by_point: dict[tuple[float, ...], Candidate] = {}
-
-    def _evaluate(self, X: FloatArray, out: dict[str, Any], *args: Any, **kwargs: Any) -> None:
-        batch = [self.space.decode(x) for x in X]
-        records = self.runner.map(self.task, batch)
-        cands = [Candidate(p, r) for p, r in zip(batch, records, strict=True)]
-        self.evaluated.extend(cands)
-        self.by_point.update((_key(x), c) for x, c in zip(X, cands, strict=True))
-        out["F"] = np.array([[o.loss(c.record[o.label]) for o in self.objectives]
-                             for c in cands])
+def param_key(params: dict[str, Any]) -> str:
+    """The content key of a candidate: its parameters, exactly (floats by repr)."""
+    return json.dumps(params, sort_keys=True)
 
 
-@dataclass(frozen=True)
-class Progress:
-    """The state after one generation, for progress bars and checkpoints."""
-
-    evaluations: int
-    hypervolume: float
-    front: list[Candidate]
-    evaluated: list[Candidate]
-
-
-class _Generation(Callback):  # type: ignore[misc]
-    def __init__(self, problem: _Problem, on_generation: Callable[[Progress], None] | None
-                 ) -> None:
-        super().__init__()
-        self.problem = problem
-        self.history: list[tuple[int, float]] = []
-        self.ref: FloatArray | None = None
-        self.on_generation = on_generation
-
-    def notify(self, algorithm: Any) -> None:
-        F = algorithm.opt.get("F")
-        if self.ref is None:  # fixed once: 10 % beyond the worst of the first generation
-            worst = algorithm.pop.get("F").max(axis=0)
-            self.ref = worst + 0.1 * np.abs(worst) + 1e-9
-        hv = float(HV(ref_point=self.ref)(F))
-        self.history.append((int(algorithm.evaluator.n_eval), hv))
-        if self.on_generation is not None:
-            front = [self.problem.by_point[_key(x)] for x in np.atleast_2d(algorithm.opt.get("X"))]
-            self.on_generation(Progress(self.history[-1][0], hv, front,
-                                        list(self.problem.evaluated)))
+def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings) -> SPEA2:
+    problem = Problem(n_var=len(space), n_obj=n_obj, xl=0.0, xu=1.0)
+    # every component fresh: pymoo's default arguments are shared instances, and SPEA2's
+    # survival keeps normalisation state, which would leak from one search into the next
+    algorithm = SPEA2(pop_size=s.pop_size, n_offsprings=s.n_offsprings,
+                      sampling=FloatRandomSampling(),
+                      selection=TournamentSelection(spea_binary_tournament),
+                      crossover=SBX(prob=1.0, eta=20), mutation=PM(eta=20),
+                      survival=SPEA2Survival(normalize=True), output=MultiObjectiveOutput())
+    # the termination goes to setup() (what minimize() does), not to SPEA2()
+    algorithm.setup(problem, termination=("n_eval", s.budget), seed=s.seed, verbose=False)
+    return algorithm
 
 
 def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], runner: Runner,
-              *, budget: int = 370, pop_size: int = 70, n_offsprings: int = 105, seed: int = 0,
+              settings: SearchSettings, *, store: RunStore | None = None,
               on_generation: Callable[[Progress], None] | None = None) -> SearchOutcome:
     """Search with SPEA2 (PCS's settings: SBX p=1 η=20, polynomial mutation η=20, p=1/n).
 
     Args:
         task, space, objectives: what to evaluate, over which parameters, for which goals.
         runner: evaluates each generation (serial or Dask).
-        budget: total evaluations (the termination is given to ``minimize``).
-        pop_size, n_offsprings: SPEA2's archive and offspring sizes.
-        seed: the search's seed: same seed, same front, whichever worker ran what.
+        settings: budget (total evaluations), population sizes and seed; same seed, same
+            front, whichever worker ran what.
+        store: the run directory: journal, checkpoint (resumed from if present).
         on_generation: called with a :class:`Progress` after each generation.
     """
-    problem = _Problem(task, space, objectives, runner)
-    algorithm = SPEA2(pop_size=pop_size, n_offsprings=n_offsprings,
-                      crossover=SBX(prob=1.0, eta=20), mutation=PM(eta=20))
-    hv = _Generation(problem, on_generation)
-    res = minimize(problem, algorithm, termination=("n_eval", budget), seed=seed,
-                   callback=hv, verbose=False)
-    front = [problem.by_point[_key(x)] for x in np.atleast_2d(res.opt.get("X"))]
-    return SearchOutcome(front, problem.evaluated, hv.history,
-                         [] if hv.ref is None else hv.ref.tolist())
+    journal: dict[str, Evaluation] = store.read_journal() if store else {}
+    state = store.load_checkpoint() if store else None
+    if state is None:
+        algorithm, history, ref = _algorithm(space, len(objectives), settings), [], None
+    else:
+        algorithm, history, ref = state["algorithm"], state["history"], state["ref"]
+
+    def losses(params: dict[str, Any]) -> list[float]:
+        record = journal[param_key(params)][1]
+        return [o.loss(record[o.label]) for o in objectives]
+
+    while algorithm.has_next():
+        pop = algorithm.ask()
+        batch = [space.decode(x) for x in pop.get("X")]
+        todo = [p for p in batch if param_key(p) not in journal]
+
+        def keep(i: int, record: dict[str, float], todo: list[dict[str, Any]] = todo) -> None:
+            journal[param_key(todo[i])] = (todo[i], record)
+            if store:
+                store.append(param_key(todo[i]), todo[i], record)
+
+        runner.map(task, todo, keep)
+        F = np.array([losses(p) for p in batch])
+        algorithm.evaluator.eval(StaticProblem(algorithm.problem, F=F), pop)
+        algorithm.tell(infills=pop)
+        opt_F = algorithm.opt.get("F")
+        if ref is None:  # fixed once: 10 % beyond the worst of the first generation
+            ref = F.max(axis=0) + 0.1 * np.abs(F.max(axis=0)) + 1e-9
+        history.append((int(algorithm.evaluator.n_eval), float(HV(ref_point=ref)(opt_F))))
+        if store:
+            store.save_checkpoint({"algorithm": algorithm, "history": history, "ref": ref})
+        if on_generation is not None:
+            evals, hv = history[-1]
+            on_generation(Progress(len(history), evals, hv, _front(algorithm, space, journal),
+                                   list(journal.values()), list(history)))
+    return SearchOutcome(_front(algorithm, space, journal), list(journal.values()), history)
 
 
-def _key(x: FloatArray) -> tuple[float, ...]:
-    return tuple(float(v) for v in x)
+def _front(algorithm: Any, space: SearchSpace,
+           journal: dict[str, Evaluation]) -> list[Evaluation]:
+    return [journal[param_key(space.decode(x))] for x in np.atleast_2d(algorithm.opt.get("X"))]

@@ -1,18 +1,30 @@
-"""The preference API and the search CLI, with a real run directory."""
+"""The preference API, the run directory and the search CLI, for real."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
-from paretosearch.api import PolicySearch, SearchSettings, split_workload
+from paretosearch.api import BASELINES, PolicySearch, SearchSettings, split_workload
 from paretosearch.cli import main
+from paretosearch.store import RunStore
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
 
 SMALL = SearchSettings(budget=32, pop_size=12, n_offsprings=10, seed=2)
+
+
+def _front_key(front: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(tuple(e["params"].values()), tuple(e["objectives"].values())) for e in front]
 
 
 def test_preference_front_and_choice(tmp_path: Path) -> None:
@@ -29,12 +41,132 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
                        for b in values)
     assert all(e["test_metrics"]["jct:avg"] > 0 for e in front)
     published = json.loads((tmp_path / "front.json").read_text())
-    assert [e["params"] for e in published["front"]] == [e["params"] for e in front]
+    assert _front_key(published["front"]) == _front_key(front) and published["done"]
+    assert set(published["baselines"]) == set(BASELINES)
     assert len(pd.read_parquet(tmp_path / "records.parquet")) == 32
-    chosen = search.SetConfig(0)
+    assert sum(1 for _ in open(tmp_path / "evaluations.jsonl")) == 32
+    chosen = search.SetConfig(search.knee())
     assert json.loads((tmp_path / "chosen.json").read_text()) == chosen
+    best = search.where("pred_err:p99 <= 1e9", minimize="jct:avg")
+    assert front[best]["objectives"]["jct:avg"] == min(v[0] for v in values)
+    assert search.by_weights(1.0, 0.0) == best  # all weight on JCT: the fastest entry
     with pytest.raises(ParetoSearchError, match="out of range"):
         search.select(len(front))
+    with pytest.raises(ParetoSearchError, match="already holds a run"):
+        PolicySearch(settings=SMALL, run_dir=tmp_path, jobs=200).SetPreference("jct") or \
+            _run(tmp_path)
+
+
+def _run(run_dir: Path) -> None:
+    s = PolicySearch(settings=SMALL, run_dir=run_dir, jobs=200)
+    s.SetPreference("jct")
+    s.run()
+
+
+def test_optuna_study_mirrors_every_evaluation(tmp_path: Path) -> None:
+    import optuna
+
+    search = PolicySearch(settings=SMALL, run_dir=tmp_path, jobs=150)
+    search.SetPreference("jct:avg", "utilization:avg")
+    search.run()
+    study = optuna.load_study(study_name="paretosearch",
+                              storage=f"sqlite:///{tmp_path / 'optuna.db'}")
+    assert len(study.trials) == 32
+    assert [d.name for d in study.directions] == ["MINIMIZE", "MAXIMIZE"]
+    records = pd.read_parquet(tmp_path / "records.parquet")
+    assert sorted(t.values[0] for t in study.trials) == sorted(records["jct:avg"])
+
+
+def test_tampered_checkpoint_is_refused(tmp_path: Path) -> None:
+    _run(tmp_path)
+    pkl = tmp_path / "checkpoint.pkl"
+    pkl.write_bytes(pkl.read_bytes() + b"x")
+    with pytest.raises(ParetoSearchError, match="checksum"):
+        RunStore(tmp_path).load_checkpoint()
+
+
+def test_readers_never_see_a_partial_front(tmp_path: Path) -> None:
+    seen, bad, stop = [0], [], threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            try:
+                text = (tmp_path / "front.json").read_text()
+            except FileNotFoundError:
+                continue
+            try:
+                json.loads(text)
+                seen[0] += 1
+            except json.JSONDecodeError:
+                bad.append(text)
+
+    reader = threading.Thread(target=poll)
+    reader.start()
+    try:
+        search = PolicySearch(settings=SearchSettings(budget=60, pop_size=10, n_offsprings=10),
+                              run_dir=tmp_path, jobs=150)
+        search.SetPreference("jct", "pred_err")
+        search.run()
+    finally:
+        stop.set()
+        reader.join()
+    assert not bad and seen[0] > 0
+
+
+CLI = [sys.executable, "-m", "paretosearch.cli", "search", "--generate", "300", "--budget", "60",
+       "--pop-size", "12", "--offspring", "12", "--seed", "5", "--workers", "0"]
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_gives_the_same_front(tmp_path: Path) -> None:
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    subprocess.run([*CLI, "--run-dir", str(whole)], check=True, capture_output=True)
+    proc = subprocess.Popen([*CLI, "--run-dir", str(cut)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    journal = cut / "evaluations.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill it in the middle of its third generation
+        if journal.exists() and sum(1 for _ in open(journal)) >= 30:
+            break
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = sum(1 for _ in open(journal))
+    assert 30 <= done_before < 60
+    subprocess.run([sys.executable, "-m", "paretosearch.cli", "search", "--resume", str(cut)],
+                   check=True, capture_output=True)
+    a = json.loads((whole / "front.json").read_text())
+    b = json.loads((cut / "front.json").read_text())
+    assert _front_key(a["front"]) == _front_key(b["front"])
+    keys = [json.loads(line)["key"] for line in open(journal)]
+    assert len(keys) == len(set(keys)) == 60  # nothing lost, nothing evaluated twice
+
+
+@pytest.mark.dask
+@pytest.mark.slow
+def test_killing_a_worker_loses_nothing(tmp_path: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    settings = SearchSettings(budget=48, pop_size=16, n_offsprings=16, seed=9)
+    serial = PolicySearch(settings=settings, jobs=250)
+    serial.SetPreference("jct", "pred_err")
+    expected = _front_key(serial.run())
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        search = PolicySearch(settings=settings, jobs=250, client=client, run_dir=tmp_path)
+        search.SetPreference("jct", "pred_err")
+        killed: list[int] = []
+
+        def kill_one(progress: Any) -> None:
+            if not killed:
+                pid = next(iter(client.run(os.getpid).values()))
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+        front = search.run(kill_one)
+    assert killed and _front_key(front) == expected
+    keys = [json.loads(line)["key"] for line in open(tmp_path / "evaluations.jsonl")]
+    assert len(keys) == len(set(keys)) == 48
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -42,6 +174,7 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     (["--objective", "speed"], "unknown metric"),
     (["--set", "tau=1"], "no parameter 'tau'"),
     (["--set", "W=9"], "parameter 'W'"),
+    (["--replicates", "0"], "replicates must be >= 1"),
 ])
 def test_bad_search_arguments_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             argv: list[str], message: str) -> None:
@@ -59,14 +192,25 @@ def test_errors_have_the_right_types() -> None:
         PolicySearch(settings=SMALL, jobs=50, fixed={"nope": 1})
 
 
-def test_cli_search_and_front(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_search_front_select(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
     assert main(["search", "--generate", "150", "--budget", "24", "--pop-size", "8",
                  "--offspring", "8", "--workers", "0", "--run-dir", str(run)]) == 0
     assert main(["front", str(run)]) == 0
     out = capsys.readouterr().out
-    assert "Pareto front" in out and "jct:avg" in out
+    assert "Pareto front" in out and "jct:avg" in out and "srsf" in out
+    assert (run / "front.png").read_bytes()[:4] == b"\x89PNG"
+    for how in (["--knee"], ["--index", "0"], ["--weights", "1,1"],
+                ["--where", "pred_err:avg <= 1000", "--minimize", "jct:avg"]):
+        assert main(["select", str(run), *how, "--out", str(tmp_path / "c.json")]) == 0
+        chosen = json.loads((tmp_path / "c.json").read_text())
+        assert chosen["policy"] == "wfq" and set(chosen["params"]) >= {"T", "W"}
+    capsys.readouterr()
+    assert main(["select", str(run), "--where", "jct:avg < 0", "--minimize", "jct"]) == 2
+    assert "no configuration on the front meets" in capsys.readouterr().err
+    assert main(["select", str(run), "--weights", "1"]) == 2
     assert main(["front", str(tmp_path / "nope")]) == 2
+    assert main(["search", "--workers", "0", "--run-dir", str(run)]) == 2  # already a run
 
 
 def test_split_rebases_the_test_half() -> None:

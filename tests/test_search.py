@@ -11,7 +11,7 @@ from distributed import Client, LocalCluster
 from paretosearch.evaluation import SearchSpace, Task, evaluate
 from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.runners import DaskRunner, SerialRunner
-from paretosearch.search import run_spea2
+from paretosearch.search import SearchSettings, run_spea2
 from simulator import InvalidObjective, InvalidPolicyParams, generate, load_profile
 
 OBJECTIVES = parse_objectives([("jct", "avg"), "pred_err:avg"])
@@ -62,11 +62,12 @@ def test_evaluate_records_every_metric() -> None:
 def _search(runner: object, seed: int = 3) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
     task = Task("wfq", load_profile("pcs-64"))
     out = run_spea2(task, SearchSpace.of("wfq"), OBJECTIVES, runner,  # type: ignore[arg-type]
-                    budget=48, pop_size=16, n_offsprings=16, seed=seed)
+                    SearchSettings(budget=48, pop_size=16, n_offsprings=16, seed=seed))
     assert len(out.evaluations) == 48
     hv = [h for _, h in out.hypervolume]
     assert hv == sorted(hv)  # the archive's hypervolume never drops
-    return sorted((tuple(c.params.values()), tuple(c.values(OBJECTIVES))) for c in out.front)
+    return sorted((tuple(p.values()), tuple(r[o.label] for o in OBJECTIVES))
+                  for p, r in out.front)
 
 
 @pytest.mark.dask

@@ -1,0 +1,48 @@
+"""Mirror every evaluation into an Optuna study (SQLite), for ``optuna-dashboard`` and CLI."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+from paretosearch.evaluation import SearchSpace
+from paretosearch.objectives import Objective
+from paretosearch.store import Evaluation
+
+__all__ = ["mirror"]
+
+
+def mirror(db: Path, study_name: str, objectives: Sequence[Objective], space: SearchSpace,
+           evaluations: Sequence[Evaluation]) -> int:
+    """Add the evaluations the study does not hold yet (in order); return the trial count.
+
+    ``optuna best-trials --storage sqlite:///DB --study-name NAME`` then lists the front.
+    """
+    import optuna
+    from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        storage=f"sqlite:///{db}", study_name=study_name, load_if_exists=True,
+        directions=["maximize" if o.maximize else "minimize" for o in objectives])
+    with warnings.catch_warnings():  # metric names are "experimental" in Optuna, and stable
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names([o.label for o in objectives])
+    dists: dict[str, BaseDistribution] = {
+        n: IntDistribution(int(d.low), int(d.high), log=d.log) if d.kind == "int"
+        else FloatDistribution(d.low, d.high, log=d.log)
+        for n, d in zip(space.names, space.domains, strict=True)}
+    done = len(study.get_trials(deepcopy=False))
+    trials = []
+    for params, record in evaluations[done:]:
+        values = [record[o.label] for o in objectives]
+        ok = all(math.isfinite(v) for v in values)
+        trials.append(optuna.trial.create_trial(
+            params={n: params[n] for n in space.names}, distributions=dists,
+            values=values if ok else None,
+            state=optuna.trial.TrialState.COMPLETE if ok else optuna.trial.TrialState.FAIL,
+            user_attrs={k: v for k, v in record.items() if math.isfinite(v)}))
+    study.add_trials(trials)
+    return done + len(trials)

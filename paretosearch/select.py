@@ -1,0 +1,87 @@
+"""Choosing one configuration from a front: by index, knee point, constraints, or weights.
+
+Pure functions over front entries (``{"params", "objectives", "metrics", ...}``); each
+returns the index of the chosen entry.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from paretosearch.objectives import Objective
+from simulator.errors import ParetoSearchError
+
+__all__ = ["by_constraints", "by_index", "by_weights", "knee", "parse_constraint"]
+
+Entry = dict[str, Any]
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
+_CONSTRAINT = re.compile(r"^\s*([a-z_]+(?::[a-z0-9.]+)?)\s*(<=|>=|<|>)\s*([-+0-9.eE]+)\s*$")
+
+
+def _losses(front: Sequence[Entry], objectives: Sequence[Objective]) -> npt.NDArray[np.float64]:
+    if not front:
+        raise ParetoSearchError("the front is empty: nothing to choose from")
+    return np.array([[o.loss(e["metrics"][o.label]) for o in objectives] for e in front])
+
+
+def by_index(front: Sequence[Entry], index: int) -> int:
+    """The entry at ``index`` (negative counts from the end)."""
+    if not -len(front) <= index < len(front):
+        raise ParetoSearchError(f"front index {index} is out of range: the front has "
+                                f"{len(front)} configurations (0..{len(front) - 1})")
+    return index % len(front)
+
+
+def knee(front: Sequence[Entry], objectives: Sequence[Objective]) -> int:
+    """The entry closest to the ideal point once each objective is scaled to [0, 1]."""
+    F = _losses(front, objectives)
+    span = np.where(np.ptp(F, axis=0) > 0, np.ptp(F, axis=0), 1.0)
+    return int(np.argmin(np.linalg.norm((F - F.min(axis=0)) / span, axis=1)))
+
+
+def by_weights(front: Sequence[Entry], objectives: Sequence[Objective],
+               weights: Sequence[float]) -> int:
+    """pymoo's pseudo-weights: the entry whose trade-off is nearest the given weights."""
+    from pymoo.mcdm.pseudo_weights import PseudoWeights
+
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (len(objectives),) or (w < 0).any() or w.sum() <= 0:
+        raise ParetoSearchError(f"weights {list(weights)}: give one non-negative weight per "
+                                f"objective ({', '.join(o.label for o in objectives)})")
+    F = _losses(front, objectives)
+    if len(front) == 1:
+        return 0
+    return int(PseudoWeights(w / w.sum()).do(F))
+
+
+def parse_constraint(text: str) -> tuple[str, Callable[[float, float], bool], float]:
+    """``"pred_err:p99 <= 100"`` -> (label, comparison, bound); the measure defaults to avg."""
+    m = _CONSTRAINT.match(text)
+    if not m:
+        raise ParetoSearchError(f"cannot read constraint {text!r}: write e.g. "
+                                "'pred_err:p99 <= 100' (operators <=, <, >=, >)")
+    label = Objective.parse(m.group(1)).label
+    return label, _OPS[m.group(2)], float(m.group(3))
+
+
+def by_constraints(front: Sequence[Entry], where: Sequence[str], minimize: str) -> int:
+    """The entry that meets every constraint and has the lowest ``minimize`` value.
+
+    Constraints and the minimised quantity may name any recorded metric and measure, not only
+    the searched objectives.
+    """
+    goal = Objective.parse(minimize)
+    rules = [parse_constraint(w) for w in where]
+    feasible = [i for i, e in enumerate(front)
+                if all(op(e["metrics"][label], bound) for label, op, bound in rules)]
+    if not feasible:
+        raise ParetoSearchError(f"no configuration on the front meets {' and '.join(where)}; "
+                                "loosen the constraint or search with it as an objective")
+    return min(feasible, key=lambda i: goal.loss(front[i]["metrics"][goal.label]))
