@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -27,10 +28,8 @@ def _journal_keys(run: Path) -> list[str]:
     """Keys of the complete journal lines (a line cut by a kill is not an evaluation)."""
     keys = []
     for line in (run / "evaluations.jsonl").read_text().splitlines():
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             keys.append(json.loads(line)["key"])
-        except json.JSONDecodeError:
-            pass
     return keys
 
 
