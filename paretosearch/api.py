@@ -10,6 +10,7 @@ numbers: every candidate faces the same draws).
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -224,6 +225,4 @@ class PolicySearch:
 
 def _jsonable(spec: dict[str, Any]) -> Any:
     """The spec as it reads back from JSON (tuples become lists)."""
-    import json
-
     return json.loads(json.dumps(spec))

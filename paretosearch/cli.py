@@ -6,7 +6,9 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -131,8 +133,9 @@ def _search_parser(sub: Any) -> None:
                    help="Dask LocalCluster worker processes; 0 evaluates serially (default: 2)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="use a running Dask scheduler instead of a local cluster")
-    p.add_argument("--run-dir", type=Path, default=Path("runs/latest"),
-                   help="where to publish the run (default: runs/latest)")
+    p.add_argument("--run-dir", type=Path,
+                   help="where to publish the run (default: runs/<date-time>, with runs/latest "
+                        "pointing at it)")
     p.add_argument("--resume", type=Path, metavar="RUN",
                    help="continue the interrupted run in RUN with its own settings")
 
@@ -149,6 +152,9 @@ def _search(args: argparse.Namespace, console: Console) -> None:
             raise ParetoSearchError(f"{args.resume}: no cli.json; not a run of 'paretosearch "
                                     "search' (or it never started)")
         vars(args).update(json.loads(saved.read_text()))
+    default_dir = args.run_dir is None
+    if default_dir:
+        args.run_dir = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     search = PolicySearch(
         args.trace, profile=args.profile, policy=args.policy, fixed=_overrides(args.set),
         settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
@@ -160,6 +166,8 @@ def _search(args: argparse.Namespace, console: Console) -> None:
         if (args.run_dir / "run.json").exists():
             raise ParetoSearchError(f"{args.run_dir} already holds a run: resume it with "
                                     f"--resume {args.run_dir}, or pass another --run-dir")
+        if default_dir:
+            _point_latest(args.run_dir)
         write_json({k: getattr(args, k) for k in SEARCH_OPTIONS}, args.run_dir / "cli.json")
     bar = Progress(TextColumn("[bold]generation {task.fields[gen]}[/bold]"), BarColumn(),
                    TextColumn("{task.completed}/{task.total} evaluations"),
@@ -172,6 +180,15 @@ def _search(args: argparse.Namespace, console: Console) -> None:
                                         hv=p.hypervolume, gen=p.generation),
                    resume=args.resume is not None)
     _front(args.run_dir, None, console)
+
+
+def _point_latest(run: Path) -> None:
+    """Make ``runs/latest`` point at ``run`` (replaced atomically)."""
+    run.mkdir(parents=True, exist_ok=True)
+    tmp = run.parent / f".latest-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(run.name)
+    os.replace(tmp, run.parent / "latest")
 
 
 @contextlib.contextmanager

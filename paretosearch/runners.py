@@ -54,26 +54,35 @@ def evaluate_many(task: Task, batch: Sequence[Params], workloads: Sequence[Workl
 class DaskRunner:
     """Evaluations as Dask tasks on a given client (a ``LocalCluster``'s or a remote one).
 
-    The workloads are scattered to every worker once. Candidates are grouped into about
-    ``tasks_per_worker`` tasks per worker per batch, submitted with ``pure=False`` (never
-    deduplicated), and collected as they complete. A task whose worker dies is rescheduled by
-    Dask on another worker; one that raises is retried ``retries`` times.
+    The workloads are scattered to every worker once. Short evaluations are grouped so that a
+    task lasts about ``task_s`` seconds (judged from the evaluations seen so far), which keeps
+    Dask's per-task cost small without unbalancing the workers. Tasks are submitted with
+    ``pure=False`` (never deduplicated) and collected as they complete. A task whose worker
+    dies is rescheduled by Dask on another worker; one that raises is retried ``retries`` times.
     """
 
     def __init__(self, client: Any, workloads: Sequence[Workload], train: Workload, *,
-                 retries: int = 3, tasks_per_worker: int = 4) -> None:
+                 retries: int = 3, task_s: float = 0.5) -> None:
         self.client = client
         self.retries = retries
-        self.tasks_per_worker = tasks_per_worker
+        self.task_s = task_s
+        self._walls: list[float] = []
         self._workloads = client.scatter(list(workloads), broadcast=True)
         self._train = client.scatter(train, broadcast=True)
+
+    def _chunk(self, n: int) -> int:
+        workers = max(1, len(self.client.scheduler_info()["workers"]))
+        if not self._walls:
+            return 1
+        per_eval = max(sum(self._walls) / len(self._walls), 1e-6)
+        # as long as task_s allows, but never fewer than two tasks per worker
+        return max(1, min(round(self.task_s / per_eval), math.ceil(n / (2 * workers))))
 
     def map(self, task: Task, batch: Sequence[Params],
             on_result: OnResult | None = None) -> list[dict[str, float]]:
         from distributed import as_completed
 
-        workers = max(1, len(self.client.scheduler_info()["workers"]))
-        size = max(1, math.ceil(len(batch) / (workers * self.tasks_per_worker)))
+        size = self._chunk(len(batch))
         starts = range(0, len(batch), size)
         futures = {self.client.submit(evaluate_many, task, [dict(p) for p in batch[s:s + size]],
                                       self._workloads, self._train, pure=False,
@@ -83,6 +92,7 @@ class DaskRunner:
             start = futures[future]
             for offset, record in enumerate(future.result()):
                 out[start + offset] = record
+                self._walls.append(record["wall_s"])
                 if on_result is not None:
                     on_result(start + offset, record)
         return [r for r in out if r is not None]

@@ -145,13 +145,14 @@ def generate_from_cdfs(
     load: float,
     gpus: int,
     seed: int | np.random.SeedSequence = 0,
+    models: tuple[str, ...] | None = None,
 ) -> Workload:
     """PCS's synthetic workloads from its CDF files (e.g. ``name="workload_0e4a51"``).
 
     Reads ``cdf-app-service-times-<name>.csv`` and ``cdf-max-gpus-per-job-<name>.csv``
     (required) and ``cdf-app-interarrival-times-<name>.csv`` (optional; without it arrivals
-    are Poisson at ``load``). Models are drawn uniformly from ``scaling``'s models whose
-    table covers the job's demand.
+    are Poisson at ``load``). Models are drawn uniformly from ``models`` (default: every model
+    of ``scaling``); PCS's own searches used linear scaling only (``models=("linear",)``).
     """
     _check_common(n_jobs, load, gpus)
     base = Path(workload_dir)
@@ -176,9 +177,9 @@ def generate_from_cdfs(
         arrival = np.cumsum(gaps)
     else:
         arrival = _arrivals(rng, service, load, gpus)
-    model = rng.integers(0, len(scaling.models), size=n_jobs)
+    names = np.asarray(models if models else scaling.models, dtype=object)
     frame = pd.DataFrame({
         "arrival_s": arrival, "gpus": demand, "service_s": service,
-        "model": np.asarray(scaling.models, dtype=object)[model],
+        "model": names[rng.integers(0, len(names), size=n_jobs)],
     })
     return Workload.from_frame(frame, scaling=scaling, source=f"cdf:{name}")

@@ -226,3 +226,12 @@ def test_cli_search_front_select(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_split_rebases_the_test_half() -> None:
     train, test = split_workload(generate(100, seed=1))
     assert len(train) == len(test) == 50 and test.arrival_s[0] == 0.0
+
+
+def test_default_run_dir_and_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["search", "--generate", "120", "--budget", "16", "--pop-size", "8",
+                 "--offspring", "8", "--workers", "0"]) == 0
+    latest = tmp_path / "runs" / "latest"
+    assert latest.is_symlink() and (latest / "front.json").exists()
+    assert main(["front", "runs/latest"]) == 0
