@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import math
-import os
 import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.io import write_json, write_table
-from paretosearch.store import RunStore
+from paretosearch.cli_runs import RUN_COMMANDS, add_run_commands, fmt, parse_overrides
+from paretosearch.io import write_table
 from policies import REGISTRY, WFQ, Policy, get_policy
 from simulator import (
     METRICS,
@@ -33,7 +29,6 @@ from simulator import (
     simulate,
     summary,
 )
-from simulator.errors import InvalidPolicyParams
 
 __all__ = ["main"]
 
@@ -83,185 +78,10 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--out", type=Path, metavar="FILE",
                      help="write per-job records to FILE (.csv or .parquet)")
     out.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    _search_parser(sub)
-    front = sub.add_parser("front", help="print a run's Pareto front and plot it to PNG")
-    front.add_argument("run", type=Path, help="the run directory")
-    front.add_argument("--png", type=Path, help="where to write the plot (default: RUN/front.png)")
-    sel = sub.add_parser("select", help="choose one configuration from a run's front")
-    sel.add_argument("run", type=Path, help="the run directory")
-    how = sel.add_mutually_exclusive_group()
-    how.add_argument("--index", type=int, help="the front entry with this index (default: 0)")
-    how.add_argument("--knee", action="store_true", help="the knee point")
-    how.add_argument("--where", action="append", metavar="EXPR",
-                     help="a constraint such as 'pred_err:p99 <= 100' (repeatable)")
-    how.add_argument("--weights", metavar="W1,W2,...", help="one weight per objective")
-    sel.add_argument("--minimize", metavar="METRIC:MEASURE", help="with --where: what to minimise")
-    sel.add_argument("--out", type=Path, help="also write the chosen config to this JSON file")
+    add_run_commands(sub)
     sub.add_parser("policies", help="list policies with their parameters and domains")
     sub.add_parser("profiles", help="list the shipped cluster profiles")
     return p
-
-
-SEARCH_OPTIONS = ("trace", "generate", "load", "replicates", "profile", "policy", "objective",
-                  "set", "budget", "pop_size", "offspring", "seed")
-"""The options that define a search; saved in the run (``cli.json``) so --resume needs none."""
-
-
-def _search_parser(sub: Any) -> None:
-    p = sub.add_parser("search", help="search a policy's settings for a Pareto front",
-                       description="Search with SPEA2; with no arguments: a generated workload, "
-                                   "pcs-64, WFQ, jct:avg vs pred_err:avg, on a local Dask "
-                                   "cluster. The run is published in --run-dir.")
-    p.add_argument("--trace", metavar="PATH",
-                   help="trace to search on (first half trains, second half tests)")
-    p.add_argument("--generate", type=int, default=1000, metavar="N",
-                   help="jobs per generated sample (default: 1000)")
-    p.add_argument("--load", type=float, default=0.9, help="load of generated samples")
-    p.add_argument("--replicates", type=int, default=1,
-                   help="generated samples averaged per evaluation (default: 1)")
-    p.add_argument("--profile", default="pcs-64", help="cluster profile (default: pcs-64)")
-    p.add_argument("--policy", default="wfq", help="policy family to tune (default: wfq)")
-    p.add_argument("--objective", action="append", metavar="METRIC:MEASURE",
-                   help="objective, repeatable (default: jct:avg and pred_err:avg)")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="hold a parameter fixed (repeatable)")
-    p.add_argument("--budget", type=int, default=370, help="evaluations (default: 370)")
-    p.add_argument("--pop-size", type=int, default=70, help="SPEA2 archive size (default: 70)")
-    p.add_argument("--offspring", type=int, default=105, help="offspring per generation")
-    p.add_argument("--seed", type=int, default=0, help="search seed (default: 0)")
-    p.add_argument("--workers", type=int, default=2,
-                   help="Dask LocalCluster worker processes; 0 evaluates serially (default: 2)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="use a running Dask scheduler instead of a local cluster")
-    p.add_argument("--run-dir", type=Path,
-                   help="where to publish the run (default: runs/<date-time>, with runs/latest "
-                        "pointing at it)")
-    p.add_argument("--resume", type=Path, metavar="RUN",
-                   help="continue the interrupted run in RUN with its own settings")
-
-
-def _search(args: argparse.Namespace, console: Console) -> None:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from paretosearch.api import PolicySearch, SearchSettings
-
-    if args.resume is not None:
-        args.run_dir = args.resume
-        saved = RunStore(args.resume).path / "cli.json"
-        if not saved.exists():
-            raise ParetoSearchError(f"{args.resume}: no cli.json; not a run of 'paretosearch "
-                                    "search' (or it never started)")
-        vars(args).update(json.loads(saved.read_text()))
-    default_dir = args.run_dir is None
-    if default_dir:
-        args.run_dir = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
-    search = PolicySearch(
-        args.trace, profile=args.profile, policy=args.policy, fixed=_overrides(args.set),
-        settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
-                                n_offsprings=args.offspring, seed=args.seed),
-        run_dir=args.run_dir, workers=args.workers, jobs=args.generate, load=args.load,
-        replicates=args.replicates)
-    search.SetPreference(*(args.objective or ["jct:avg", "pred_err:avg"]))
-    if args.resume is None:
-        if (args.run_dir / "run.json").exists():
-            raise ParetoSearchError(f"{args.run_dir} already holds a run: resume it with "
-                                    f"--resume {args.run_dir}, or pass another --run-dir")
-        if default_dir:
-            _point_latest(args.run_dir)
-        write_json({k: getattr(args, k) for k in SEARCH_OPTIONS}, args.run_dir / "cli.json")
-    bar = Progress(TextColumn("[bold]generation {task.fields[gen]}[/bold]"), BarColumn(),
-                   TextColumn("{task.completed}/{task.total} evaluations"),
-                   TextColumn("hypervolume {task.fields[hv]:.4g}"), TimeRemainingColumn(),
-                   console=console, transient=True)
-    with bar, _dask_client(args.scheduler) as client:
-        search.client = client
-        task = bar.add_task("search", total=args.budget, hv=0.0, gen=0)
-        search.run(lambda p: bar.update(task, completed=min(p.evaluations, args.budget),
-                                        hv=p.hypervolume, gen=p.generation),
-                   resume=args.resume is not None)
-    _front(args.run_dir, None, console)
-
-
-def _point_latest(run: Path) -> None:
-    """Make ``runs/latest`` point at ``run`` (replaced atomically)."""
-    run.mkdir(parents=True, exist_ok=True)
-    tmp = run.parent / f".latest-{os.getpid()}"
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(run.name)
-    os.replace(tmp, run.parent / "latest")
-
-
-@contextlib.contextmanager
-def _dask_client(address: str | None) -> Iterator[Any]:
-    """A client of a running scheduler, or None (the search starts its own cluster)."""
-    if address is None:
-        yield None
-        return
-    from distributed import Client
-
-    with Client(address) as client:  # type: ignore[no-untyped-call]
-        yield client
-
-
-def _front(run: Path, png: Path | None, console: Console) -> None:
-    from paretosearch.plots import plot_front
-
-    doc = RunStore(run).read_front()
-    front = doc["front"]
-    if not front:
-        raise ParetoSearchError(f"{run}: the front is empty")
-    labels = list(front[0]["objectives"])
-    params = list(front[0]["params"])
-    status = "" if doc.get("done") else " — search still running or interrupted"
-    table = Table(title=f"Pareto front of {run}: {len(front)} configurations{status}")
-    table.add_column("#", justify="right")
-    for name in labels:
-        table.add_column(name, justify="right")
-        table.add_column("test", justify="right", style="dim")
-    for name in params:
-        table.add_column(name, justify="right", style="cyan")
-    for i, entry in enumerate(front):
-        test = entry.get("test_metrics") or {}
-        cells = []
-        for name in labels:
-            cells += [_fmt(entry["objectives"][name]), _fmt(test.get(name, math.nan))]
-        cells += [f"{entry['params'][p]:.4g}" for p in params]
-        table.add_row(str(i), *cells)
-    for name, rec in (doc.get("baselines") or {}).items():
-        cells = [c for n in labels for c in (_fmt(rec[n]), "")]
-        table.add_row(name, *cells, *([""] * len(params)), style="red")
-    console.print(table)
-    path = plot_front(doc, png or RunStore(run).path / "front.png", title=str(run))
-    console.print(f"plot written to {path}")
-
-
-def _select(args: argparse.Namespace, console: Console) -> None:
-    from paretosearch import select as choose
-    from paretosearch.objectives import parse_objectives
-
-    store = RunStore(args.run)
-    front = store.read_front()["front"]
-    objectives = parse_objectives(store.read_spec()["objectives"])
-    if args.knee:
-        i = choose.knee(front, objectives)
-    elif args.where:
-        if not args.minimize:
-            raise ParetoSearchError("--where needs --minimize METRIC:MEASURE")
-        i = choose.by_constraints(front, args.where, args.minimize)
-    elif args.weights:
-        i = choose.by_weights(front, objectives, [float(w) for w in args.weights.split(",")])
-    else:
-        i = choose.by_index(front, args.index if args.index is not None else 0)
-    spec = store.read_spec()
-    choice = {"policy": spec["policy"], "params": {**spec["fixed"], **front[i]["params"]},
-              "objectives": front[i]["objectives"], "test_metrics": front[i]["test_metrics"],
-              "front_index": i, "run": str(args.run)}
-    store.write_choice(choice)
-    if args.out:
-        write_json(choice, args.out)
-    console.print_json(json.dumps(choice, default=lambda v: None))
-    console.print(f"saved to {store.path / 'chosen.json'}" + (f" and {args.out}" if args.out
-                                                                else ""))
 
 
 def _scaling(args: argparse.Namespace, gpus: int) -> ScalingTable:
@@ -306,19 +126,6 @@ def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
                             "config entry with class_thresholds and class_rates")
 
 
-def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        name, sep, text = pair.partition("=")
-        if not sep or not name:
-            raise InvalidPolicyParams(f"--set {pair!r}: expected NAME=VALUE, e.g. --set W=1.5")
-        try:
-            out[name] = json.loads(text)
-        except json.JSONDecodeError:
-            out[name] = text
-    return out
-
-
 def _policy(args: argparse.Namespace, workload: Workload) -> Policy:
     name, params = args.policy, dict[str, Any]()
     if args.config:
@@ -327,14 +134,8 @@ def _policy(args: argparse.Namespace, workload: Workload) -> Policy:
             params = WFQ.from_pcs_config(params).to_dict()["params"]
             cfg_name = "wfq"
         name = cfg_name
-    params.update(_overrides(args.set))
+    params.update(parse_overrides(args.set))
     return get_policy(name).from_params(params).fit(workload)
-
-
-def _fmt(value: float) -> str:
-    if math.isnan(value):
-        return "—"
-    return f"{value:,.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
 
 
 def _simulate(args: argparse.Namespace, console: Console) -> None:
@@ -359,7 +160,7 @@ def _simulate(args: argparse.Namespace, console: Console) -> None:
     for name, values in stats.items():
         if name == "pred_err" and not args.predict:
             continue
-        table.add_row(name, METRICS[name].unit, *(_fmt(v) for v in values.values()))
+        table.add_row(name, METRICS[name].unit, *(fmt(v) for v in values.values()))
     console.print(table)
     params = {k: v for k, v in policy.to_dict()["params"].items()}
     console.print(f"[dim]params {json.dumps(params, default=str)}[/dim]")
@@ -403,12 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "simulate":
             _simulate(args, console)
-        elif args.command == "search":
-            _search(args, console)
-        elif args.command == "front":
-            _front(args.run, args.png, console)
-        elif args.command == "select":
-            _select(args, console)
+        elif args.command in RUN_COMMANDS:
+            RUN_COMMANDS[args.command](args, console)
         elif args.command == "policies":
             _policies(console)
         else:
