@@ -40,6 +40,8 @@ def fmt(value: float) -> str:
     """A number for a table cell (— for NaN)."""
     if math.isnan(value):
         return "—"
+    if abs(value) < 1e-9:  # float noise around an exact zero (FIFO's prediction error)
+        return "0"
     return f"{value:,.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
 
 
