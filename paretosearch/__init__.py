@@ -1,11 +1,13 @@
 """paretosearch: multi-objective policy search for GPU-cluster schedulers.
 
-The simulator (:mod:`simulator`) and the policies (:mod:`policies`) are re-exported here
-for convenience; the search service builds on them.
+The search service (:class:`PolicySearch`), with the simulator (:mod:`simulator`) and the
+policies (:mod:`policies`) re-exported for convenience.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
+from paretosearch.api import BASELINES, PolicySearch, SearchSettings
+from paretosearch.objectives import Objective, parse_objectives
 from policies import REGISTRY, WFQ, Policy, get_policy, make_policy
 from simulator import (
     METRICS,
@@ -30,6 +32,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
 __all__ = [
+    "BASELINES",
     "METRICS",
     "REGISTRY",
     "WFQ",
@@ -38,8 +41,11 @@ __all__ = [
     "InvalidPolicyParams",
     "InvalidProfile",
     "InvalidWorkload",
+    "Objective",
     "ParetoSearchError",
     "Policy",
+    "PolicySearch",
+    "SearchSettings",
     "SimulationResult",
     "Workload",
     "__version__",
@@ -48,6 +54,7 @@ __all__ = [
     "load_profile",
     "make_policy",
     "measure",
+    "parse_objectives",
     "read_trace",
     "simulate",
 ]

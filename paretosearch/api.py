@@ -59,8 +59,9 @@ class PolicySearch:
         fixed: parameters held fixed (not searched).
         settings: budget, population sizes and seed.
         run_dir: where the run lives (journal, checkpoint, front); None: nothing written.
-        client: a Dask client to evaluate on; None: an embedded ``LocalCluster`` with
-            ``workers`` processes, or serial evaluation in this process if ``workers`` is 0.
+        client: a Dask client, or a scheduler address (``"tcp://host:8786"``), to evaluate
+            on; None: an embedded ``LocalCluster`` with ``workers`` processes, or serial
+            evaluation in this process if ``workers`` is 0.
         workers: size of the embedded cluster.
         jobs: jobs per generated sample; load: its offered load.
         replicates: generated draws averaged per evaluation.
@@ -160,7 +161,7 @@ class PolicySearch:
                 if self.store:
                     self.store.write_progress(
                         p.evaluated, [front_entry(*e, self.objectives) for e in p.front],
-                        p.history)
+                        p.history, seed=self.settings.seed)
                     self._mirror(p.evaluated)
                 if on_generation is not None:
                     on_generation(p)
@@ -177,7 +178,8 @@ class PolicySearch:
                             key=lambda e: [e["objectives"][o.label] for o in self.objectives])
         if self.store:
             self.store.write_progress(out.evaluations, self.front, out.hypervolume,
-                                      baselines=self.baselines, done=True)
+                                      seed=self.settings.seed, baselines=self.baselines,
+                                      done=True)
         return self.front
 
     def _prepare_store(self, resume: bool) -> None:
@@ -205,7 +207,11 @@ class PolicySearch:
             return
         with contextlib.ExitStack() as stack:
             client = self.client
-            if client is None:
+            if isinstance(client, str):
+                from distributed import Client
+
+                client = stack.enter_context(Client(client))  # type: ignore[no-untyped-call]
+            elif client is None:
                 from distributed import Client, LocalCluster
 
                 cluster = stack.enter_context(LocalCluster(  # type: ignore[no-untyped-call]

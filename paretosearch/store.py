@@ -121,9 +121,11 @@ class RunStore:
     # --- published results ----------------------------------------------------------------
 
     def write_progress(self, evaluations: Sequence[Evaluation], front: Sequence[dict[str, Any]],
-                       hypervolume: Sequence[tuple[int, float]], **extra: Any) -> None:
-        """Every evaluation so far, the current front and the hypervolume history."""
-        rows = [{**{f"param.{k}": v for k, v in p.items()}, **r} for p, r in evaluations]
+                       hypervolume: Sequence[tuple[int, float]], *, seed: int,
+                       **extra: Any) -> None:
+        """Every evaluation so far (with the search seed), the front, the hypervolume history."""
+        rows = [{"seed": seed, **{f"param.{k}": v for k, v in p.items()}, **r}
+                for p, r in evaluations]
         write_table(pd.DataFrame(rows), self.path / "records.parquet")
         write_json({"front": list(front),
                     "hypervolume": [{"evaluations": n, "hypervolume": h} for n, h in hypervolume],
