@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from paretosearch.evaluation import Task, evaluate
 from simulator import Workload
+from simulator.errors import ParetoSearchError
 
 __all__ = ["DaskRunner", "OnResult", "Runner", "SerialRunner", "evaluate_many"]
 
@@ -54,11 +55,13 @@ def evaluate_many(task: Task, batch: Sequence[Params], workloads: Sequence[Workl
 class DaskRunner:
     """Evaluations as Dask tasks on a given client (a ``LocalCluster``'s or a remote one).
 
-    The workloads are scattered to every worker once. Short evaluations are grouped so that a
+    The workloads are scattered to every worker once (again only if a lost worker took the
+    last copy). Short evaluations are grouped so that a
     task lasts about ``task_s`` seconds (judged from the evaluations seen so far), which keeps
     Dask's per-task cost small without unbalancing the workers. Tasks are submitted with
     ``pure=False`` (never deduplicated) and collected as they complete. A task whose worker
-    dies is rescheduled by Dask on another worker; one that raises is retried ``retries`` times.
+    dies is rescheduled (by Dask, or here if Dask cancelled it for lost data); one that raises
+    is retried ``retries`` times. Each record is delivered once.
     """
 
     def __init__(self, client: Any, workloads: Sequence[Workload], train: Workload, *,
@@ -67,8 +70,18 @@ class DaskRunner:
         self.retries = retries
         self.task_s = task_s
         self._walls: list[float] = []
-        self._workloads = client.scatter(list(workloads), broadcast=True)
-        self._train = client.scatter(train, broadcast=True)
+        self._data = (list(workloads), train)
+        self._scattered: tuple[Any, Any] | None = None
+
+    def _shipped(self) -> tuple[Any, Any]:
+        """The scattered workloads, shipped again if a lost worker took them with it."""
+        held = self._scattered
+        if held is None or any(f.status != "finished" for f in [*held[0], held[1]]):
+            workloads, train = self._data
+            held = (self.client.scatter(workloads, broadcast=True, hash=False),
+                    self.client.scatter(train, broadcast=True, hash=False))
+            self._scattered = held
+        return held
 
     def _chunk(self, n: int) -> int:
         workers = max(1, len(self.client.scheduler_info()["workers"]))
@@ -83,13 +96,29 @@ class DaskRunner:
         from distributed import as_completed
 
         size = self._chunk(len(batch))
-        starts = range(0, len(batch), size)
-        futures = {self.client.submit(evaluate_many, task, [dict(p) for p in batch[s:s + size]],
-                                      self._workloads, self._train, pure=False,
-                                      retries=self.retries): s for s in starts}
+
+        def submit(start: int) -> Any:
+            workloads, train = self._shipped()
+            return self.client.submit(evaluate_many, task,
+                                      [dict(p) for p in batch[start:start + size]],
+                                      workloads, train, pure=False, retries=self.retries)
+
+        futures = {submit(s): s for s in range(0, len(batch), size)}
+        lost = dict.fromkeys(futures.values(), 0)
         out: list[dict[str, float] | None] = [None] * len(batch)
-        for future in as_completed(list(futures)):  # type: ignore[no-untyped-call]
-            start = futures[future]
+        pending = as_completed(list(futures))  # type: ignore[no-untyped-call]
+        for future in pending:
+            start = futures.pop(future)
+            if future.status in ("cancelled", "lost"):  # its data died with a worker
+                lost[start] += 1
+                if lost[start] > self.retries:
+                    raise ParetoSearchError(f"evaluations {start}..{start + size - 1} were lost "
+                                            f"{lost[start]} times with their workers; is the "
+                                            "Dask cluster healthy?")
+                again = submit(start)
+                futures[again] = start
+                pending.add(again)  # type: ignore[no-untyped-call]
+                continue
             for offset, record in enumerate(future.result()):
                 out[start + offset] = record
                 self._walls.append(record["wall_s"])
