@@ -7,6 +7,7 @@ the cluster's GPUs, i.e. mean interarrival = ``mean(service) / (load * gpus)`` a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +16,10 @@ import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
 from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
+from simulator.slo import JOB_CLASSES, MIXES, SOFT, STRICT, SLOs, deadline_steps, pad_steps
 from simulator.workload import Workload
 
-__all__ = ["PHILLY_GPU_MIX", "generate", "generate_from_cdfs", "read_cdf"]
+__all__ = ["PHILLY_GPU_MIX", "add_slos", "generate", "generate_from_cdfs", "read_cdf"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -183,3 +185,30 @@ def generate_from_cdfs(
         "model": names[rng.integers(0, len(names), size=n_jobs)],
     })
     return Workload.from_frame(frame, scaling=scaling, source=f"cdf:{name}")
+
+
+def add_slos(workload: Workload, mix: str = "MIX2", *,
+             seed: int | np.random.SeedSequence = 0) -> Workload:
+    """Give a workload SLO jobs the way UniSched's evaluation does (§IV-B, after Chronus).
+
+    Each job becomes strict, soft or best-effort with the shares of ``mix`` (see
+    :data:`simulator.slo.MIXES`); an SLO job's first deadline is uniform in [1.1, 2] times its
+    duration at full demand, and soft jobs get the 1.1 / 1.2 / 1.5 staircase worth 80 / 50 / 20.
+    """
+    if mix not in MIXES:
+        raise InvalidWorkload(f"unknown SLO mix {mix!r}; known mixes: {', '.join(MIXES)}")
+    rng = np.random.default_rng(seed)
+    names = list(MIXES[mix])
+    shares = np.array([MIXES[mix][k] for k in names])
+    classes = np.array([JOB_CLASSES.index(k) for k in names])[
+        rng.choice(len(names), size=len(workload), p=shares / shares.sum())]
+    duration = workload.service_s / workload.scaling.speed(workload.model,
+                                                           workload.gpus.astype(np.float64))
+    steps, pays = [], []
+    for kind, d in zip(classes, duration, strict=True):
+        s, r = deadline_steps(int(kind), float(d), rng) if kind in (STRICT, SOFT) else ([], [])
+        steps.append(s)
+        pays.append(r)
+    return replace(workload, slos=SLOs(classes.astype(np.int64), pad_steps(steps),
+                                       pad_steps(pays)),
+                   source=f"{workload.source}+{mix}")

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from simulator.errors import ParetoSearchError
 from simulator.simulate import SimulationResult
+from simulator.slo import BEST_EFFORT, reward_obtained
 
 __all__ = ["METRICS", "InvalidObjective", "Metric", "measure", "parse_measure", "summary"]
 
@@ -52,6 +53,21 @@ def _ftf(r: SimulationResult) -> FloatArray:
     return r.jct_s / isolated
 
 
+def _slo_miss(r: SimulationResult) -> FloatArray:
+    # UniSched eq. 15, per job: 1 - reward obtained / 100 (NaN for jobs without an SLO)
+    slos = r.workload.slos
+    if slos is None:
+        return np.full(len(r.workload), np.nan)
+    return 1.0 - reward_obtained(slos, r.jct_s) / 100.0
+
+
+def _be_jct(r: SimulationResult) -> FloatArray:
+    slos = r.workload.slos
+    if slos is None:
+        return r.jct_s
+    return np.where(slos.job_class == BEST_EFFORT, r.jct_s, np.nan)
+
+
 def _makespan(r: SimulationResult) -> FloatArray:
     return np.array([np.nanmax(r.finish_s) - r.workload.arrival_s.min()])
 
@@ -75,6 +91,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
            _utilization, maximize=True),
     Metric("preemptions", "count", "allocation changes after a job first started",
            lambda r: r.preemptions.astype(np.float64)),
+    Metric("slo_miss", "frac", "SLO jobs: 1 - reward obtained / 100 (UniSched eq. 15)",
+           _slo_miss),
+    Metric("be_jct", "s", "JCT of best-effort jobs (every job if none has an SLO)", _be_jct),
 )}
 """Every metric by name."""
 

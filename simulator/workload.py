@@ -15,6 +15,9 @@ column                   required  meaning
 ``model``                no        a model of the scaling table (default ``linear``)
 ``min_gpus``             no        minimum GPUs, 1 <= min_gpus <= gpus (default 1)
 ``estimated_service_s``  no        what the scheduler believes ``service_s`` is (default: it)
+``job_class``            no        best_effort, strict, soft or profiler (default: best_effort)
+``deadlines_s``          no        SLO jobs: deadlines in s after arrival, ``-``-separated
+``rewards``              no        SLO jobs: reward of meeting each deadline (0-100 scale)
 =======================  ========  ==========================================================
 
 Rows are numbered from 1, header excluded, in every error message.
@@ -33,6 +36,7 @@ import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
 from simulator.scaling import ScalingTable, parametric_table
+from simulator.slo import SLOs
 
 __all__ = [
     "PCS_TRACE_COLUMNS", "Workload", "read_pcs_trace", "read_table", "read_trace",
@@ -64,6 +68,7 @@ class Workload:
     model: IntArray
     scaling: ScalingTable
     source: str = "workload"
+    slos: SLOs | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -80,7 +85,7 @@ class Workload:
             raise InvalidWorkload(f"{self.source}: the number of jobs must be >= 1 (got {n})")
         cut = {f.name: getattr(self, f.name)[:n] for f in fields(self)
                if isinstance(getattr(self, f.name), np.ndarray)}
-        return replace(self, **cut)
+        return replace(self, **cut, slos=self.slos.head(n) if self.slos else None)
 
     def to_frame(self) -> pd.DataFrame:
         """The workload in the documented table schema."""
@@ -92,13 +97,16 @@ class Workload:
             "service_s": self.service_s,
             "estimated_service_s": self.estimated_service_s,
             "model": np.asarray(self.scaling.models, dtype=object)[self.model],
+            **(self.slos.columns() if self.slos else {}),
         })
 
     def digest(self) -> str:
         """A content hash of the jobs and scaling table (keys seeds and cached evaluations)."""
         h = hashlib.sha256()
         for arr in (self.job_id, self.arrival_s, self.gpus, self.min_gpus, self.service_s,
-                    self.estimated_service_s, self.model, self.scaling.speedup):
+                    self.estimated_service_s, self.model, self.scaling.speedup,
+                    *((self.slos.job_class, self.slos.deadlines_s, self.slos.rewards)
+                      if self.slos else ())):
             h.update(np.ascontiguousarray(arr).tobytes())
         h.update("\0".join(self.scaling.models).encode())
         return h.hexdigest()[:16]
@@ -121,6 +129,7 @@ class Workload:
         scaling: ScalingTable | None = None,
         source: str = "DataFrame",
         columns: Mapping[str, str] | None = None,
+        sort: bool = False,
     ) -> Workload:
         """Validate a table in the documented schema and build a workload.
 
@@ -129,6 +138,8 @@ class Workload:
             scaling: the table that ``model`` names refer to; default: the parametric models.
             source: what to call the input in error messages (a file path, say).
             columns: schema name -> the column name in ``df``, for foreign formats.
+            sort: order the jobs by arrival (stably) instead of requiring sorted rows; errors
+                still name the rows as given.
 
         Raises:
             InvalidWorkload: naming the source, row, column and bad value.
@@ -140,7 +151,7 @@ class Workload:
         if n == 0:
             raise InvalidWorkload(f"{source}: the workload has no jobs")
         arrival = col.floats("arrival_s", lambda a: a >= 0, ">= 0")
-        bad = np.flatnonzero(np.diff(arrival) < 0)
+        bad = np.flatnonzero(np.diff(arrival) < 0) if not sort else np.zeros(0, np.int64)
         if bad.size:
             i = int(bad[0]) + 1
             raise InvalidWorkload(located(
@@ -157,10 +168,17 @@ class Workload:
                   if names["job_id"] in df else np.arange(n, dtype=np.int64))
         model = col.models(scaling) if names["model"] in df else np.full(
             n, scaling.index("linear") if "linear" in scaling.models else 0, np.int64)
-        return cls(job_id, arrival, gpus, min_gpus, service, estimated, model, scaling, source)
+        slos = (SLOs.from_columns(df[names["job_class"]], df.get(names["deadlines_s"]),
+                                  df.get(names["rewards"]), source=source)
+                if names["job_class"] in df else None)
+        order = np.argsort(arrival, kind="stable") if sort else np.arange(n)
+        return cls(job_id[order], arrival[order], gpus[order], min_gpus[order], service[order],
+                   estimated[order], model[order], scaling, source,
+                   slos.take(order) if slos is not None and sort else slos)
 
 
-_SCHEMA = ("job_id", "arrival_s", "gpus", "min_gpus", "service_s", "estimated_service_s", "model")
+_SCHEMA = ("job_id", "arrival_s", "gpus", "min_gpus", "service_s", "estimated_service_s", "model",
+           "job_class", "deadlines_s", "rewards")
 
 
 class _Columns:

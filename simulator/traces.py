@@ -1,0 +1,144 @@
+"""Loaders for more real trace formats, each mapped onto the workload schema.
+
+All three carry durations at the job's own GPU count, not per-GPU work, so jobs get the
+``linear`` scaling model and ``service_s = duration x GPUs`` (their runtime at full demand is
+the trace's duration). Rows are ordered by submit time (stably); errors name the file's rows.
+Jobs that never ran (zero GPUs or zero duration: CPU-only jobs, instant failures) are dropped
+and the workload's source says how many; negative values are errors.
+
+* **Chronus** (``trace_job_Philly_*.csv``, UniSched's SLO workloads): ``job_id, user, num_gpu,
+  submit_time, iterations, model_name, duration, interval, expect_time_list,
+  expect_value_list, best_effort, job_type``. ``job_type`` strict / soft / best becomes the job
+  class; ``expect_time_list`` (``-``-separated, s after submit) the deadlines; the
+  ``expect_value_list`` rewards are rescaled so that each job's first step is worth 100.
+* **Philly, as the Pollux and Sia simulators use it**: ``timestamp, duration, num_gpus,
+  gpu_time, cluster``, one row per job, timestamps like ``2017-10-09 07:01:55``; arrivals are
+  seconds after the first timestamp.
+* **Helios** ``cluster_log.csv``: ``job_id, user, vc, gpu_num, cpu_num, node_num, state,
+  submit_time, start_time, end_time, duration, queue``; submit times as datetimes or epoch
+  seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simulator.errors import InvalidWorkload, located
+from simulator.scaling import ScalingTable, parametric_table
+from simulator.workload import Workload
+
+__all__ = ["read_chronus", "read_helios", "read_philly_jobs"]
+
+
+def _read(path: str | Path, required: tuple[str, ...], what: str) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise InvalidWorkload(f"{path}: cannot read {what}: {exc}") from exc
+    missing = [c for c in required if c not in df]
+    if missing:
+        raise InvalidWorkload(located(str(path), column=missing[0],
+                                      problem=f"required column of a {what} is missing",
+                                      fix=f"columns present: {list(df.columns)}"))
+    return df
+
+
+def _numbers(df: pd.DataFrame, column: str, src: str) -> pd.Series:
+    values = pd.to_numeric(df[column], errors="coerce")
+    bad = np.flatnonzero(values.isna().to_numpy())
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidWorkload(located(src, row=i + 1, column=column, value=df[column].iloc[i],
+                                      problem="must be a number"))
+    return values
+
+
+def _seconds(df: pd.DataFrame, column: str, src: str) -> pd.Series:
+    """Datetimes or epoch seconds, as seconds after the earliest."""
+    raw = df[column]
+    numeric = pd.to_numeric(raw, errors="coerce")
+    if numeric.notna().all():
+        offsets: pd.Series = numeric - numeric.min()
+        return offsets
+    stamps = pd.to_datetime(raw, errors="coerce", format="mixed")
+    bad = np.flatnonzero(stamps.isna().to_numpy())
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidWorkload(located(src, row=i + 1, column=column, value=raw.iloc[i],
+                                      problem="expected a time like 2017-10-09 07:01:55"))
+    seconds: pd.Series = (stamps - stamps.min()).dt.total_seconds()
+    return seconds
+
+
+def _build(frame: pd.DataFrame, gpus: str, duration: str, src: str,
+           scaling: ScalingTable | None) -> Workload:
+    """Drop jobs that never ran, derive ``service_s``, validate, order by arrival.
+
+    ``frame`` uses the file's column names for GPUs and duration, so errors name them.
+    """
+    for column in (gpus, duration):
+        bad = np.flatnonzero((frame[column] < 0).to_numpy())
+        if bad.size:
+            i = int(bad[0])
+            raise InvalidWorkload(located(src, row=i + 1, column=column,
+                                          value=frame[column].iloc[i], problem="must be >= 0"))
+    ran = ((frame[gpus] > 0) & (frame[duration] > 0)).to_numpy()
+    if not ran.any():
+        raise InvalidWorkload(f"{src}: no job with GPUs and a positive duration")
+    frame = frame[ran].reset_index(drop=True)
+    frame["service_s"] = frame[duration] * frame[gpus]
+    dropped = int((~ran).sum())
+    name = f"{src} ({dropped} jobs without GPUs or duration dropped)" if dropped else src
+    return Workload.from_frame(frame, scaling=scaling or parametric_table(64), source=name,
+                               columns={"gpus": gpus}, sort=True)
+
+
+def read_chronus(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
+    """A Chronus trace with its SLO classes, deadlines and reward steps."""
+    src = str(path)
+    df = _read(path, ("job_id", "num_gpu", "submit_time", "duration", "expect_time_list",
+                      "expect_value_list", "job_type"), "Chronus trace")
+    gpus = _numbers(df, "num_gpu", src)
+    classes = df["job_type"].map({"strict": "strict", "soft": "soft", "best": "best_effort"})
+    unknown = np.flatnonzero(classes.isna().to_numpy())
+    if unknown.size:
+        i = int(unknown[0])
+        raise InvalidWorkload(located(src, row=i + 1, column="job_type",
+                                      value=df["job_type"].iloc[i],
+                                      problem="expected strict, soft or best"))
+    slo = classes != "best_effort"
+    rewards = [
+        "-".join(f"{100 * float(v) / float(str(cell).split('-')[0]):g}"
+                 for v in str(cell).split("-")) if is_slo else ""
+        for cell, is_slo in zip(df["expect_value_list"], slo, strict=True)]
+    frame = pd.DataFrame({
+        "job_id": df["job_id"], "arrival_s": df["submit_time"], "num_gpu": gpus,
+        "duration": _numbers(df, "duration", src), "model": "linear",
+        "job_class": classes, "deadlines_s": df["expect_time_list"].where(slo, ""),
+        "rewards": rewards,
+    })
+    return _build(frame, "num_gpu", "duration", src, scaling)
+
+
+def read_philly_jobs(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
+    """The Philly job CSV of the Pollux / Sia simulators (one row per job)."""
+    src = str(path)
+    df = _read(path, ("timestamp", "duration", "num_gpus"), "Philly job CSV")
+    frame = pd.DataFrame({"arrival_s": _seconds(df, "timestamp", src),
+                          "num_gpus": _numbers(df, "num_gpus", src),
+                          "duration": _numbers(df, "duration", src), "model": "linear"})
+    return _build(frame, "num_gpus", "duration", src, scaling)
+
+
+def read_helios(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
+    """A Helios ``cluster_log.csv``: the GPU jobs that ran, by submit time (ids = file rows)."""
+    src = str(path)
+    df = _read(path, ("job_id", "gpu_num", "submit_time", "duration"), "Helios cluster log")
+    frame = pd.DataFrame({"job_id": np.arange(len(df)),
+                          "arrival_s": _seconds(df, "submit_time", src),
+                          "gpu_num": _numbers(df, "gpu_num", src),
+                          "duration": _numbers(df, "duration", src), "model": "linear"})
+    return _build(frame, "gpu_num", "duration", src, scaling)
