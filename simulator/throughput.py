@@ -1,0 +1,140 @@
+"""Per-job-type throughput on each GPU type, and when sharing a GPU: Gavel's measurements.
+
+``simulation_throughputs.json`` (Gavel's public code) maps GPU type -> ``"(job type, scale)"``
+-> ``{"null": isolated steps/s, "(partner, scale)": [own, partner's steps/s when co-located]}``
+for V100, P100 and K80 (plus ``*_unconsolidated``: a gang spread across servers). This module
+turns it into arrays: isolated throughput ``(entries, gpu types)``, spread-out throughput, and a
+pairwise co-location matrix, each NaN where Gavel measured nothing. It also derives a scaling
+table (speed-up at 1, 2, 4, 8 GPUs on the reference type) for the simulator, and generates
+Gavel's "continuous-multiple" workload.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from simulator.errors import InvalidWorkload
+from simulator.scaling import ScalingTable
+from simulator.workload import Workload
+
+__all__ = ["ThroughputTable", "generate_gavel"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, eq=False)
+class ThroughputTable:
+    """Measured steps/s of (job type, GPU count) entries on each GPU type.
+
+    Attributes:
+        entries: ``(job type, scale factor)`` of each row.
+        gpu_types: column order, e.g. ``("k80", "p100", "v100")``.
+        isolated: ``(entries, types)`` throughput alone on its GPUs.
+        unconsolidated: the same with the gang spread over servers.
+        colocated: ``(entries, entries, types, 2)``: row's and partner's throughput when the
+            two share a GPU.
+    """
+
+    entries: tuple[tuple[str, int], ...]
+    gpu_types: tuple[str, ...]
+    isolated: FloatArray
+    unconsolidated: FloatArray
+    colocated: FloatArray
+    _index: dict[tuple[str, int], int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {e: i for i, e in enumerate(self.entries)})
+
+    def index(self, job_type: str, scale: int = 1) -> int:
+        """Row of ``(job_type, scale)``; ``KeyError`` if Gavel did not measure it."""
+        return self._index[(job_type, scale)]
+
+    @property
+    def job_types(self) -> tuple[str, ...]:
+        """The distinct job types, in table order."""
+        return tuple(dict.fromkeys(j for j, _ in self.entries))
+
+    def scaling(self, reference: str = "v100") -> ScalingTable:
+        """Speed-up of each job type at 1, 2, 4, 8 GPUs on ``reference`` (linear between).
+
+        Types measured only on one GPU scale linearly (Gavel's own assumption for them).
+        """
+        col = self.gpu_types.index(reference)
+        points = {}
+        for job in self.job_types:
+            one = self.isolated[self.index(job), col]
+            known = {s: self.isolated[self._index[(job, s)], col] / one
+                     for s in (1, 2, 4, 8) if (job, s) in self._index}
+            g = np.arange(1, 9, dtype=np.float64)
+            xs = np.array(sorted(known), dtype=np.float64)
+            ys = np.array([known[int(x)] for x in xs])
+            points[job] = np.interp(g, xs, ys) if len(xs) > 1 else g
+        return ScalingTable.from_points(points)
+
+    @classmethod
+    def from_gavel_json(cls, path: str | Path) -> ThroughputTable:
+        """Load Gavel's ``simulation_throughputs.json``."""
+        try:
+            doc = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InvalidWorkload(f"{path}: cannot read a throughput table: {exc}") from exc
+        types = tuple(sorted(k for k in doc if not k.endswith("_unconsolidated")))
+        if not types:
+            raise InvalidWorkload(f"{path}: no GPU types at the top level")
+        entries = sorted({_key(k, path) for t in types for k in doc[t]})
+        index = {e: i for i, e in enumerate(entries)}
+        n, m = len(entries), len(types)
+        iso, spread = np.full((n, m), np.nan), np.full((n, m), np.nan)
+        pair = np.full((n, n, m, 2), np.nan)
+        for c, t in enumerate(types):
+            for k, row in doc[t].items():
+                i = index[_key(k, path)]
+                iso[i, c] = float(row["null"])
+                for partner, value in row.items():
+                    if partner != "null":
+                        pair[i, index[_key(partner, path)], c] = value
+            for k, row in doc.get(f"{t}_unconsolidated", {}).items():
+                spread[index[_key(k, path)], c] = float(row["null"])
+        return cls(tuple(entries), types, iso, spread, pair)
+
+
+def _key(text: str, path: str | Path) -> tuple[str, int]:
+    try:
+        job, scale = ast.literal_eval(text)
+        return str(job), int(scale)
+    except (ValueError, SyntaxError, TypeError):
+        raise InvalidWorkload(f"{path}: key {text!r} is not '(job type, scale factor)'") from None
+
+
+def generate_gavel(table: ThroughputTable, n_jobs: int, *, jobs_per_hr: float,
+                   seed: int | np.random.SeedSequence = 0) -> Workload:
+    """Gavel's "continuous-multiple" workload (facts from Gavel's generator).
+
+    Job type uniform over the measured types; duration ``60 * 10^U(1.5, 3)`` s with
+    probability 0.8, else ``60 * 10^U(3, 4)`` s; 1 / 2 / 4 / 8 GPUs with probability 0.7 / 0.1
+    / 0.15 / 0.05; Poisson arrivals at ``jobs_per_hr``. The duration is the job's run time at
+    its GPU count on the reference type, so ``service_s = duration x speedup(GPUs)``.
+    """
+    if n_jobs < 1 or not jobs_per_hr > 0:
+        raise InvalidWorkload(f"generate_gavel: need n_jobs >= 1 and jobs_per_hr > 0 "
+                              f"(got {n_jobs}, {jobs_per_hr})")
+    rng = np.random.default_rng(seed)
+    scaling = table.scaling()
+    kinds = np.asarray(table.job_types, dtype=object)[rng.integers(0, len(table.job_types),
+                                                                     n_jobs)]
+    short = rng.random(n_jobs) < 0.8
+    duration = 60 * 10 ** np.where(short, rng.uniform(1.5, 3, n_jobs), rng.uniform(3, 4, n_jobs))
+    gpus = rng.choice([1, 2, 4, 8], size=n_jobs, p=[0.7, 0.1, 0.15, 0.05])
+    model = np.array([scaling.index(k) for k in kinds])
+    arrival = np.cumsum(np.r_[0.0, rng.exponential(3600 / jobs_per_hr, n_jobs - 1)])
+    frame = pd.DataFrame({"arrival_s": arrival, "gpus": gpus, "model": kinds,
+                          "service_s": duration * scaling.speed(model, gpus.astype(float))})
+    return Workload.from_frame(frame, scaling=scaling,
+                               source=f"gavel continuous-multiple ({jobs_per_hr} jobs/h)")
