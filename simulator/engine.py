@@ -63,12 +63,16 @@ def speed_at(speedup: Any, m: int, g: float) -> float:
 
 
 @nb.njit(cache=True)
-def _advance(F: Any, n: int, dt: float) -> None:
+def _advance(F: Any, n: int, dt: float) -> float:
+    """Progress every job by ``dt`` seconds; return the GPUs allocated meanwhile."""
+    used = 0.0
     for i in range(n):
         work = F[RATE, i] * dt
         F[REM, i] -= work
         F[EST, i] -= work
         F[ATT, i] += work
+        used += F[ALLOC, i]
+    return used
 
 
 @nb.njit(cache=True)
@@ -212,15 +216,12 @@ def run_engine(kernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
         seen_total += n
         seen_events += 1.0
         if dt > 0.0:
-            used = 0.0
-            for i in range(n):
-                used += F[ALLOC, i]
+            used = _advance(F, n, dt)
             busy_s += used * dt
             if k == ts.shape[0]:
                 ts, busy = _grow(ts), _grow(busy)
             ts[k], busy[k] = now, used
             k += 1
-            _advance(F, n, dt)
         now = t
         events += 1
         arrived = -1
