@@ -14,8 +14,9 @@ from simulator.metrics import METRICS, InvalidObjective, Metric, measure, summar
 from simulator.profile import ClusterProfile, list_profiles, load_profile
 from simulator.scaling import ScalingTable, parametric_table
 from simulator.simulate import SimulationResult, simulate
+from simulator.traces import read_chronus, read_helios, read_philly_jobs, read_trace
 from simulator.view import ClusterView, Scheduler
-from simulator.workload import Workload, read_pcs_trace, read_table, read_trace
+from simulator.workload import Workload, read_pcs_trace, read_table
 
 __all__ = [
     "METRICS",
@@ -37,7 +38,10 @@ __all__ = [
     "load_profile",
     "measure",
     "parametric_table",
+    "read_chronus",
+    "read_helios",
     "read_pcs_trace",
+    "read_philly_jobs",
     "read_table",
     "read_trace",
     "simulate",

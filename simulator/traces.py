@@ -28,9 +28,9 @@ import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
 from simulator.scaling import ScalingTable, parametric_table
-from simulator.workload import Workload
+from simulator.workload import PCS_TRACE_COLUMNS, Workload, read_pcs_trace, read_table
 
-__all__ = ["read_chronus", "read_helios", "read_philly_jobs"]
+__all__ = ["read_chronus", "read_helios", "read_philly_jobs", "read_trace"]
 
 
 def _read(path: str | Path, required: tuple[str, ...], what: str) -> pd.DataFrame:
@@ -142,3 +142,34 @@ def read_helios(path: str | Path, *, scaling: ScalingTable | None = None) -> Wor
                           "gpu_num": _numbers(df, "gpu_num", src),
                           "duration": _numbers(df, "duration", src), "model": "linear"})
     return _build(frame, "gpu_num", "duration", src, scaling)
+
+
+_FORMATS = (  # (columns that identify the format, loader), most specific first
+    (set(PCS_TRACE_COLUMNS.values()), read_pcs_trace),
+    ({"expect_time_list", "expect_value_list", "job_type"}, read_chronus),
+    ({"gpu_num", "submit_time", "duration", "vc"}, read_helios),
+    ({"timestamp", "duration", "num_gpus"}, read_philly_jobs),
+)
+
+
+def read_trace(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
+    """Load a trace in any supported format, told apart by its columns.
+
+    CSV: PCS/Philly traces (``app_id, ..., num_jobs``), Chronus, Helios ``cluster_log.csv``
+    and the Pollux/Sia Philly job CSV are recognised by their columns; any other CSV, and
+    Parquet, must follow the workload schema. ``scaling`` defaults to the parametric models
+    (PCS traces need PCS's ``scaling_tables.csv``).
+    """
+    path = Path(path)
+    if path.suffix == ".csv":
+        try:
+            header = set(pd.read_csv(path, nrows=0).columns)
+        except (OSError, ValueError) as exc:
+            raise InvalidWorkload(f"{path}: cannot read trace: {exc}") from exc
+        for columns, loader in _FORMATS:
+            if columns <= header:
+                return loader(path, scaling=scaling or parametric_table(64))
+    elif path.suffix != ".parquet":
+        raise InvalidWorkload(f"{path}: unsupported trace format {path.suffix!r}; give a .csv "
+                              "(a supported trace format or the workload schema) or a .parquet")
+    return read_table(path, scaling=scaling)

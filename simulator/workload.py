@@ -38,9 +38,7 @@ from simulator.errors import InvalidWorkload, located
 from simulator.scaling import ScalingTable, parametric_table
 from simulator.slo import SLOs
 
-__all__ = [
-    "PCS_TRACE_COLUMNS", "Workload", "read_pcs_trace", "read_table", "read_trace",
-]
+__all__ = ["PCS_TRACE_COLUMNS", "Workload", "read_pcs_trace", "read_table"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -251,24 +249,3 @@ def read_pcs_trace(path: str | Path, *, scaling: ScalingTable) -> Workload:
     except (OSError, ValueError) as exc:
         raise InvalidWorkload(f"{path}: cannot read PCS trace: {exc}") from exc
     return Workload.from_frame(df, scaling=scaling, source=str(path), columns=PCS_TRACE_COLUMNS)
-
-
-def read_trace(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
-    """Load a trace in any supported format, told apart by its columns.
-
-    A CSV with PCS's columns (``app_id, ..., num_jobs``) is a PCS/Philly trace; any other CSV
-    or a Parquet file must follow the documented schema. ``scaling`` defaults to the
-    parametric models (PCS traces need PCS's ``scaling_tables.csv``).
-    """
-    path = Path(path)
-    if path.suffix == ".csv":
-        try:
-            header = pd.read_csv(path, nrows=0).columns
-        except (OSError, ValueError) as exc:
-            raise InvalidWorkload(f"{path}: cannot read trace: {exc}") from exc
-        if set(PCS_TRACE_COLUMNS.values()) <= set(header):
-            return read_pcs_trace(path, scaling=scaling or parametric_table(64))
-    elif path.suffix != ".parquet":
-        raise InvalidWorkload(f"{path}: unsupported trace format {path.suffix!r}; give a .csv "
-                              "(PCS trace or the workload schema) or a .parquet file")
-    return read_table(path, scaling=scaling)

@@ -17,7 +17,7 @@ from simulator import InvalidWorkload, Workload, generate, load_profile, simulat
 from simulator.generate import add_slos
 from simulator.metrics import METRICS
 from simulator.slo import BEST_EFFORT, SOFT, STRICT, reward_obtained
-from simulator.traces import read_chronus, read_helios, read_philly_jobs
+from simulator.traces import read_chronus, read_helios, read_philly_jobs, read_trace
 from tests.conftest import SHARED
 
 CHRONUS = SHARED / "data" / "chronus" / "trace_job_Philly_MIX1.csv"
@@ -37,6 +37,18 @@ def test_chronus_mix1() -> None:
     assert wl.slos.deadlines_s[i, 0] == float(row.expect_time_list)
     assert wl.slos.rewards[i, 0] == 100.0  # Chronus's 10 rescaled to UniSched's 100
     assert wl.service_s[i] == row.duration * row.num_gpu
+
+
+def test_read_trace_recognises_every_format(tmp_path: Path) -> None:
+    assert read_trace(CHRONUS).slos is not None
+    philly = tmp_path / "p.csv"
+    philly.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n"
+                      "2017-10-09 07:01:55,60,2,120,vc\n")
+    assert read_trace(philly).service_s.tolist() == [120.0]
+    helios = tmp_path / "h.csv"
+    helios.write_text("job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,"
+                      "end_time,duration,queue\na,u,v,2,1,1,COMPLETED,0,0,0,30,0\n")
+    assert read_trace(helios).service_s.tolist() == [60.0]
 
 
 def test_philly_job_csv(tmp_path: Path) -> None:
