@@ -22,7 +22,7 @@ from paretosearch.evaluation import SearchSpace, Task
 from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.runners import DaskRunner, Runner, SerialRunner
 from paretosearch.search import Progress, SearchSettings, run_spea2
-from paretosearch.store import RunStore, front_entry
+from paretosearch.store import RunStore, choice_entry, front_entry
 from policies import get_policy
 from simulator import ClusterProfile, Workload, generate, load_profile, read_trace
 from simulator.errors import ParetoSearchError
@@ -115,9 +115,7 @@ class PolicySearch:
         """Record the operator's choice (a front index or entry) in the run."""
         front = self.GetParetoFront()
         entry = front[choose.by_index(front, choice)] if isinstance(choice, int) else choice
-        self.chosen = {"policy": self.task.policy,
-                       "params": {**self.task.fixed, **entry["params"]},
-                       "objectives": dict(entry.get("objectives") or {})}
+        self.chosen = choice_entry(self.task.policy, dict(self.task.fixed), dict(entry))
         if self.store:
             self.store.write_choice(self.chosen)
         return self.chosen

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from paretosearch.io import write_json
-from paretosearch.store import RunStore
+from paretosearch.store import RunStore, choice_entry
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 
 __all__ = ["RUN_COMMANDS", "add_run_commands", "fmt", "parse_overrides"]
@@ -184,7 +184,8 @@ def _select(args: argparse.Namespace, console: Console) -> None:
 
     store = RunStore(args.run)
     front = store.read_front()["front"]
-    objectives = parse_objectives(store.read_spec()["objectives"])
+    spec = store.read_spec()
+    objectives = parse_objectives(spec["objectives"])
     if args.knee:
         i = choose.knee(front, objectives)
     elif args.where:
@@ -195,10 +196,8 @@ def _select(args: argparse.Namespace, console: Console) -> None:
         i = choose.by_weights(front, objectives, [float(w) for w in args.weights.split(",")])
     else:
         i = choose.by_index(front, args.index if args.index is not None else 0)
-    spec = store.read_spec()
-    choice = {"policy": spec["policy"], "params": {**spec["fixed"], **front[i]["params"]},
-              "objectives": front[i]["objectives"], "test_metrics": front[i]["test_metrics"],
-              "front_index": i, "run": str(args.run)}
+    choice = {**choice_entry(spec["policy"], spec["fixed"], front[i]),
+              "test_metrics": front[i]["test_metrics"], "front_index": i, "run": str(args.run)}
     store.write_choice(choice)
     if args.out:
         write_json(choice, args.out)

@@ -50,12 +50,25 @@ class SearchSettings:
 class Progress:
     """The state after one generation, for progress bars and publishing."""
 
-    generation: int
-    evaluations: int
-    hypervolume: float
     front: list[Evaluation]
     evaluated: list[Evaluation]
     history: list[tuple[int, float]]
+    """(evaluations so far, hypervolume) after each generation."""
+
+    @property
+    def generation(self) -> int:
+        """Generations completed."""
+        return len(self.history)
+
+    @property
+    def evaluations(self) -> int:
+        """Evaluations so far."""
+        return self.history[-1][0]
+
+    @property
+    def hypervolume(self) -> float:
+        """Hypervolume of the current archive."""
+        return self.history[-1][1]
 
 
 @dataclass
@@ -131,9 +144,8 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
         if store:
             store.save_checkpoint({"algorithm": algorithm, "history": history, "ref": ref})
         if on_generation is not None:
-            evals, hv = history[-1]
-            on_generation(Progress(len(history), evals, hv, _front(algorithm, space, journal),
-                                   list(journal.values()), list(history)))
+            on_generation(Progress(_front(algorithm, space, journal), list(journal.values()),
+                                   list(history)))
     return SearchOutcome(_front(algorithm, space, journal), list(journal.values()), history)
 
 

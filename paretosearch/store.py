@@ -30,7 +30,7 @@ from paretosearch.io import atomic_write, write_json, write_table
 from paretosearch.objectives import Objective
 from simulator.errors import ParetoSearchError
 
-__all__ = ["Evaluation", "RunStore", "front_entry"]
+__all__ = ["Evaluation", "RunStore", "choice_entry", "front_entry"]
 
 Evaluation = tuple[dict[str, Any], dict[str, float]]
 """(parameters, record) of one finished evaluation."""
@@ -44,6 +44,12 @@ def front_entry(params: dict[str, Any], record: dict[str, float],
             "objectives": {o.label: record[o.label] for o in objectives},
             "metrics": record,
             "test_metrics": test}
+
+
+def choice_entry(policy: str, fixed: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """A chosen front member as a ready config: policy, all parameters, its values."""
+    return {"policy": policy, "params": {**fixed, **entry["params"]},
+            "objectives": dict(entry.get("objectives") or {})}
 
 
 class RunStore:
