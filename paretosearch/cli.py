@@ -14,7 +14,7 @@ from rich.table import Table
 
 from paretosearch.cli_runs import RUN_COMMANDS, add_run_commands, fmt, parse_overrides
 from paretosearch.io import write_table
-from policies import REGISTRY, WFQ, Policy, get_policy
+from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
 from simulator import (
     METRICS,
     ParetoSearchError,
@@ -126,7 +126,7 @@ def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
                             "config entry with class_thresholds and class_rates")
 
 
-def _policy(args: argparse.Namespace, workload: Workload) -> Policy:
+def _policy(args: argparse.Namespace, workload: Workload) -> KernelPolicy | RoundPolicy:
     name, params = args.policy, dict[str, Any]()
     if args.config:
         cfg_name, params = _config(args.config)

@@ -16,16 +16,18 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.errors import InvalidPolicyParams
+from simulator.rounds import RoundState
 from simulator.scaling import ScalingTable
 from simulator.view import ClusterView
 from simulator.workload import Workload
 
 __all__ = [
-    "REGISTRY", "Domain", "Policy", "get_policy", "make_policy", "param",
-    "register",
+    "REGISTRY", "Domain", "KernelPolicy", "Policy", "RoundPolicy", "get_policy", "make_policy",
+    "param", "register",
 ]
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -82,47 +84,25 @@ def param(default: Any, *, low: float = -math.inf, high: float = math.inf, kind:
 
 @dataclass(frozen=True)
 class Policy:
-    """Base of every policy: a frozen value whose decisions come from a compiled kernel.
+    """Base of every policy: a frozen value of its declared, validated parameters.
 
-    Subclasses set ``name``, ``summary`` and ``kernel`` (a numba function, wrapped in
-    ``staticmethod``), declare fields with :func:`param`, and pass their values to the kernel
-    through :meth:`kernel_args`. :meth:`allocate` runs the kernel on a view. A policy that
-    needs facts about the workload before it can run (WFQ's
-    classes) overrides :meth:`fit`, which returns a new, ready policy.
+    Subclasses set ``name`` and ``summary`` and declare fields with :func:`param`. They derive
+    from :class:`KernelPolicy` (decisions from a compiled kernel on the fluid engine) or
+    :class:`RoundPolicy` (decisions in rounds, placed on nodes, on the round engine). A policy
+    that needs facts about the workload before it can run (WFQ's classes) overrides
+    :meth:`fit`, which returns a new, ready policy.
     """
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
-    kernel: ClassVar[Any]
-    """The compiled allocation kernel (signature in :mod:`simulator.engine`), as a staticmethod."""
 
     def __post_init__(self) -> None:
         for name, dom in self.domains().items():
             dom.check(name, getattr(self, name))
 
-    @property
-    def tick_s(self) -> float | None:
-        """Seconds after an event at which the policy wants to re-decide (None: never)."""
-        return None
-
     def fit(self, workload: Workload) -> Self:
         """Derive workload-dependent settings; the default needs none."""
         return self
-
-    def kernel_args(self, scaling: ScalingTable) -> tuple[FloatArray, FloatArray]:
-        """The ``(params, aux)`` arrays the kernel reads; none by default."""
-        return _NO_PARAMS, _NO_AUX
-
-    def allocate(self, view: ClusterView) -> FloatArray:
-        """GPUs for each job in the view (see :class:`simulator.view.Scheduler`)."""
-        params, aux = self.kernel_args(view.scaling)
-        out = np.zeros(len(view))
-        # the kernel's signature takes writable arrays: hand it copies of the read-only view
-        type(self).kernel(params, aux, view.now, float(view.total_gpus), view.arrival_s.copy(),
-                          view.demand.copy(), view.est_size.copy(), view.est_remaining.copy(),
-                          view.attained.copy(), view.alloc.copy(), view.model.copy(),
-                          view.scaling.speedup, out)
-        return out
 
     @classmethod
     def domains(cls) -> dict[str, Domain]:
@@ -152,10 +132,65 @@ class Policy:
         return cls(**converted)
 
 
-REGISTRY: dict[str, type[Policy]] = {}
+@dataclass(frozen=True)
+class KernelPolicy(Policy):
+    """A policy whose decisions come from a compiled kernel (:class:`simulator.view.Scheduler`).
+
+    Subclasses set ``kernel`` (a numba function, wrapped in ``staticmethod``) and pass their
+    values to it through :meth:`kernel_args`; :meth:`allocate` runs the kernel on a view.
+    """
+
+    kernel: ClassVar[Any]
+    """The compiled allocation kernel (signature in :mod:`simulator.engine`), as a staticmethod."""
+
+    @property
+    def tick_s(self) -> float | None:
+        """Seconds after an event at which the policy wants to re-decide (None: never)."""
+        return None
+
+    def kernel_args(self, scaling: ScalingTable) -> tuple[FloatArray, FloatArray]:
+        """The ``(params, aux)`` arrays the kernel reads; none by default."""
+        return _NO_PARAMS, _NO_AUX
+
+    def allocate(self, view: ClusterView) -> FloatArray:
+        """GPUs for each job in the view (see :class:`simulator.view.Scheduler`)."""
+        params, aux = self.kernel_args(view.scaling)
+        out = np.zeros(len(view))
+        # the kernel's signature takes writable arrays: hand it copies of the read-only view
+        type(self).kernel(params, aux, view.now, float(view.total_gpus), view.arrival_s.copy(),
+                          view.demand.copy(), view.est_size.copy(), view.est_remaining.copy(),
+                          view.attained.copy(), view.alloc.copy(), view.model.copy(),
+                          view.scaling.speedup, out)
+        return out
+
+
+@dataclass(frozen=True)
+class RoundPolicy(Policy):
+    """A policy that decides in rounds and places whole GPUs on nodes.
+
+    Implements :class:`simulator.rounds.RoundScheduler`: subclasses define ``round_s`` (a
+    field or property) and :meth:`plan`; they set ``reacts`` to also decide at every arrival
+    and completion. State that must outlive one decision goes in ``state.memo``.
+    """
+
+    reacts: ClassVar[bool] = False
+
+    @property
+    def round_s(self) -> float:
+        """Seconds between decisions."""
+        raise NotImplementedError
+
+    def plan(self, state: RoundState) -> IntArray:
+        """GPUs of each active job on each node: a ``(jobs, nodes)`` integer array."""
+        raise NotImplementedError
+
+
+PolicyClass = type[KernelPolicy] | type[RoundPolicy]
+
+REGISTRY: dict[str, PolicyClass] = {}
 """Every policy by name."""
 
-P = TypeVar("P", bound=type[Policy])
+P = TypeVar("P", bound=PolicyClass)
 
 
 def register(cls: P) -> P:
@@ -166,7 +201,7 @@ def register(cls: P) -> P:
     return cls
 
 
-def get_policy(name: str) -> type[Policy]:
+def get_policy(name: str) -> PolicyClass:
     """The policy class registered as ``name`` (case-insensitive)."""
     key = name.lower()
     if key not in REGISTRY:
@@ -175,7 +210,8 @@ def get_policy(name: str) -> type[Policy]:
     return REGISTRY[key]
 
 
-def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Policy:
+def make_policy(name: str, params: Mapping[str, Any] | None = None
+                ) -> KernelPolicy | RoundPolicy:
     """Build policy ``name`` from defaults overridden by ``params``."""
     return get_policy(name).from_params(dict(params or {}))
 

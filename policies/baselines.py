@@ -14,7 +14,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from policies.base import Policy, param, register
+from policies.base import KernelPolicy, param, register
 from simulator.engine import KERNEL_SIG, speed_at
 
 __all__ = ["AFS", "FIFO", "LAS", "SRSF", "SRTF", "MaxMin", "Themis", "water_fill"]
@@ -152,7 +152,7 @@ def _afs(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
 
 @register
 @dataclass(frozen=True)
-class FIFO(Policy):
+class FIFO(KernelPolicy):
     """First in, first out; work-conserving and elastic: the oldest jobs get their demand."""
 
     name = "fifo"
@@ -162,7 +162,7 @@ class FIFO(Policy):
 
 @register
 @dataclass(frozen=True)
-class SRSF(Policy):
+class SRSF(KernelPolicy):
     """Shortest remaining service first ("Tiresias" in PCS): GPUs x remaining time, preemptive."""
 
     name = "srsf"
@@ -172,7 +172,7 @@ class SRSF(Policy):
 
 @register
 @dataclass(frozen=True)
-class SRTF(Policy):
+class SRTF(KernelPolicy):
     """Shortest remaining time (at full demand) first, preemptive."""
 
     name = "srtf"
@@ -182,7 +182,7 @@ class SRTF(Policy):
 
 @register
 @dataclass(frozen=True)
-class LAS(Policy):
+class LAS(KernelPolicy):
     """Least attained service first: needs no size estimates."""
 
     name = "las"
@@ -192,7 +192,7 @@ class LAS(Policy):
 
 @register
 @dataclass(frozen=True)
-class MaxMin(Policy):
+class MaxMin(KernelPolicy):
     """Max-min fair share of GPUs (PCS's "FS"), fractional, capped by demand."""
 
     name = "maxmin"
@@ -202,7 +202,7 @@ class MaxMin(Policy):
 
 @register
 @dataclass(frozen=True)
-class Themis(Policy):
+class Themis(KernelPolicy):
     """Finish-time fairness (Themis): every lease, the jobs furthest behind get full demand.
 
     At each arrival, completion and ``lease_s`` after the last event, GPUs go one job at a
@@ -224,7 +224,7 @@ class Themis(Policy):
 
 @register
 @dataclass(frozen=True)
-class AFS(Policy):
+class AFS(KernelPolicy):
     """AFS-L style: whole GPUs one at a time to the highest marginal gain.
 
     The gain of a job's next GPU is the speed it adds per unit of remaining work,

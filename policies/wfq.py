@@ -32,7 +32,7 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from policies.base import Policy, param, register
+from policies.base import KernelPolicy, param, register
 from policies.baselines import water_fill
 from simulator.engine import KERNEL_SIG
 from simulator.errors import InvalidPolicyParams
@@ -144,7 +144,7 @@ def _wfq(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
 
 @register
 @dataclass(frozen=True)
-class WFQ(Policy):
+class WFQ(KernelPolicy):
     """PCS's WFQ. Build, ``fit`` on a training workload (or use :meth:`explicit`), simulate."""
 
     name = "wfq"

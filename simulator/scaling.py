@@ -19,7 +19,7 @@ import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
 
-__all__ = ["PARAMETRIC_MODELS", "ScalingTable", "amdahl", "parametric_table"]
+__all__ = ["PARAMETRIC_MODELS", "ScalingTable", "TypeSpeeds", "amdahl", "parametric_table"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -175,3 +175,40 @@ def parametric_table(max_gpus: int) -> ScalingTable:
     """The :data:`PARAMETRIC_MODELS` tabulated up to ``max_gpus`` GPUs."""
     return ScalingTable.from_points(
         {name: amdahl(p, max_gpus) for name, p in PARAMETRIC_MODELS.items()})
+
+
+@dataclass(frozen=True, eq=False)
+class TypeSpeeds:
+    """Per-GPU speed of each model on each GPU type, relative to the reference type.
+
+    A job of model ``m`` holding ``g`` GPUs of type ``t`` progresses at
+    ``speedup[m, g] * speed[m, t]`` seconds of reference-type work per second.
+
+    Attributes:
+        types: GPU type names (columns).
+        speed: ``(models, types)`` multipliers, > 0.
+    """
+
+    types: tuple[str, ...]
+    speed: FloatArray
+
+    def __post_init__(self) -> None:
+        if self.speed.shape[1] != len(self.types) or not np.all(self.speed > 0):
+            raise InvalidWorkload(f"type speeds: expected a positive (models, {len(self.types)})"
+                                  f" array for types {self.types}, got shape {self.speed.shape}")
+        self.speed.flags.writeable = False
+
+    @classmethod
+    def uniform(cls, relative_speed: Mapping[str, float], n_models: int) -> TypeSpeeds:
+        """Every model at the given per-type speeds (a profile's ``relative_speed``)."""
+        types = tuple(relative_speed)
+        row = np.array([relative_speed[t] for t in types], dtype=np.float64)
+        return cls(types, np.tile(row, (n_models, 1)))
+
+    def columns(self, types: tuple[str, ...], source: str) -> FloatArray:
+        """The ``(models, len(types))`` speeds in the order of ``types`` (a cluster's)."""
+        missing = [t for t in types if t not in self.types]
+        if missing:
+            raise InvalidWorkload(f"{source}: no speed for GPU type {missing[0]!r}; the table "
+                                  f"covers {list(self.types)}")
+        return self.speed[:, [self.types.index(t) for t in types]]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +21,10 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator.errors import InvalidWorkload
-from simulator.scaling import ScalingTable
+from simulator.scaling import ScalingTable, TypeSpeeds
 from simulator.workload import Workload
 
-__all__ = ["ThroughputTable", "generate_gavel"]
+__all__ = ["ThroughputTable", "TypeSpeeds", "generate_gavel"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -77,6 +77,23 @@ class ThroughputTable:
             ys = np.array([known[int(x)] for x in xs])
             points[job] = np.interp(g, xs, ys) if len(xs) > 1 else g
         return ScalingTable.from_points(points)
+
+    def type_speeds(self, scaling: ScalingTable, reference: str = "v100") -> TypeSpeeds:
+        """Per-GPU speed of each of ``scaling``'s models on each type, relative to ``reference``.
+
+        ``speed[m, t] = isolated[(m, 1), t] / isolated[(m, 1), reference]``: single-GPU
+        throughputs, since the scaling table already carries the speed-up with GPU count.
+        """
+        ref = self.gpu_types.index(reference)
+        rows = []
+        for name in scaling.models:
+            try:
+                one = self.isolated[self.index(name)]
+            except KeyError:
+                raise InvalidWorkload(f"throughput table: no single-GPU entry for model "
+                                      f"{name!r}") from None
+            rows.append(one / one[ref])
+        return TypeSpeeds(self.gpu_types, np.array(rows))
 
     @classmethod
     def from_gavel_json(cls, path: str | Path) -> ThroughputTable:
@@ -136,5 +153,6 @@ def generate_gavel(table: ThroughputTable, n_jobs: int, *, jobs_per_hr: float,
     arrival = np.cumsum(np.r_[0.0, rng.exponential(3600 / jobs_per_hr, n_jobs - 1)])
     frame = pd.DataFrame({"arrival_s": arrival, "gpus": gpus, "model": kinds,
                           "service_s": duration * scaling.speed(model, gpus.astype(float))})
-    return Workload.from_frame(frame, scaling=scaling,
-                               source=f"gavel continuous-multiple ({jobs_per_hr} jobs/h)")
+    wl = Workload.from_frame(frame, scaling=scaling,
+                             source=f"gavel continuous-multiple ({jobs_per_hr} jobs/h)")
+    return replace(wl, type_speed=table.type_speeds(scaling))

@@ -35,7 +35,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
-from simulator.scaling import ScalingTable, parametric_table
+from simulator.scaling import ScalingTable, TypeSpeeds, parametric_table
 from simulator.slo import SLOs
 
 __all__ = ["PCS_TRACE_COLUMNS", "Workload", "read_pcs_trace", "read_table"]
@@ -67,6 +67,8 @@ class Workload:
     scaling: ScalingTable
     source: str = "workload"
     slos: SLOs | None = None
+    type_speed: TypeSpeeds | None = None
+    """Per-GPU-type speed of each model (heterogeneous clusters); None: the profile's."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -104,7 +106,8 @@ class Workload:
         for arr in (self.job_id, self.arrival_s, self.gpus, self.min_gpus, self.service_s,
                     self.estimated_service_s, self.model, self.scaling.speedup,
                     *((self.slos.job_class, self.slos.deadlines_s, self.slos.rewards)
-                      if self.slos else ())):
+                      if self.slos else ()),
+                    *((self.type_speed.speed,) if self.type_speed else ())):
             h.update(np.ascontiguousarray(arr).tobytes())
         h.update("\0".join(self.scaling.models).encode())
         return h.hexdigest()[:16]

@@ -1,0 +1,308 @@
+"""The round-based engine: policies that decide in rounds or leases, with placements on nodes.
+
+UniSched (leases), Hadar and Gavel (rounds) and YARN-CS decide with Python solvers (a MILP, a
+dynamic program, a linear program) that place whole GPUs on nodes of possibly different types.
+They implement :class:`RoundScheduler`; :func:`simulator.simulate` runs them here and returns
+the same :class:`~simulator.simulate.SimulationResult` as the fluid engine, so every metric
+applies unchanged.
+
+Semantics:
+
+- Decisions at round boundaries, every ``round_s`` from the first arrival; when the cluster
+  empties, the clock re-anchors at the next arrival. A policy that ``reacts`` also decides at
+  every arrival and completion. Jobs arriving mid-round wait for the next decision; GPUs a job
+  frees mid-round stay idle until then.
+- Between decisions rates are constant, so completions are computed, not stepped. At one
+  instant, completions are handled before arrivals, then the decision is taken.
+- A job holding ``g`` GPUs progresses at ``speedup(model, g)`` times the per-GPU speed of the
+  slowest GPU type it holds (Hadar eq. 1b), times the profile's ``inter_node_factor`` if its
+  GPUs span more than one node.
+- A started job whose allocation changes to a non-zero one pauses ``restart_overhead_s``
+  (checkpoint and restart); every change after the first start counts as a preemption.
+- No JCT predictions are made (``pred_err`` is NaN).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from simulator.errors import ParetoSearchError
+from simulator.profile import ClusterProfile
+from simulator.result import SimulationResult
+from simulator.scaling import ScalingTable, TypeSpeeds
+from simulator.slo import BEST_EFFORT
+from simulator.workload import Workload
+
+__all__ = ["Cluster", "InvalidPlan", "RoundScheduler", "RoundState", "job_rates", "run_rounds"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class InvalidPlan(ParetoSearchError, RuntimeError):
+    """A policy returned an allocation the cluster cannot hold (a bug in the policy)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Cluster:
+    """Nodes of a profile, each with one GPU type.
+
+    Attributes:
+        types: GPU type names, in profile order.
+        node_type: ``(nodes,)`` index into ``types``.
+        node_gpus: ``(nodes,)`` GPUs on each node.
+        inter_node_factor: speed multiplier of a job whose GPUs span several nodes.
+        restart_s: seconds of no progress after a started job's allocation changes.
+    """
+
+    types: tuple[str, ...]
+    node_type: IntArray
+    node_gpus: IntArray
+    inter_node_factor: float
+    restart_s: float
+
+    @classmethod
+    def from_profile(cls, profile: ClusterProfile) -> Cluster:
+        """Expand the profile's node groups into nodes."""
+        types = tuple(profile.gpus_by_type)
+        node_type = np.concatenate([np.full(g.count, types.index(g.gpu_type), dtype=np.int64)
+                                    for g in profile.node_groups])
+        node_gpus = np.concatenate([np.full(g.count, g.gpus_per_node, dtype=np.int64)
+                                    for g in profile.node_groups])
+        return cls(types, node_type, node_gpus, profile.inter_node_factor,
+                   profile.restart_overhead_s)
+
+    @property
+    def nodes(self) -> int:
+        """Number of nodes."""
+        return int(self.node_gpus.shape[0])
+
+    @property
+    def type_gpus(self) -> IntArray:
+        """GPUs of each type."""
+        return np.bincount(self.node_type, weights=self.node_gpus,
+                           minlength=len(self.types)).astype(np.int64)
+
+    def by_type(self, alloc: IntArray) -> IntArray:
+        """A ``(jobs, nodes)`` allocation summed per GPU type: ``(jobs, types)``."""
+        out = np.zeros((alloc.shape[0], len(self.types)), dtype=np.int64)
+        for t in range(len(self.types)):
+            out[:, t] = alloc[:, self.node_type == t].sum(axis=1)
+        return out
+
+
+def job_rates(alloc: IntArray, model: IntArray, cluster: Cluster, speeds: FloatArray,
+              scaling: ScalingTable) -> FloatArray:
+    """Progress rate (reference-type work per second) of each job under ``alloc``.
+
+    Args:
+        alloc: ``(jobs, nodes)`` GPUs of each job on each node.
+        model: each job's model (row of ``scaling`` and ``speeds``).
+        cluster: the nodes.
+        speeds: ``(models, types)`` per-GPU speed of each model on each type.
+        scaling: the speed-up table.
+    """
+    gpus = alloc.sum(axis=1)
+    held = cluster.by_type(alloc) > 0
+    slowest = np.where(held, speeds[model], np.inf).min(axis=1, initial=np.inf)
+    slowest[gpus == 0] = 0.0
+    spread = (alloc > 0).sum(axis=1) > 1
+    locality = np.where(spread, cluster.inter_node_factor, 1.0)
+    rates: FloatArray = scaling.speed(model, gpus.astype(np.float64)) * slowest * locality
+    return rates
+
+
+@dataclass(frozen=True, eq=False)
+class RoundState:
+    """What a round policy sees at one decision: the active jobs, in arrival order.
+
+    Per-job arrays are read-only copies. Deadlines are absolute (arrival + relative).
+    ``memo`` persists across the decisions of one run: the policy's own state (leases held,
+    a cached solution), passed in and out explicitly.
+    """
+
+    now: float
+    cluster: Cluster
+    rows: IntArray
+    arrival_s: FloatArray
+    demand: IntArray
+    min_gpus: IntArray
+    est_size: FloatArray
+    est_remaining: FloatArray
+    attained: FloatArray
+    alloc: IntArray
+    model: IntArray
+    job_class: IntArray
+    deadlines_s: FloatArray
+    rewards: FloatArray
+    scaling: ScalingTable
+    speeds: FloatArray
+    memo: dict[str, Any]
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    def rate(self, alloc: IntArray) -> FloatArray:
+        """Each active job's progress rate under a candidate ``(jobs, nodes)`` allocation."""
+        return job_rates(alloc, self.model, self.cluster, self.speeds, self.scaling)
+
+
+@runtime_checkable
+class RoundScheduler(Protocol):
+    """The contract of a round policy.
+
+    ``plan`` returns a ``(jobs, nodes)`` array of non-negative GPU counts with column sums
+    within each node's GPUs and row sums within each job's demand; it may keep state in
+    ``state.memo`` and must otherwise depend on the state only. ``round_s`` is the time
+    between decisions; ``reacts`` asks for decisions at arrivals and completions too.
+    """
+
+    @property
+    def round_s(self) -> float: ...
+
+    @property
+    def reacts(self) -> bool: ...
+
+    def plan(self, state: RoundState) -> IntArray: ...
+
+
+class _Jobs:
+    """Per-job state of one run, indexed by workload row."""
+
+    def __init__(self, wl: Workload, nodes: int) -> None:
+        n = len(wl)
+        self.rem = wl.service_s.copy()
+        self.est = wl.estimated_service_s.copy()
+        self.att = np.zeros(n)
+        self.alloc = np.zeros((n, nodes), dtype=np.int64)
+        self.base = np.zeros(n)  # rate under the allocation, ignoring restart pauses
+        self.pause = np.zeros(n)
+        self.started = np.zeros(n, dtype=bool)
+        self.start = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.preempt = np.zeros(n, dtype=np.int64)
+        self.seen = np.zeros((2, n))  # PCS's n_avg: sum of active counts and events seen
+        slos = wl.slos
+        self.job_class = (slos.job_class if slos is not None
+                          else np.full(n, BEST_EFFORT, dtype=np.int64))
+        self.deadlines = (wl.arrival_s[:, None] + slos.deadlines_s if slos is not None
+                          else np.zeros((n, 0)))
+        self.rewards = slos.rewards if slos is not None else np.zeros((n, 0))
+
+
+def _state(wl: Workload, jobs: _Jobs, active: IntArray, now: float, cluster: Cluster,
+           speeds: FloatArray, memo: dict[str, Any]) -> RoundState:
+    return RoundState(
+        now=now, cluster=cluster, rows=active.copy(), arrival_s=wl.arrival_s[active],
+        demand=wl.gpus[active], min_gpus=wl.min_gpus[active], est_size=
+        wl.estimated_service_s[active], est_remaining=jobs.est[active], attained=jobs.att[active],
+        alloc=jobs.alloc[active], model=wl.model[active], job_class=jobs.job_class[active],
+        deadlines_s=jobs.deadlines[active], rewards=jobs.rewards[active], scaling=wl.scaling,
+        speeds=speeds, memo=memo)
+
+
+def _checked(plan: Any, state: RoundState, policy: RoundScheduler) -> IntArray:
+    where = f"policy {type(policy).__name__} at t={state.now:g} s"
+    arr = np.asarray(plan)
+    if arr.shape != (len(state), state.cluster.nodes):
+        raise InvalidPlan(f"{where}: expected a ({len(state)}, {state.cluster.nodes}) plan "
+                          f"(active jobs x nodes), got shape {arr.shape}")
+    out = arr.astype(np.int64)
+    if not np.array_equal(out, arr) or (out < 0).any():
+        raise InvalidPlan(f"{where}: GPU counts must be non-negative integers")
+    over = np.flatnonzero(out.sum(axis=0) > state.cluster.node_gpus)
+    if over.size:
+        raise InvalidPlan(f"{where}: node {over[0]} given {out[:, over[0]].sum()} GPUs, it "
+                          f"has {state.cluster.node_gpus[over[0]]}")
+    greedy = np.flatnonzero(out.sum(axis=1) > state.demand)
+    if greedy.size:
+        raise InvalidPlan(f"{where}: job row {state.rows[greedy[0]]} given "
+                          f"{out[greedy[0]].sum()} GPUs, demand {state.demand[greedy[0]]}")
+    return out
+
+
+def _apply(plan: IntArray, state: RoundState, jobs: _Jobs) -> None:
+    active, now = state.rows, state.now
+    changed = (plan != state.alloc).any(axis=1)
+    holds = plan.sum(axis=1) > 0
+    was = jobs.started[active]
+    jobs.preempt[active[changed & was]] += 1
+    if state.cluster.restart_s > 0:
+        jobs.pause[active[changed & was & holds]] = now + state.cluster.restart_s
+    first = active[~was & holds]
+    jobs.started[first] = True
+    jobs.start[first] = now
+    jobs.alloc[active] = plan
+    jobs.base[active] = state.rate(plan)
+
+
+def run_rounds(workload: Workload, profile: ClusterProfile,
+               policy: RoundScheduler) -> SimulationResult:
+    """Replay ``workload`` on ``profile`` under a round policy (semantics: module docstring).
+
+    Raises:
+        InvalidPlan: the policy over-allocated, or left jobs waiting with no decision due.
+        InvalidWorkload: the workload has no speed for one of the profile's GPU types.
+    """
+    cpu0 = time.process_time()
+    wl, cluster = workload, Cluster.from_profile(profile)
+    table = wl.type_speed or TypeSpeeds.uniform(profile.relative_speed, len(wl.scaling.models))
+    speeds = table.columns(cluster.types, wl.source)
+    jobs = _Jobs(wl, cluster.nodes)
+    memo: dict[str, Any] = {}
+    n, nxt, now = len(wl), 0, 0.0
+    active = np.zeros(0, dtype=np.int64)
+    next_round, anchored = np.inf, False
+    cum = np.zeros(2)  # active counts summed over events, events
+    busy_s, events, series_t, series_busy = 0.0, 0, [], []
+    while nxt < n or active.size:
+        rate = np.where(jobs.pause[active] > now, 0.0, jobs.base[active])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            left = np.where(rate > 0, jobs.rem[active] / rate, np.inf)
+        paused = jobs.pause[active]
+        t = min(wl.arrival_s[nxt] if nxt < n else np.inf, now + left.min(initial=np.inf),
+                next_round, paused[paused > now].min(initial=np.inf))
+        if t == np.inf:
+            raise InvalidPlan(f"policy {type(policy).__name__} left {active.size} jobs without "
+                              f"GPUs at t={now:g} s and no decision is due")
+        dt = t - now
+        if dt > 0 and active.size:
+            work = rate * dt
+            jobs.rem[active] -= work
+            jobs.est[active] -= work
+            jobs.att[active] += work
+            used = float(jobs.alloc[active].sum())
+            busy_s += used * dt
+            series_t.append(now)
+            series_busy.append(used)
+        now, events = t, events + 1
+        done = left <= dt + 1e-9
+        arrived = np.arange(nxt, np.searchsorted(wl.arrival_s, now, side="right"))
+        nxt += arrived.size
+        cum += (active.size + arrived.size, 1)
+        gone = active[done]
+        jobs.finish[gone] = now
+        jobs.seen[:, gone] += cum[:, None]
+        jobs.alloc[gone] = 0
+        jobs.seen[:, arrived] -= (cum - (active.size + arrived.size, 1))[:, None]
+        active = np.concatenate([active[~done], arrived])
+        if not active.size:
+            next_round, anchored = np.inf, False
+            continue
+        due = not anchored or now >= next_round
+        if due or (policy.reacts and (gone.size or arrived.size)):
+            if due:
+                next_round, anchored = now + policy.round_s, True
+            state = _state(wl, jobs, active, now, cluster, speeds, memo)
+            _apply(_checked(policy.plan(state), state, policy), state, jobs)
+    return SimulationResult(
+        workload=wl, total_gpus=profile.total_gpus, start_s=jobs.start, finish_s=jobs.finish,
+        pred_start_s=np.full(n, np.nan), pred_finish_s=np.full(n, np.nan),
+        seen_avg=jobs.seen[0] / jobs.seen[1], preemptions=jobs.preempt, busy_gpu_s=busy_s,
+        series_t=np.array(series_t), series_busy=np.array(series_busy), events=events,
+        playout_events=0, cpu_s=time.process_time() - cpu0)
