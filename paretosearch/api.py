@@ -26,11 +26,22 @@ from paretosearch.store import RunStore, choice_entry, front_entry
 from policies import get_policy
 from simulator import ClusterProfile, Workload, generate, load_profile, read_trace
 from simulator.errors import ParetoSearchError
+from simulator.generate import add_slos
 
-__all__ = ["BASELINES", "PolicySearch", "SearchSettings", "split_workload"]
+__all__ = ["BASELINES", "PolicySearch", "SearchSettings", "baselines_for", "split_workload"]
 
 BASELINES = ("fifo", "srsf", "themis", "afs", "maxmin")
 """Policies evaluated beside every search as reference points (PCS Fig. 3 and 5b)."""
+SLO_BASELINES = ("llf", "hydra")
+"""Added when the workload has SLO jobs (UniSched §IV-A's comparison)."""
+HETERO_BASELINES = ("gavel", "yarn-cs")
+"""Added on clusters with several GPU types (Hadar §V)."""
+
+
+def baselines_for(workload: Workload, profile: ClusterProfile) -> tuple[str, ...]:
+    """The reference policies that fit a workload and cluster."""
+    names = BASELINES + (SLO_BASELINES if workload.slos is not None else ())
+    return names + (HETERO_BASELINES if len(profile.gpus_by_type) > 1 else ())
 
 
 def split_workload(workload: Workload) -> tuple[Workload, Workload]:
@@ -65,6 +76,8 @@ class PolicySearch:
         workers: size of the embedded cluster.
         jobs: jobs per generated sample; load: its offered load.
         replicates: generated draws averaged per evaluation.
+        slo_mix: give the jobs SLOs with a named mix (``SLO``, ``MIX1``, ``MIX2``; see
+            :func:`simulator.generate.add_slos`), for workloads without their own.
     """
 
     def __init__(self, workload: Workload | str | Path | None = None, *,
@@ -72,7 +85,7 @@ class PolicySearch:
                  fixed: Mapping[str, Any] | None = None,
                  settings: SearchSettings | None = None, run_dir: str | Path | None = None,
                  client: Any = None, workers: int = 0, jobs: int = 1000, load: float = 0.9,
-                 replicates: int = 1) -> None:
+                 replicates: int = 1, slo_mix: str | None = None) -> None:
         self.profile = profile if isinstance(profile, ClusterProfile) else load_profile(profile)
         self.settings = settings or SearchSettings()
         if replicates < 1:
@@ -89,6 +102,11 @@ class PolicySearch:
             wl = workload if isinstance(workload, Workload) else read_trace(workload)
             train, test = split_workload(wl)
             self.train, self.test = [train], [test]
+        if slo_mix is not None:
+            marks = np.random.SeedSequence([self.settings.seed, 1]).spawn(2 * replicates)
+            with_slos = [add_slos(w, slo_mix, seed=m)
+                         for w, m in zip(self.train + self.test, marks, strict=True)]
+            self.train, self.test = with_slos[:replicates], with_slos[replicates:]
         self.task = Task(policy, self.profile, dict(fixed or {}))
         self.space = SearchSpace.of(policy, self.task.fixed)
         get_policy(policy).from_params(self.task.fixed)  # bad fixed values fail here, not later
@@ -170,7 +188,7 @@ class PolicySearch:
                            for p, r in reversed(out.front)}.values())[::-1]
             tests = test_runner.map(self.task, [p for p, _ in unique])
             self.baselines = {name: train_runner.map(Task(name, self.profile), [{}])[0]
-                              for name in BASELINES}
+                              for name in baselines_for(self.train[0], self.profile)}
         self.front = sorted((front_entry(p, r, self.objectives, t)
                              for (p, r), t in zip(unique, tests, strict=True)),
                             key=lambda e: [e["objectives"][o.label] for o in self.objectives])

@@ -18,6 +18,7 @@ from rich.table import Table
 from paretosearch.io import write_json
 from paretosearch.store import RunStore, choice_entry
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
+from simulator.slo import MIXES
 
 __all__ = ["RUN_COMMANDS", "add_run_commands", "fmt", "parse_overrides"]
 
@@ -45,8 +46,8 @@ def fmt(value: float) -> str:
     return f"{value:,.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
 
 
-SEARCH_OPTIONS = ("trace", "generate", "load", "replicates", "profile", "policy", "objective",
-                  "set", "budget", "pop_size", "offspring", "seed")
+SEARCH_OPTIONS = ("trace", "generate", "load", "replicates", "slo_mix", "profile", "policy",
+                  "objective", "set", "budget", "pop_size", "offspring", "seed")
 """The options that define a search; saved in the run (``cli.json``) so --resume needs none."""
 
 
@@ -62,8 +63,12 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--load", type=float, default=0.9, help="load of generated samples")
     p.add_argument("--replicates", type=int, default=1,
                    help="generated samples averaged per evaluation (default: 1)")
+    p.add_argument("--slo-mix", choices=sorted(MIXES), metavar="MIX",
+                   help="give the jobs deadlines and rewards with a UniSched mix "
+                        f"({', '.join(sorted(MIXES))}) for the slo_miss / be_jct objectives")
     p.add_argument("--profile", default="pcs-64", help="cluster profile (default: pcs-64)")
-    p.add_argument("--policy", default="wfq", help="policy family to tune (default: wfq)")
+    p.add_argument("--policy", default="wfq", help="policy family to tune (default: wfq; "
+                                                    "'paretosearch policies' lists them)")
     p.add_argument("--objective", action="append", metavar="METRIC:MEASURE",
                    help="objective, repeatable (default: jct:avg and pred_err:avg)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -103,7 +108,7 @@ def _search(args: argparse.Namespace, console: Console) -> None:
         settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
                                 n_offsprings=args.offspring, seed=args.seed),
         run_dir=args.run_dir, workers=args.workers, jobs=args.generate, load=args.load,
-        replicates=args.replicates)
+        replicates=args.replicates, slo_mix=args.slo_mix)
     search.SetPreference(*(args.objective or ["jct:avg", "pred_err:avg"]))
     if args.resume is None:
         if (args.run_dir / "run.json").exists():

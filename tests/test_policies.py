@@ -12,11 +12,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies import REGISTRY, WFQ, Policy, class_thresholds, get_policy, make_policy
-from simulator import ClusterView, InvalidPolicyParams, generate, parametric_table
+from policies import (
+    REGISTRY,
+    WFQ,
+    KernelPolicy,
+    Policy,
+    RoundPolicy,
+    class_thresholds,
+    get_policy,
+    make_policy,
+)
+from simulator import ClusterView, InvalidPolicyParams, generate, load_profile, parametric_table
+from simulator.generate import add_slos
+from simulator.rounds import Cluster, RoundState
 
 TABLE = parametric_table(64)
 NAMES = sorted(REGISTRY)
+KERNEL_NAMES = [n for n in NAMES if issubclass(REGISTRY[n], KernelPolicy)]
+ROUND_NAMES = [n for n in NAMES if issubclass(REGISTRY[n], RoundPolicy)]
 
 
 def ready(name: str) -> Policy:
@@ -40,7 +53,7 @@ def random_view(seed: int, n: int, gpus: int = 64) -> ClusterView:
         model=ro(rng.integers(0, len(TABLE.models), n)), scaling=TABLE)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", KERNEL_NAMES)
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 60), gpus=st.sampled_from([1, 8, 64]))
 def test_never_over_allocates(name: str, seed: int, n: int, gpus: int) -> None:
@@ -54,7 +67,7 @@ def test_never_over_allocates(name: str, seed: int, n: int, gpus: int) -> None:
     assert alloc.sum() == pytest.approx(min(gpus, view.demand.sum()), abs=1e-6)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", KERNEL_NAMES)
 def test_deterministic_and_view_untouched(name: str) -> None:
     view = random_view(1, 40)
     before = {f.name: np.array(getattr(view, f.name), copy=True)
@@ -66,6 +79,61 @@ def test_deterministic_and_view_untouched(name: str) -> None:
         assert np.array_equal(getattr(view, key), arr), key
         with pytest.raises(ValueError):
             getattr(view, key)[0] = 0  # the view is read-only
+
+
+PROFILES = ("pcs-64", "gavel-hetero-60", "pcs-testbed-16")
+
+
+def random_state(seed: int, n: int, profile: str) -> RoundState:
+    """Active jobs mid-run: some SLO jobs, some holding a feasible placement already."""
+    rng = np.random.default_rng(seed)
+    cluster = Cluster.from_profile(load_profile(profile))
+    size = np.exp(rng.normal(8, 2, n))
+    done = rng.random(n) * size
+    demand = np.minimum(rng.choice([1, 2, 4, 8], n), cluster.node_gpus.sum())
+    alloc = np.zeros((n, cluster.nodes), dtype=np.int64)
+    free = cluster.node_gpus.copy()
+    for j in np.flatnonzero(rng.random(n) < 0.3):  # an earlier plan: whole jobs, first fit
+        fits = np.flatnonzero(free >= demand[j])
+        if fits.size:
+            alloc[j, fits[0]] = demand[j]
+            free[fits[0]] -= demand[j]
+    wl = add_slos(generate(n, seed=seed, gpus=64), "MIX2", seed=seed)
+    slos = wl.slos
+    assert slos is not None
+    arrival = np.sort(rng.random(n) * 1e5)
+    return RoundState(
+        now=1e5, cluster=cluster, rows=np.arange(n), arrival_s=arrival, demand=demand,
+        min_gpus=np.ones(n, dtype=np.int64), est_size=size, est_remaining=size - done,
+        attained=done, alloc=alloc, model=rng.integers(0, len(TABLE.models), n),
+        job_class=slos.job_class.copy(), deadlines_s=arrival[:, None] + slos.deadlines_s,
+        rewards=slos.rewards.copy(), scaling=TABLE,
+        speeds=np.tile([1.0, 0.5, 0.2][:len(cluster.types)], (len(TABLE.models), 1)), memo={})
+
+
+@pytest.mark.parametrize("name", ROUND_NAMES)
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 80), profile=st.sampled_from(PROFILES))
+def test_round_plans_fit_nodes_and_demands(name: str, seed: int, n: int, profile: str) -> None:
+    state = random_state(seed, n, profile)
+    plan = np.asarray(ready(name).plan(state))
+    assert plan.shape == (n, state.cluster.nodes)
+    assert np.issubdtype(plan.dtype, np.integer) and (plan >= 0).all()
+    assert (plan.sum(axis=0) <= state.cluster.node_gpus).all()
+    assert (plan.sum(axis=1) <= state.demand).all()
+
+
+@pytest.mark.parametrize("name", ROUND_NAMES)
+def test_round_plans_deterministic_and_state_untouched(name: str) -> None:
+    state = random_state(2, 50, "gavel-hetero-60")
+    before = {f.name: np.array(getattr(state, f.name), copy=True)
+              for f in dataclasses.fields(state) if isinstance(getattr(state, f.name), np.ndarray)}
+    policy = ready(name)
+    first = policy.plan(state)
+    second = policy.plan(dataclasses.replace(state, memo={}))
+    assert np.array_equal(first, second)
+    for key, arr in before.items():
+        assert np.array_equal(getattr(state, key), arr), key
 
 
 @pytest.mark.parametrize("name", NAMES)
