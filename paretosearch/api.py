@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,12 @@ def split_workload(workload: Workload) -> tuple[Workload, Workload]:
     frame = workload.to_frame()
     test = frame.iloc[half:].copy()
     test["arrival_s"] -= test["arrival_s"].iloc[0]
-    return (Workload.from_frame(frame.iloc[:half], scaling=workload.scaling,
-                                source=f"{workload.source}[train]"),
-            Workload.from_frame(test, scaling=workload.scaling,
-                                source=f"{workload.source}[test]"))
+    return (replace(Workload.from_frame(frame.iloc[:half], scaling=workload.scaling,
+                                        source=f"{workload.source}[train]"),
+                    type_speed=workload.type_speed),
+            replace(Workload.from_frame(test, scaling=workload.scaling,
+                                        source=f"{workload.source}[test]"),
+                    type_speed=workload.type_speed))
 
 
 class PolicySearch:

@@ -109,7 +109,8 @@ class SLOs:
 
 
 def _join(row: FloatArray) -> str:
-    return "-".join(f"{v:g}" for v in row if not np.isnan(v))
+    # shortest exact digits, never an exponent (whose '-' would split the number)
+    return "-".join(np.format_float_positional(v, trim="-") for v in row if not np.isnan(v))
 
 
 def _split(cell: object, source: str, row: int, column: str) -> list[float]:

@@ -10,9 +10,11 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -20,6 +22,8 @@ from paretosearch.api import BASELINES, PolicySearch, SearchSettings, split_work
 from paretosearch.cli import main
 from paretosearch.store import RunStore
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
+from simulator.generate import add_slos
+from simulator.scaling import TypeSpeeds
 
 SMALL = SearchSettings(budget=32, pop_size=12, n_offsprings=10, seed=2)
 
@@ -223,9 +227,16 @@ def test_cli_search_front_select(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["search", "--workers", "0", "--run-dir", str(run)]) == 2  # already a run
 
 
-def test_split_rebases_the_test_half() -> None:
-    train, test = split_workload(generate(100, seed=1))
+def test_split_rebases_the_test_half_and_keeps_slos_and_type_speeds() -> None:
+    wl = add_slos(generate(100, seed=1), "MIX2")
+    wl = replace(wl, type_speed=TypeSpeeds.uniform({"v100": 1.0, "k80": 0.3},
+                                                   len(wl.scaling.models)))
+    train, test = split_workload(wl)
     assert len(train) == len(test) == 50 and test.arrival_s[0] == 0.0
+    assert train.slos is not None and test.slos is not None and wl.slos is not None
+    np.testing.assert_array_equal(test.slos.job_class, wl.slos.job_class[50:])
+    np.testing.assert_allclose(test.slos.deadlines_s, wl.slos.deadlines_s[50:])
+    assert test.type_speed is wl.type_speed and train.type_speed is wl.type_speed
 
 
 def test_default_run_dir_and_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
