@@ -85,9 +85,7 @@ class SearchSpace:
         if unknown:
             raise InvalidPolicyParams(f"policy {policy!r} has no parameter {unknown[0]!r}; its "
                                       f"parameters are {list(doms)}")
-        keep = [(n, d) for n, d in doms.items()
-                if n not in fixed and d.searchable and d.kind in ("float", "int")
-                and math.isfinite(d.low) and math.isfinite(d.high)]
+        keep = [(n, d) for n, d in doms.items() if n not in fixed and d.searched]
         if not keep:
             raise InvalidPolicyParams(f"policy {policy!r} has nothing left to search")
         return cls(tuple(n for n, _ in keep), tuple(d for _, d in keep))

@@ -68,17 +68,26 @@ class Domain:
             raise InvalidPolicyParams(f"parameter {name!r}: expected a value in "
                                       f"[{self.low:g}, {self.high:g}], got {value!r}")
 
+    @property
+    def searched(self) -> bool:
+        """Part of the search space: searchable, numeric and bounded (choices are held fixed)."""
+        return (self.searchable and self.kind in ("float", "int")
+                and math.isfinite(self.low) and math.isfinite(self.high))
+
     def describe(self) -> str:
         """Human-readable domain, e.g. ``[0.01, 0.9]`` or ``{jct, ftf}``."""
+        fixed = "" if self.searched else " not searched"
         if self.kind == "choice":
-            return "{" + ", ".join(map(str, self.choices)) + "}"
-        return f"[{self.low:g}, {self.high:g}]" + (" (log)" if self.log else "")
+            return "{" + ", ".join(map(str, self.choices)) + "}" + fixed
+        return f"[{self.low:g}, {self.high:g}]" + (" (log)" if self.log else "") + fixed
 
 
 def param(default: Any, *, low: float = -math.inf, high: float = math.inf, kind: str = "float",
-          choices: tuple[Any, ...] = (), log: bool = False, help: str = "") -> Any:
+          choices: tuple[Any, ...] = (), log: bool = False, searchable: bool = True,
+          help: str = "") -> Any:
     """Declare a policy field together with its domain."""
-    dom = Domain(kind=kind, low=low, high=high, choices=choices, log=log, help=help)
+    dom = Domain(kind=kind, low=low, high=high, choices=choices, log=log, searchable=searchable,
+                 help=help)
     return field(default=default, metadata={"domain": dom})
 
 
