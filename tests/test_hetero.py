@@ -1,0 +1,243 @@
+"""Hadar, Gavel and YARN-CS: Hadar's Fig. 1 example, LP oracles and placement properties."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policies import RoundPolicy, make_policy
+from policies.gavel import Gavel, gavel_allocation, gavel_round
+from policies.hadar import Hadar, hadar_allocate, price_bounds
+from policies.hadar_dp import RoundSearch, node_prices
+from policies.yarn import YarnCS
+from simulator import Workload, generate, simulate
+from simulator.profile import ClusterProfile, NodeGroup
+from simulator.rounds import Cluster, RoundState
+from simulator.scaling import ScalingTable, TypeSpeeds
+
+TYPES = ("v100", "p100", "k80")
+ROUND_S = 360.0
+# Hadar Fig. 1: 2 V100 + 3 P100 + 1 K80; epochs per second of J1..J3 on each type
+X = np.array([[40.0, 20.0, 30.0], [5.0, 15.0, 5.0], [10.0, 2.0, 20.0]])
+EPOCHS = np.array([80.0, 30.0, 50.0])
+DEMAND = np.array([3, 2, 2])
+
+
+def _profile(groups: list[tuple[int, int, str]], *, restart: float = 0.0,
+             inter: float = 1.0) -> ClusterProfile:
+    return ClusterProfile(
+        name="test", description="", provenance="test",
+        node_groups=tuple(NodeGroup(c, g, t, 16.0) for c, g, t in groups),
+        relative_speed=dict.fromkeys(TYPES, 1.0), inter_node_factor=inter,
+        restart_overhead_s=restart, suspend_overhead_s=0.0)
+
+
+FIG1 = _profile([(1, 2, "v100"), (1, 3, "p100"), (1, 1, "k80")])
+
+
+def _fig1_workload() -> Workload:
+    # each job its own linear model with per-GPU speed X[j]: with service = epochs x demand x
+    # round, a job at per-GPU speed x finishes in epochs / x rounds, as in the figure
+    scaling = ScalingTable.from_points({f"J{j + 1}": np.arange(1.0, 4.0) for j in range(3)})
+    frame = pd.DataFrame({"arrival_s": 0.0, "gpus": DEMAND, "model": ["J1", "J2", "J3"],
+                          "service_s": EPOCHS * DEMAND * ROUND_S})
+    return replace(Workload.from_frame(frame, scaling=scaling), type_speed=TypeSpeeds(TYPES, X))
+
+
+def _state(profile: ClusterProfile, wl: Workload, alloc: Any = None) -> RoundState:
+    """The decision at t=0 with every job of ``wl`` active."""
+    cluster = Cluster.from_profile(profile)
+    n = len(wl)
+    speeds = (wl.type_speed or TypeSpeeds(TYPES, np.ones((len(wl.scaling.models), 3))))
+    return RoundState(
+        now=0.0, cluster=cluster, rows=np.arange(n), arrival_s=wl.arrival_s, demand=wl.gpus,
+        min_gpus=wl.min_gpus, est_size=wl.estimated_service_s, est_remaining=wl.service_s,
+        attained=np.zeros(n), alloc=np.zeros((n, cluster.nodes), dtype=np.int64)
+        if alloc is None else alloc, model=wl.model, job_class=np.zeros(n, dtype=np.int64),
+        deadlines_s=np.zeros((n, 0)), rewards=np.zeros((n, 0)), scaling=wl.scaling,
+        speeds=speeds.columns(cluster.types, "test"), memo={})
+
+
+def test_fig1_round1_mixes_v100_and_k80_for_j1() -> None:
+    state = _state(FIG1, _fig1_workload())
+    plan = Hadar().plan(state)
+    # nodes: 0 = 2 V100, 1 = 3 P100, 2 = 1 K80 (Fig. 1b, round 1)
+    assert plan.tolist() == [[2, 0, 1], [0, 2, 0], [0, 0, 0]]
+    per_gpu = state.rate(plan) / DEMAND
+    assert per_gpu[0] == pytest.approx(min(40.0, 30.0))  # eq. 1b: the slowest type
+    assert per_gpu[1] == pytest.approx(15.0)
+
+
+def test_fig1_hadar_timeline_and_gain_over_gavel() -> None:
+    wl = _fig1_workload()
+    hadar = simulate(wl, FIG1, Hadar(round_s=ROUND_S))
+    # Fig. 1b: J1 ends in round 3 (30, 30, then 20 epochs/round), J2 in 2, J3 in 7
+    np.testing.assert_allclose(hadar.jct_s / ROUND_S, [3.0, 2.0, 7.0])
+    for objective in ("max_min", "max_sum"):
+        gavel = simulate(wl, FIG1, Gavel(round_s=ROUND_S, objective=objective))
+        assert np.isfinite(gavel.jct_s).all()
+        # "J1 and J2 ... finish faster under Hadar than under Gavel, leading to 20%
+        # improvement in the average JCT" (Fig. 1a: 6, 3, 6 rounds; avg 5 vs 4)
+        assert hadar.jct_s.mean() <= 0.8 * gavel.jct_s.mean() * (1 + 1e-9), objective
+
+
+@pytest.mark.parametrize(("utility", "first"), [("jct", 0), ("makespan", 1)])
+def test_utility_orders_competing_jobs(utility: str, first: int) -> None:
+    # one GPU, a 100 s and a 1000 s job: effective throughput runs the short one first
+    # (shortest first helps the average JCT), the makespan weighting the long one
+    frame = pd.DataFrame({"arrival_s": 0.0, "gpus": [1, 1], "service_s": [100.0, 1000.0]})
+    plan = Hadar(utility=utility).plan(_state(_profile([(1, 1, "v100")]),
+                                              Workload.from_frame(frame)))
+    assert plan[:, 0].tolist() == [int(first == 0), int(first == 1)]
+
+
+def test_prices_span_u_min_to_u_max() -> None:
+    cap = np.array([4, 4, 4, 4])
+    k = node_prices(np.array([0, 1, 3, 4]), cap, 0.01, np.full(4, 100.0))
+    assert k[0] == pytest.approx(0.01) and k[-1] == pytest.approx(100.0)  # eq. 5 ends
+    assert np.all(np.diff(k) > 0)
+    assert k[1] == pytest.approx(0.01 * (100 / 0.01) ** 0.25)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([0.3, 1.0, 100.0]))
+def test_a_lone_job_is_admitted_on_an_empty_cluster(seed: int, eta: float) -> None:
+    # eq. 7's 1/(4 eta) puts U_min below every job's utility per GPU-second, so at empty
+    # prices any job has a positive payoff (for eta > 1/4: at 1/4 a job that must spread over
+    # every GPU breaks even)
+    rng = np.random.default_rng(seed)
+    node_type = np.array([0, 0, 1, 2])
+    capacity = rng.integers(1, 5, 4)
+    demand = np.array([int(rng.integers(1, capacity.sum() + 1))])
+    rate_type = rng.uniform(0.1, 8.0, (1, 3))
+    out = hadar_allocate(node_type=node_type, capacity=capacity, rate_type=rate_type,
+                         demand=demand, remaining=rng.uniform(10, 1e5, 1),
+                         elapsed=rng.uniform(0, 1e5, 1), value=rng.uniform(1, 1e5, 1),
+                         prev=np.zeros((1, 4), dtype=np.int64), started=np.zeros(1, bool),
+                         inter_node_factor=0.7, restart_s=10.0, eta=eta)
+    assert out.sum() == demand[0]
+    u_max, u_min = price_bounds(rate_type, np.ones(1), np.zeros(1), demand, np.ones(1), 0.7,
+                                eta)
+    assert (u_min < u_max).all()
+
+
+def _random_instance(seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    nodes = int(rng.integers(2, 6))
+    capacity = rng.integers(1, 5, nodes)
+    jobs = int(rng.integers(1, 7))
+    return dict(
+        node_type=rng.integers(0, 3, nodes), capacity=capacity,
+        rate_type=rng.uniform(0.1, 4.0, (jobs, 3)),
+        demand=rng.integers(1, min(4, capacity.sum()) + 1, jobs),
+        remaining=rng.uniform(100, 1e4, jobs), elapsed=rng.uniform(0, 1e4, jobs),
+        value=rng.uniform(1e2, 1e4, jobs), prev=np.zeros((jobs, nodes), dtype=np.int64),
+        started=np.zeros(jobs, bool), inter_node_factor=0.8, restart_s=10.0, eta=1.0)
+
+
+def _exhaustive(search: RoundSearch, order: Any, i: int, free: Any) -> float:
+    """Oracle: the best summed payoff over every take-or-skip sequence, no pruning."""
+    if i == len(order):
+        return 0.0
+    best = _exhaustive(search, order, i + 1, free)
+    for payoff, row in search.placements(int(order[i]), free):
+        best = max(best, payoff + _exhaustive(search, order, i + 1, free - row))
+    return best
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000))
+def test_branch_and_bound_matches_exhaustive_search(seed: int) -> None:
+    inst = _random_instance(seed)
+    u_max, u_min = price_bounds(inst["rate_type"], inst["remaining"], inst["elapsed"],
+                                inst["demand"], inst["value"], 0.8, 1.0)
+    args = (inst["node_type"], inst["capacity"], inst["rate_type"], inst["demand"],
+            inst["remaining"], inst["elapsed"], inst["value"], inst["prev"],
+            np.full(len(inst["demand"]), 10.0), 0.8, u_min,
+            np.maximum(u_max[inst["node_type"]], u_min))
+    order = np.arange(len(inst["demand"]))
+    search = RoundSearch(*args, budget=10**6)
+    picks = search.run(order)
+    oracle = _exhaustive(RoundSearch(*args, budget=10**6), order, 0, inst["capacity"].copy())
+    assert search.best[0] == pytest.approx(oracle, rel=1e-9, abs=1e-12)
+    assert sum(row.sum() for _, row in picks) <= inst["capacity"].sum()
+
+
+POLICIES = [("hadar", {"utility": u}) for u in ("jct", "makespan", "ftf")] + [
+    ("gavel", {"objective": o}) for o in ("max_min", "max_sum")] + [("yarn-cs", {})]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(POLICIES))
+def test_plans_respect_capacity_and_gangs(seed: int, spec: tuple[str, dict[str, str]]) -> None:
+    name, params = spec
+    rng = np.random.default_rng(seed)
+    prof = _profile([(int(rng.integers(1, 3)), int(rng.integers(1, 5)), t) for t in TYPES],
+                    inter=0.8)
+    wl = generate(int(rng.integers(1, 12)), gpus=4, seed=seed)
+    wl = replace(wl, type_speed=TypeSpeeds(TYPES, rng.uniform(0.1, 1.0, (
+        len(wl.scaling.models), 3))))
+    state = _state(prof, wl)
+    policy = make_policy(name, params)
+    assert isinstance(policy, RoundPolicy)
+    plan = policy.plan(state)
+    c = state.cluster
+    assert (plan >= 0).all() and (plan.sum(axis=0) <= c.node_gpus).all()
+    assert set(np.unique(np.flatnonzero(plan.sum(axis=1)))) <= set(range(len(wl)))
+    held = plan.sum(axis=1)
+    assert np.all((held == 0) | (held == state.demand))  # all-or-nothing, exactly demand
+    if name == "gavel":  # one GPU type per job
+        assert ((c.by_type(plan) > 0).sum(axis=1) <= 1).all()
+
+
+def test_gavel_lp_oracles() -> None:
+    # max-min: 5 identical 1-GPU jobs on 2 GPUs of one type share them equally
+    x = gavel_allocation(np.ones((5, 1)), np.ones(5, dtype=np.int64), np.array([2]))
+    np.testing.assert_allclose(x, 0.4, atol=1e-6)
+    # max-sum: the faster job takes the only GPU all the time
+    x = gavel_allocation(np.array([[1.0], [3.0]]), np.array([1, 1]), np.array([1]), "max_sum")
+    np.testing.assert_allclose(x, [[0.0], [1.0]], atol=1e-7)
+    # a 3-GPU gang cannot use a 2-GPU type, and capacities hold (Fig. 1's matrix)
+    x = gavel_allocation(X * DEMAND[:, None], DEMAND, np.array([2, 3, 1]))
+    assert x[0, 0] == 0 and x[0, 2] == 0
+    assert (x.sum(axis=1) <= 1 + 1e-7).all()
+    assert (DEMAND @ x <= np.array([2, 3, 1]) + 1e-7).all()
+
+
+def test_gavel_rounds_track_the_allocation() -> None:
+    # 3 jobs with x = 1/2, 1/3, 1/6 of one GPU: over 60 rounds the priority
+    # x / (fraction received) gives each its share of rounds (Gavel's guarantee), +-1
+    x = np.array([[0.5], [1 / 3], [1 / 6]])
+    ran = np.zeros((3, 1))
+    prev = np.zeros((3, 1), dtype=np.int64)
+    for r in range(60):
+        fraction = ran / r if r else np.zeros_like(ran)
+        prev = gavel_round(x, fraction, np.ones((3, 1)), np.ones(3, dtype=np.int64), prev,
+                           np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64))
+        ran += prev
+    np.testing.assert_allclose(ran[:, 0], [30, 20, 10], atol=1)
+
+
+def test_yarn_cs_head_of_line_blocks() -> None:
+    # 4 GPUs: A (3 GPUs) runs; B (2) waits, and C (1) behind it waits too although 1 is free
+    frame = pd.DataFrame({"arrival_s": [0.0, 1.0, 2.0], "gpus": [3, 2, 1],
+                          "service_s": [300.0, 20.0, 10.0]})
+    res = simulate(Workload.from_frame(frame), _profile([(1, 4, "v100")]), YarnCS())
+    np.testing.assert_allclose(res.start_s, [0.0, 100.0, 100.0])
+    np.testing.assert_allclose(res.finish_s, [100.0, 110.0, 110.0])
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000))
+def test_yarn_cs_never_preempts_and_everyone_finishes(seed: int) -> None:
+    wl = generate(40, gpus=8, load=1.2, seed=seed, median_service_s=300.0, sigma=1.0)
+    res = simulate(wl, _profile([(1, 4, "v100"), (1, 4, "k80")], restart=5.0), YarnCS())
+    assert np.isfinite(res.finish_s).all()
+    assert (res.preemptions == 0).all()
+    assert (np.diff(res.start_s) >= 0).all()  # FIFO: no job starts before an earlier one
