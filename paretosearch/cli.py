@@ -29,6 +29,9 @@ from simulator import (
     simulate,
     summary,
 )
+from simulator.generate import add_slos
+from simulator.slo import MIXES
+from simulator.throughput import ThroughputTable, generate_gavel
 
 __all__ = ["main"]
 
@@ -38,6 +41,9 @@ EPILOG = """examples:
   paretosearch simulate --trace ../shared/data/pcs/traces/trace_0e4a51.csv --jobs 1000 \\
       --scaling-table ../shared/data/pcs/scaling_tables.csv \\
       --config ../shared/data/pcs/configs/pcs_configs.json:0e4a51_bal --predict --out jobs.csv
+  paretosearch simulate --policy hadar --profile gavel-hetero-60 --generate 300 \
+      --gavel ../shared/data/gavel/simulation_throughputs.json --jobs-per-hr 6
+  paretosearch simulate --policy unisched --profile unisched-c96 --slo-mix MIX2 --load 1.2
 """
 
 
@@ -58,6 +64,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="generate from PCS CDF files cdf-*-NAME.csv instead (e.g. "
                           "workload_0e4a51); needs --cdf-dir and a --scaling-table")
     src.add_argument("--cdf-dir", type=Path, metavar="DIR", help="folder of PCS CDF files")
+    src.add_argument("--gavel", type=Path, metavar="THROUGHPUTS",
+                     help="generate Gavel's continuous-multiple workload (--generate jobs at "
+                          "--jobs-per-hr) over Gavel's measured throughputs "
+                          "(simulation_throughputs.json), which also give per-GPU-type speeds")
+    src.add_argument("--jobs-per-hr", type=float, default=4.0,
+                     help="arrival rate of --gavel workloads (default: 4)")
+    src.add_argument("--slo-mix", choices=sorted(MIXES), metavar="MIX",
+                     help=f"give the jobs UniSched deadlines and rewards ({', '.join(MIXES)})")
     src.add_argument("--scaling-table", type=Path, metavar="PATH",
                      help="per-model speed-up CSV (model,gpus,speedup[,time_per_iter_us])")
     src.add_argument("--jobs", type=int, metavar="N", help="keep only the first N jobs")
@@ -93,7 +107,10 @@ def _scaling(args: argparse.Namespace, gpus: int) -> ScalingTable:
 
 def _workload(args: argparse.Namespace, gpus: int) -> Workload:
     scaling = _scaling(args, gpus)
-    if args.trace is not None:
+    if args.gavel is not None:
+        wl = generate_gavel(ThroughputTable.from_gavel_json(args.gavel), args.generate,
+                            jobs_per_hr=args.jobs_per_hr, seed=args.seed)
+    elif args.trace is not None:
         wl = read_trace(args.trace, scaling=scaling)
     elif args.cdf is not None:
         if args.cdf_dir is None:
@@ -102,7 +119,8 @@ def _workload(args: argparse.Namespace, gpus: int) -> Workload:
                                 load=args.load, gpus=gpus, seed=args.seed)
     else:
         wl = generate(args.generate, load=args.load, gpus=gpus, seed=args.seed)
-    return wl.head(args.jobs) if args.jobs else wl
+    wl = wl.head(args.jobs) if args.jobs else wl
+    return add_slos(wl, args.slo_mix, seed=args.seed) if args.slo_mix else wl
 
 
 def _config(spec: str) -> tuple[str | None, dict[str, Any]]:

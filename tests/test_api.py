@@ -227,6 +227,26 @@ def test_cli_search_front_select(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["search", "--workers", "0", "--run-dir", str(run)]) == 2  # already a run
 
 
+@pytest.mark.slow
+def test_cli_searches_leases_and_rewards_for_slo_objectives(tmp_path: Path) -> None:
+    # issue 4: a search over UniSched's leases and reward scalings, slo_miss vs be_jct
+    run = tmp_path / "run"
+    assert main(["search", "--policy", "unisched", "--slo-mix", "MIX2", "--generate", "60",
+                 "--load", "1.5", "--profile", "pcs-testbed-16", "--objective", "slo_miss:avg",
+                 "--objective", "be_jct:avg", "--budget", "8", "--pop-size", "4",
+                 "--offspring", "4", "--workers", "0", "--run-dir", str(run)]) == 0
+    doc = json.loads((run / "front.json").read_text())
+    assert {"llf", "hydra", "themis", "srsf"} <= set(doc["baselines"])
+    for entry in doc["front"]:
+        assert list(entry["objectives"]) == ["slo_miss:avg", "be_jct:avg"]
+        assert 0.0 <= entry["objectives"]["slo_miss:avg"] <= 1.0
+        assert entry["objectives"]["be_jct:avg"] > 0
+        assert {"be_lease_s", "slo_lease_multiple", "slo_reward", "be_reward_scale",
+                "reward_decay"} <= set(entry["params"])
+    evaluated = pd.read_parquet(run / "records.parquet")
+    assert len(evaluated) == 8 and evaluated["param.be_lease_s"].nunique() >= 4  # searched
+
+
 def test_split_rebases_the_test_half_and_keeps_slos_and_type_speeds() -> None:
     wl = add_slos(generate(100, seed=1), "MIX2")
     wl = replace(wl, type_speed=TypeSpeeds.uniform({"v100": 1.0, "k80": 0.3},

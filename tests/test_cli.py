@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from paretosearch.cli import main
-from tests.conftest import PCS
+from tests.conftest import PCS, SHARED
 
 TRACE = str(PCS / "traces" / "trace_0e4a51.csv")
 TABLE = str(PCS / "scaling_tables.csv")
@@ -39,6 +40,18 @@ def test_set_and_json(capsys: pytest.CaptureFixture[str]) -> None:
                  "lease_s=120", "--json"]) == 0
     out = capsys.readouterr().out
     assert '"lease_s": 120' in out and '"metrics"' in out
+
+
+def test_heterogeneous_gavel_workload_and_slo_mix(capsys: pytest.CaptureFixture[str]) -> None:
+    gavel = str(SHARED / "data" / "gavel" / "simulation_throughputs.json")
+    assert main(["simulate", "--policy", "yarn-cs", "--profile", "gavel-hetero-60", "--gavel",
+                 gavel, "--generate", "80", "--jobs-per-hr", "20", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["metrics"]["jct"]["avg"] > 0 and doc["metrics"]["preemptions"]["max"] == 0
+    assert main(["simulate", "--policy", "fifo", "--generate", "200", "--load", "3",
+                 "--slo-mix", "MIX1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert 0 < doc["metrics"]["slo_miss"]["avg"] <= 1  # contended: some deadlines missed
 
 
 @pytest.mark.parametrize(("argv", "message"), [
