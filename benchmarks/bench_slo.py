@@ -9,9 +9,8 @@ runs on a cluster of 8-GPU V100 nodes like UniSched's C96 (restart 30 s, inter-n
 10 s with Gurobi). Run from the project root: ``python benchmarks/bench_slo.py``
 (``--quick`` for a smaller run).
 
-Chronus's trace counts time in minutes (its simulator's hour is 60 units and its checkpoint +
-resume overhead 0.1 + 0.4 units, i.e. 30 s), while ``read_chronus`` reads the numbers as
-seconds; ``--chronus-unit-s`` (default 60) scales arrivals, durations and deadlines.
+Chronus's trace counts time in minutes (see ``read_chronus``); ``--chronus-unit-s`` (default
+60) is the seconds per unit.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ from simulator.generate import add_slos
 from simulator.metrics import METRICS
 from simulator.profile import ClusterProfile, NodeGroup
 from simulator.rounds import Cluster, RoundState
-from simulator.slo import SLOs
 from simulator.workload import read_pcs_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,13 +64,8 @@ def cluster_profile(nodes: int) -> ClusterProfile:
 
 
 def chronus(jobs: int, unit_s: float) -> Workload:
-    wl = read_chronus(SHARED / "chronus" / "trace_job_Philly_MIX1.csv").head(jobs)
-    assert wl.slos is not None
-    s = wl.slos
-    return replace(wl, arrival_s=wl.arrival_s * unit_s, service_s=wl.service_s * unit_s,
-                   estimated_service_s=wl.estimated_service_s * unit_s,
-                   slos=SLOs(s.job_class.copy(), s.deadlines_s * unit_s, s.rewards.copy()),
-                   source=f"{wl.source} x{unit_s:g} s")
+    return read_chronus(SHARED / "chronus" / "trace_job_Philly_MIX1.csv",
+                        time_unit_s=unit_s).head(jobs)
 
 
 def pcs(trace: str, jobs: int, mix: str, seed: int) -> Workload:

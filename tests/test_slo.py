@@ -34,9 +34,14 @@ def test_chronus_mix1() -> None:
     assert (wl.slos.job_class == BEST_EFFORT).sum() == int(best.sum())
     row = raw[ran & (raw.job_type == "strict")].iloc[0]
     i = int(np.flatnonzero(wl.job_id == row.job_id)[0])
-    assert wl.slos.deadlines_s[i, 0] == float(row.expect_time_list)
+    # Chronus counts minutes
+    assert wl.slos.deadlines_s[i, 0] == 60 * float(row.expect_time_list)
     assert wl.slos.rewards[i, 0] == 100.0  # Chronus's 10 rescaled to UniSched's 100
-    assert wl.service_s[i] == row.duration * row.num_gpu
+    assert wl.service_s[i] == 60 * row.duration * row.num_gpu
+    assert wl.arrival_s.max() == 60 * raw[ran].submit_time.max()
+    in_seconds = read_chronus(CHRONUS, time_unit_s=1.0)
+    assert in_seconds.slos is not None
+    assert in_seconds.slos.deadlines_s[i, 0] == float(row.expect_time_list)
 
 
 def test_read_trace_recognises_every_format(tmp_path: Path) -> None:
