@@ -18,31 +18,31 @@ __all__ = ["fill_in_order", "place_gang", "priority_plan"]
 IntArray = npt.NDArray[np.int64]
 
 
-def place_gang(free: IntArray, gpus: int) -> IntArray | None:
+def place_gang(free: IntArray, gpus: int, *, prev: IntArray | None = None) -> IntArray | None:
     """GPUs per node for a gang of ``gpus``, or None if the nodes cannot hold it.
 
-    One node if any can (best fit: the fullest node that still has room); otherwise the
-    nodes with the most free GPUs first, so the gang spans as few nodes as possible.
+    The job's previous placement ``prev`` if it is a whole gang on GPUs still free (no
+    restart); else one node if any can hold it (best fit: the fullest node with room); else
+    the nodes with the most free GPUs first, so the gang spans as few nodes as possible.
+    Restrict the nodes by zeroing the others in ``free``.
 
     Args:
         free: ``(nodes,)`` free GPUs on each node.
         gpus: the gang size (>= 1).
+        prev: ``(nodes,)`` what the job holds now.
     """
     if gpus <= 0 or free.sum() < gpus:
         return None
+    if prev is not None and prev.sum() == gpus and (prev <= free).all():
+        return prev.copy()
     row = np.zeros_like(free)
     fits = np.flatnonzero(free >= gpus)
     if fits.size:
-        node = fits[np.argmin(free[fits])]
-        row[node] = gpus
+        row[fits[np.argmin(free[fits])]] = gpus
         return row
-    left = gpus
-    for node in np.argsort(-free, kind="stable"):
-        take = min(int(free[node]), left)
-        row[node] = take
-        left -= take
-        if left == 0:
-            break
+    order = np.argsort(-free, kind="stable")
+    before = np.cumsum(free[order]) - free[order]
+    row[order] = np.clip(gpus - before, 0, free[order])
     return row
 
 
@@ -63,11 +63,9 @@ def fill_in_order(plan: IntArray, free: IntArray, order: Iterable[int], gpus: In
     """
     for i in order:
         g = int(gpus[i])
-        if g <= 0 or plan[i].any() or free.sum() < g:
+        if g <= 0 or plan[i].any():
             continue
-        row: IntArray | None = current[i]
-        if int(current[i].sum()) != g or (current[i] > free).any():
-            row = place_gang(free, g)
+        row = place_gang(free, g, prev=current[i])
         if row is not None:
             plan[i] = row
             free -= row

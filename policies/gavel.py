@@ -33,9 +33,10 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from policies.base import RoundPolicy, param, register
+from policies.gangs import place_gang
 from simulator.rounds import RoundState
 
-__all__ = ["Gavel", "gavel_allocation", "gavel_round", "place_gang"]
+__all__ = ["Gavel", "gavel_allocation", "gavel_round"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -103,29 +104,6 @@ def _solve(cost: FloatArray, a_ub: Any, b_ub: FloatArray, upper: FloatArray) -> 
     return np.clip(np.asarray(res.x, dtype=np.float64), 0.0, 1.0)
 
 
-def place_gang(free: IntArray, eligible: npt.NDArray[np.bool_], demand: int,
-               prev: IntArray) -> IntArray | None:
-    """Exactly ``demand`` GPUs on eligible nodes, or None if they do not hold that many.
-
-    The job's previous placement if it is eligible and still free; else the fullest eligible
-    node that holds the whole gang (best fit); else the emptiest nodes first (fewest nodes).
-    """
-    room = np.where(eligible, free, 0)
-    if room.sum() < demand:
-        return None
-    if prev.sum() == demand and (prev <= room).all():
-        return prev.copy()
-    out = np.zeros_like(free)
-    fits = np.flatnonzero(room >= demand)
-    if fits.size:
-        out[fits[np.argmin(room[fits])]] = demand
-        return out
-    order = np.argsort(-room, kind="stable")
-    before = np.cumsum(room[order]) - room[order]
-    out[order] = np.clip(demand - before, 0, room[order])
-    return out
-
-
 def gavel_round(x: FloatArray, fraction: FloatArray, throughput: FloatArray,
                 demand: IntArray, prev: IntArray, node_type: IntArray,
                 node_gpus: IntArray) -> IntArray:
@@ -152,7 +130,7 @@ def gavel_round(x: FloatArray, fraction: FloatArray, throughput: FloatArray,
         j, t = int(jobs[k]), int(types[k])
         if done[j] or throughput[j, t] <= 0:
             continue
-        row = place_gang(free, node_type == t, int(demand[j]), prev[j])
+        row = place_gang(np.where(node_type == t, free, 0), int(demand[j]), prev=prev[j])
         if row is not None:
             out[j], done[j] = row, True
             free -= row

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.base import RoundPolicy, register
-from policies.gavel import place_gang
+from policies.gangs import place_gang
 from simulator.rounds import RoundState
 
 __all__ = ["YarnCS", "yarn_fifo"]
@@ -36,9 +36,8 @@ def yarn_fifo(alloc: IntArray, demand: IntArray, node_gpus: IntArray) -> IntArra
     """
     out = alloc.copy()
     free = node_gpus - out.sum(axis=0)
-    anywhere = np.ones(node_gpus.shape[0], dtype=bool)
     for j in np.flatnonzero(out.sum(axis=1) == 0):
-        row = place_gang(free, anywhere, int(demand[j]), out[j])
+        row = place_gang(free, int(demand[j]))
         if row is None:
             break
         out[j] = row
