@@ -178,11 +178,14 @@ class RoundPolicy(Policy):
     """A policy that decides in rounds and places whole GPUs on nodes.
 
     Implements :class:`simulator.rounds.RoundScheduler`: subclasses define ``round_s`` (a
-    field or property) and :meth:`plan`; they set ``reacts`` to also decide at every arrival
+    field or property) and :meth:`plan`; they override ``reacts`` to also decide at every arrival
     and completion. State that must outlive one decision goes in ``state.memo``.
     """
 
-    reacts: ClassVar[bool] = False
+    @property
+    def reacts(self) -> bool:
+        """Also decide at every arrival and completion (default: only at round boundaries)."""
+        return False
 
     @property
     def round_s(self) -> float:

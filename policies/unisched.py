@@ -31,13 +31,12 @@ wait for a later cycle (the Chronus artifact caps its search at 1,200 jobs).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from policies.base import Domain, RoundPolicy, param, register
+from policies.base import RoundPolicy, param, register
 from policies.cells import fits_cells, place_cells
 from policies.gangs import fill_in_order, place_gang
 from policies.unisched_estimate import Outlook, expected_sr_overhead, expected_suspensions
@@ -49,12 +48,6 @@ __all__ = ["UniSched", "expected_sr_overhead", "expected_suspensions"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-
-def _fixed(default: float, *, low: float, high: float, help: str) -> Any:
-    """A declared parameter outside the search space (a run setting, not a policy knob)."""
-    return field(default=default, metadata={"domain": Domain(
-        kind="float", low=low, high=high, searchable=False, help=help)})
 
 
 @register
@@ -78,13 +71,13 @@ class UniSched(RoundPolicy):
                                 help="soft-SLO step worth slo_reward * (reward/100)^decay")
     profile_s: float = param(300.0, low=0.0, high=3600.0,
                              help="profiling phase of a new job on <= 2 GPUs, s (0: none)")
-    horizon_slots: int = param(6, low=1, high=12, kind="int",
+    horizon_slots: int = param(6, low=1, high=12, kind="int", searchable=False,
                                help="plan-ahead slots of the MILP (doubling lengths)")
-    milp_max_jobs: int = param(1000, low=10, high=5000, kind="int", log=True,
+    milp_max_jobs: int = param(1000, low=10, high=5000, kind="int", log=True, searchable=False,
                                help="most urgent / rewarding jobs given to the MILP")
     opportunistic: bool = param(True, kind="choice", choices=(True, False),
                                 help="fill idle GPUs at arrivals and completions in between")
-    milp_time_limit_s: float = _fixed(10.0, low=1e-4, high=600.0,
+    milp_time_limit_s: float = param(10.0, low=1e-4, high=600.0, searchable=False,
                                       help="MILP time budget per cycle, s (cache on timeout)")
 
     @property
@@ -97,7 +90,7 @@ class UniSched(RoundPolicy):
         return self.be_lease_s * self.slo_lease_multiple
 
     @property
-    def reacts(self) -> bool:  # type: ignore[override]
+    def reacts(self) -> bool:
         return self.opportunistic
 
     def plan(self, state: RoundState) -> IntArray:

@@ -52,7 +52,11 @@ class YarnCS(RoundPolicy):
 
     name: ClassVar[str] = "yarn-cs"
     summary: ClassVar[str] = "non-preemptive FIFO capacity scheduler, type-agnostic (YARN-CS)"
-    reacts: ClassVar[bool] = True
+
+    @property
+    def reacts(self) -> bool:
+        """Decide at arrivals and completions."""
+        return True
 
     @property
     def round_s(self) -> float:

@@ -30,7 +30,7 @@ class FirstFit(RoundPolicy):
     shortest_first: bool = param(False, kind="choice", choices=(True, False))
 
     @property
-    def reacts(self) -> bool:  # type: ignore[override]
+    def reacts(self) -> bool:
         return self.reacts_to_events
 
     def plan(self, state: RoundState) -> np.ndarray:
