@@ -37,19 +37,25 @@ def remaining_time_s(state: RoundState) -> FloatArray:
     return np.asarray(state.est_remaining.clip(0.0) / rate, dtype=np.float64)
 
 
-@register
 @dataclass(frozen=True)
-class LLF(RoundPolicy):
-    """Least laxity first for SLO jobs, best-effort jobs last (GENIE-like; module docstring)."""
+class _EveryLease(RoundPolicy):
+    """A baseline that re-decides every ``lease_s``."""
 
-    name = "llf"
-    summary = "least laxity first for SLO jobs, then best-effort FIFO (GENIE-like)"
     lease_s: float = param(300.0, low=1.0, high=86400.0, log=True,
                            help="seconds between decisions (UniSched's baselines: 300)")
 
     @property
     def round_s(self) -> float:
         return self.lease_s
+
+
+@register
+@dataclass(frozen=True)
+class LLF(_EveryLease):
+    """Least laxity first for SLO jobs, best-effort jobs last (GENIE-like; module docstring)."""
+
+    name = "llf"
+    summary = "least laxity first for SLO jobs, then best-effort FIFO (GENIE-like)"
 
     def plan(self, state: RoundState) -> IntArray:
         """Whole gangs by laxity, preemptively."""
@@ -66,17 +72,11 @@ class LLF(RoundPolicy):
 
 @register
 @dataclass(frozen=True)
-class Hydra(RoundPolicy):
+class Hydra(_EveryLease):
     """SLO jobs first, shortest remaining time first, non-preemptive (module docstring)."""
 
     name = "hydra"
     summary = "SLO jobs before best-effort, shortest remaining time first, non-preemptive"
-    lease_s: float = param(300.0, low=1.0, high=86400.0, log=True,
-                           help="seconds between decisions (UniSched's baselines: 300)")
-
-    @property
-    def round_s(self) -> float:
-        return self.lease_s
 
     def plan(self, state: RoundState) -> IntArray:
         """Running jobs keep their GPUs; waiting ones fill the rest by class and remaining time."""
