@@ -29,7 +29,7 @@ from simulator import (
     simulate,
     summary,
 )
-from simulator.generate import add_slos
+from simulator.generate import add_slos, add_stopping_criteria
 from simulator.slo import MIXES
 from simulator.throughput import ThroughputTable, generate_gavel
 
@@ -72,6 +72,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="arrival rate of --gavel workloads (default: 4)")
     src.add_argument("--slo-mix", choices=sorted(MIXES), metavar="MIX",
                      help=f"give the jobs UniSched deadlines and rewards ({', '.join(MIXES)})")
+    src.add_argument("--early-stop", type=float, metavar="SHARE",
+                     help="make SHARE of the jobs stop on a target metric before the "
+                          "iterations they declare (UniSched: 0.2)")
     src.add_argument("--scaling-table", type=Path, metavar="PATH",
                      help="per-model speed-up CSV (model,gpus,speedup[,time_per_iter_us])")
     src.add_argument("--jobs", type=int, metavar="N", help="keep only the first N jobs")
@@ -120,6 +123,8 @@ def _workload(args: argparse.Namespace, gpus: int) -> Workload:
     else:
         wl = generate(args.generate, load=args.load, gpus=gpus, seed=args.seed)
     wl = wl.head(args.jobs) if args.jobs else wl
+    if args.early_stop is not None:
+        wl = add_stopping_criteria(wl, args.early_stop, seed=args.seed)
     return add_slos(wl, args.slo_mix, seed=args.seed) if args.slo_mix else wl
 
 

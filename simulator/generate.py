@@ -19,7 +19,8 @@ from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
 from simulator.slo import JOB_CLASSES, MIXES, SOFT, STRICT, SLOs, deadline_steps, pad_steps
 from simulator.workload import Workload
 
-__all__ = ["PHILLY_GPU_MIX", "add_slos", "generate", "generate_from_cdfs", "read_cdf"]
+__all__ = ["EARLY_STOP_CUT", "PHILLY_GPU_MIX", "add_slos", "add_stopping_criteria", "generate",
+           "generate_from_cdfs", "read_cdf"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -212,3 +213,31 @@ def add_slos(workload: Workload, mix: str = "MIX2", *,
     return replace(workload, slos=SLOs(classes.astype(np.int64), pad_steps(steps),
                                        pad_steps(pays)),
                    source=f"{workload.source}+{mix}")
+
+
+EARLY_STOP_CUT = (0.22, 0.31)
+"""Largest share of the declared iterations a performance-based job skips, for the two
+targets UniSched evaluates (best metric, 99 % of it; its Fig. 1: up to 22 % and 31 %)."""
+
+
+def add_stopping_criteria(workload: Workload, performance_share: float = 0.2, *,
+                          seed: int | np.random.SeedSequence = 0) -> Workload:
+    """Make a share of the jobs stop on a target metric, as UniSched's evaluation does (§IV-B).
+
+    Iteration-based jobs (80 % by default) run the iterations their user declared. A
+    performance-based job stops when its model reaches a target, before the declared maximum:
+    its trace duration is what it ran, and the maximum its user declared is longer by a cut
+    drawn uniformly up to 22 % (target: the best metric) or 31 % (99 % of it), target chosen
+    with equal odds. The scheduler believes the declared maximum (``estimated_service_s``),
+    as it would without UniSched's training-iteration estimator.
+    """
+    if not 0.0 <= performance_share <= 1.0:
+        raise InvalidWorkload(f"performance_share must be in [0, 1] (got {performance_share})")
+    rng = np.random.default_rng(seed)
+    n = len(workload)
+    performance = rng.random(n) < performance_share
+    cut = rng.uniform(0.0, np.where(rng.random(n) < 0.5, *EARLY_STOP_CUT))
+    declared = np.where(performance, workload.estimated_service_s / (1.0 - cut),
+                        workload.estimated_service_s)
+    return replace(workload, estimated_service_s=declared,
+                   source=f"{workload.source}+early-stop({performance_share:g})")

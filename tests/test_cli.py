@@ -62,6 +62,7 @@ def test_heterogeneous_gavel_workload_and_slo_mix(capsys: pytest.CaptureFixture[
     (["--trace", TRACE], "scaling-table"),
     (["--config", f"{CONFIGS}:nope"], "no config 'nope'"),
     (["--out", "x.txt"], "use .csv or .parquet"),
+    (["--early-stop", "1.5"], "performance_share must be in [0, 1]"),
 ])
 def test_errors_exit_2_with_a_reason(capsys: pytest.CaptureFixture[str], argv: list[str],
                                      message: str) -> None:

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies import SRSF
+from policies import FIFO, SRSF
 from policies.unisched import expected_sr_overhead
 from simulator import InvalidWorkload, Workload, generate, load_profile, simulate
-from simulator.generate import add_slos
+from simulator.generate import EARLY_STOP_CUT, add_slos, add_stopping_criteria
 from simulator.metrics import METRICS
 from simulator.slo import BEST_EFFORT, SOFT, STRICT, reward_obtained
 from simulator.traces import read_chronus, read_helios, read_philly_jobs, read_trace
@@ -166,3 +166,27 @@ def test_eq3_edges() -> None:
     assert expected_sr_overhead(4, 10, 30.0, best_effort=True) == 60.0  # n / 2 suspensions
     with pytest.raises(ValueError, match="cannot fit"):
         expected_sr_overhead(5, 4, 1.0)
+
+
+def test_early_stopping_jobs_declare_more_than_they_run() -> None:
+    wl = generate(3000, seed=4)
+    stop = add_stopping_criteria(wl, 0.2, seed=1)
+    np.testing.assert_array_equal(stop.service_s, wl.service_s)  # the trace is what ran
+    early = stop.estimated_service_s > wl.estimated_service_s
+    assert abs(early.mean() - 0.2) < 0.03  # 600 +- 3 sigma of a binomial(3000, 0.2)
+    skipped = 1 - wl.service_s[early] / stop.estimated_service_s[early]
+    assert skipped.max() <= max(EARLY_STOP_CUT) + 1e-12 and skipped.min() > 0
+    # both targets are drawn: some jobs skip more than the best-metric target allows
+    assert (skipped > EARLY_STOP_CUT[0]).any()
+    np.testing.assert_array_equal(stop.estimated_service_s[~early],
+                                  wl.estimated_service_s[~early])
+    again = add_stopping_criteria(wl, 0.2, seed=1)
+    np.testing.assert_array_equal(again.estimated_service_s, stop.estimated_service_s)
+    # FIFO ignores sizes: same schedule; its JCT predictions now overshoot for early stoppers
+    prof = load_profile("pcs-64")
+    base = simulate(wl.head(300), prof, FIFO())
+    res = simulate(stop.head(300), prof, FIFO(), predict=True)
+    np.testing.assert_allclose(res.finish_s, base.finish_s)
+    assert (res.jct_pred_s[early[:300]] >= res.jct_s[early[:300]] - 1e-6).all()
+    with pytest.raises(InvalidWorkload, match="performance_share"):
+        add_stopping_criteria(wl, 1.5)
