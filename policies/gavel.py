@@ -152,8 +152,7 @@ class Gavel(RoundPolicy):
     def plan(self, state: RoundState) -> IntArray:
         """Recompute the allocation if the jobs changed, then grant this round's placements."""
         cluster = state.cluster
-        gang = state.scaling.speed(state.model, state.demand.astype(np.float64))
-        throughput = gang[:, None] * state.speeds[state.model]
+        throughput = state.gang_rates()
         memo = state.memo
         rows = state.rows.tobytes()
         if memo.get("rows") != rows:

@@ -156,8 +156,7 @@ class Hadar(RoundPolicy):
         """Re-decide every active job's placement for the coming round."""
         cluster = state.cluster
         remaining = np.maximum(state.est_remaining, 1e-3)
-        gang = state.scaling.speed(state.model, state.demand.astype(np.float64))
-        rate_type = gang[:, None] * state.speeds[state.model]
+        rate_type = state.gang_rates()
         return hadar_allocate(
             node_type=cluster.node_type, capacity=cluster.node_gpus, rate_type=rate_type,
             demand=state.demand, remaining=remaining, elapsed=state.now - state.arrival_s,

@@ -32,9 +32,8 @@ IntArray = npt.NDArray[np.int64]
 
 def remaining_time_s(state: RoundState) -> FloatArray:
     """Each job's estimated remaining time at its full demand on the slowest GPU type."""
-    slowest = state.speeds[state.model].min(axis=1)
-    rate = state.scaling.speed(state.model, state.demand.astype(np.float64)) * slowest
-    return np.asarray(state.est_remaining.clip(0.0) / rate, dtype=np.float64)
+    return np.asarray(state.est_remaining.clip(0.0) / state.gang_rates().min(axis=1),
+                      dtype=np.float64)
 
 
 @dataclass(frozen=True)

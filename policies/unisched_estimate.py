@@ -99,9 +99,7 @@ class Outlook:
         cl = state.cluster
         gpus = np.where(profiling, np.minimum(state.demand, 2), state.demand).astype(np.int64)
         spread = state.demand > cl.node_gpus.max()
-        slowest = state.speeds[state.model].min(axis=1)
-        rate = (state.scaling.speed(state.model, state.demand.astype(np.float64)) * slowest
-                * np.where(spread, cl.inter_node_factor, 1.0))
+        rate = state.gang_rates().min(axis=1) * np.where(spread, cl.inter_node_factor, 1.0)
         left_s = state.est_remaining.clip(0.0) / rate
         now_value = np.where(profiling | (state.job_class == PROFILER), p.profiler_reward,
                              p.be_reward_scale * p.be_lease_s / (left_s + p.be_lease_s))

@@ -151,6 +151,12 @@ class RoundState:
         """Each active job's progress rate under a candidate ``(jobs, nodes)`` allocation."""
         return job_rates(alloc, self.model, self.cluster, self.speeds, self.scaling)
 
+    def gang_rates(self) -> FloatArray:
+        """``(jobs, types)``: each job's rate with its whole demand on one node of each type."""
+        gang = self.scaling.speed(self.model, self.demand.astype(np.float64))
+        rates: FloatArray = gang[:, None] * self.speeds[self.model]
+        return rates
+
 
 @runtime_checkable
 class RoundScheduler(Protocol):
@@ -180,6 +186,7 @@ class _Jobs:
         self.est = wl.estimated_service_s.copy()
         self.att = np.zeros(n)
         self.alloc = np.zeros((n, nodes), dtype=np.int64)
+        self.held = np.zeros(n)  # GPUs each job holds (row sums of alloc)
         self.base = np.zeros(n)  # rate under the allocation, ignoring restart pauses
         self.pause = np.zeros(n)
         self.started = np.zeros(n, dtype=bool)
@@ -238,6 +245,7 @@ def _apply(plan: IntArray, state: RoundState, jobs: _Jobs) -> None:
     jobs.started[first] = True
     jobs.start[first] = now
     jobs.alloc[active] = plan
+    jobs.held[active] = plan.sum(axis=1)
     jobs.base[active] = state.rate(plan)
 
 
@@ -276,7 +284,7 @@ def run_rounds(workload: Workload, profile: ClusterProfile,
             jobs.rem[active] -= work
             jobs.est[active] -= work
             jobs.att[active] += work
-            used = float(jobs.alloc[active].sum())
+            used = float(jobs.held[active].sum())
             busy_s += used * dt
             series_t.append(now)
             series_busy.append(used)
@@ -288,7 +296,6 @@ def run_rounds(workload: Workload, profile: ClusterProfile,
         gone = active[done]
         jobs.finish[gone] = now
         jobs.seen[:, gone] += cum[:, None]
-        jobs.alloc[gone] = 0
         jobs.seen[:, arrived] -= (cum - (active.size + arrived.size, 1))[:, None]
         active = np.concatenate([active[~done], arrived])
         if not active.size:

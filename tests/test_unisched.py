@@ -5,6 +5,7 @@ FIFO, Themis, LLF and Hydra (§V: UniSched misses fewer deadlines)."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -119,6 +120,15 @@ def options(inp: SelectorInput, j: int) -> list[int]:
     return [-1, *mine] if inp.may_start[j] else [-1]
 
 
+def packable_picks(inp: SelectorInput, free: list[int], n: int) -> Iterator[tuple[int, ...]]:
+    """Every choice of one candidate (or none) per job whose cells fit the free nodes."""
+    for pick in itertools.product(*(options(inp, j) for j in range(n))):
+        cells = [int(CELL_GPUS[g]) for c in pick if c >= 0
+                 for g in range(4) for _ in range(inp.cand_cells[c, g])]
+        if packs(list(free), sorted(cells, reverse=True)):
+            yield pick
+
+
 def test_selector_matches_brute_force_in_one_lease() -> None:
     """Only the current lease: enumerate every choice, check it by bin packing, score it."""
     rng = np.random.default_rng(7)
@@ -126,11 +136,7 @@ def test_selector_matches_brute_force_in_one_lease() -> None:
         n = int(rng.integers(2, 5))
         inp, free = random_instance(rng, n, [600.0], (1, 2, 3, 4, 6, 8))
         best = 0.0
-        for pick in itertools.product(*(options(inp, j) for j in range(n))):
-            cells = [int(CELL_GPUS[g]) for c in pick if c >= 0
-                     for g in range(4) for _ in range(inp.cand_cells[c, g])]
-            if not packs(list(free), sorted(cells, reverse=True)):
-                continue
+        for pick in packable_picks(inp, free, n):
             total = 0.0
             for j, c in enumerate(pick):
                 if c < 0:
@@ -187,11 +193,7 @@ def test_selector_matches_brute_force_with_plan_ahead() -> None:
         n = int(rng.integers(2, 4))
         inp, free = random_instance(rng, n, [600.0, 600.0, 1200.0], (1, 2, 4))
         best = 0.0
-        for pick in itertools.product(*(options(inp, j) for j in range(n))):
-            cells = [int(CELL_GPUS[g]) for c in pick if c >= 0
-                     for g in range(4) for _ in range(inp.cand_cells[c, g])]
-            if not packs(list(free), sorted(cells, reverse=True)):
-                continue
+        for pick in packable_picks(inp, free, n):
             now = sum(inp.now_value[j] * inp.cand_phi[c] for j, c in enumerate(pick) if c >= 0)
             steps = [[-1, *np.flatnonzero(np.isfinite(inp.work_s[j]))] for j in range(n)]
             for step in itertools.product(*steps):
