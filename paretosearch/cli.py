@@ -17,6 +17,7 @@ from paretosearch.io import write_table
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
 from simulator import (
     METRICS,
+    ClusterProfile,
     ParetoSearchError,
     ScalingTable,
     Workload,
@@ -29,7 +30,7 @@ from simulator import (
     simulate,
     summary,
 )
-from simulator.generate import add_slos, add_stopping_criteria
+from simulator.generate import add_sharing, add_slos, add_stopping_criteria
 from simulator.slo import MIXES
 from simulator.throughput import ThroughputTable, generate_gavel
 
@@ -75,6 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--early-stop", type=float, metavar="SHARE",
                      help="make SHARE of the jobs stop on a target metric before the "
                           "iterations they declare (UniSched: 0.2)")
+    src.add_argument("--sharing", action="store_true",
+                     help="give the jobs SYNTHETIC GPU-sharing requirements (utilization, "
+                          "memory with surges) so that co-locating policies (horus, ojpp, "
+                          "unified) can share GPUs; real ones come as workload columns")
     src.add_argument("--scaling-table", type=Path, metavar="PATH",
                      help="per-model speed-up CSV (model,gpus,speedup[,time_per_iter_us])")
     src.add_argument("--jobs", type=int, metavar="N", help="keep only the first N jobs")
@@ -108,7 +113,8 @@ def _scaling(args: argparse.Namespace, gpus: int) -> ScalingTable:
     return ScalingTable.from_csv(args.scaling_table).merged(base)
 
 
-def _workload(args: argparse.Namespace, gpus: int) -> Workload:
+def _workload(args: argparse.Namespace, profile: ClusterProfile) -> Workload:
+    gpus = profile.total_gpus
     scaling = _scaling(args, gpus)
     if args.gavel is not None:
         wl = generate_gavel(ThroughputTable.from_gavel_json(args.gavel), args.generate,
@@ -125,6 +131,9 @@ def _workload(args: argparse.Namespace, gpus: int) -> Workload:
     wl = wl.head(args.jobs) if args.jobs else wl
     if args.early_stop is not None:
         wl = add_stopping_criteria(wl, args.early_stop, seed=args.seed)
+    if args.sharing:
+        wl = add_sharing(wl, device_memory_gib=min(g.gpu_memory_gib for g in profile.node_groups),
+                         seed=args.seed)
     return add_slos(wl, args.slo_mix, seed=args.seed) if args.slo_mix else wl
 
 
@@ -163,7 +172,7 @@ def _policy(args: argparse.Namespace, workload: Workload) -> KernelPolicy | Roun
 
 def _simulate(args: argparse.Namespace, console: Console) -> None:
     profile = load_profile(args.profile)
-    workload = _workload(args, profile.total_gpus)
+    workload = _workload(args, profile)
     policy = _policy(args, workload)
     result = simulate(workload, profile, policy, predict=args.predict)
     stats = summary(result)
@@ -181,7 +190,7 @@ def _simulate(args: argparse.Namespace, console: Console) -> None:
     for m in ("avg", "p50", "p99", "max"):
         table.add_column(m, justify="right")
     for name, values in stats.items():
-        if name == "pred_err" and not args.predict:
+        if all(v != v for v in values.values()):  # NaN throughout: does not apply to this run
             continue
         table.add_row(name, METRICS[name].unit, *(fmt(v) for v in values.values()))
     console.print(table)

@@ -14,13 +14,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from simulator.colocation import JobSharing
 from simulator.errors import InvalidWorkload, located
 from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
 from simulator.slo import JOB_CLASSES, MIXES, SOFT, STRICT, SLOs, deadline_steps, pad_steps
 from simulator.workload import Workload
 
-__all__ = ["EARLY_STOP_CUT", "PHILLY_GPU_MIX", "add_slos", "add_stopping_criteria", "generate",
-           "generate_from_cdfs", "read_cdf"]
+__all__ = ["EARLY_STOP_CUT", "PHILLY_GPU_MIX", "UTIL_CLASSES", "add_sharing", "add_slos",
+           "add_stopping_criteria", "generate", "generate_from_cdfs", "read_cdf"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -241,3 +242,40 @@ def add_stopping_criteria(workload: Workload, performance_share: float = 0.2, *,
                         workload.estimated_service_s)
     return replace(workload, estimated_service_s=declared,
                    source=f"{workload.source}+early-stop({performance_share:g})")
+
+
+UTIL_CLASSES: tuple[tuple[float, float, float], ...] = ((0.40, 0.10, 0.35), (0.35, 0.35, 0.65),
+                                                        (0.25, 0.65, 0.95))
+"""``(share of models, low, high)`` of a model's mean GPU utilization: light, medium and heavy
+(Horus Fig. 1a shows three distinct utilization patterns; its jobs are light below 60 %)."""
+
+
+def add_sharing(workload: Workload, *, device_memory_gib: float = 16.0,
+                opportunistic: float = 0.5, seed: int | np.random.SeedSequence = 0) -> Workload:
+    """Give every job SYNTHETIC worker requirements for sharing GPUs (:mod:`simulator.colocation`).
+
+    Each model draws a mean utilization from :data:`UTIL_CLASSES` and a base memory of 10-40 %
+    of ``device_memory_gib``; each job varies around its model's (utilization +-0.05, memory
+    +-10 %). A share ``opportunistic`` of the jobs has a cyclic memory surge (OJPP §3.2): delta
+    up to what still fits the device alone, with probability 0.05-0.30; the rest have fixed
+    memory. Plausible numbers for the embedded demo and tests, not measurements: give real
+    ``gpu_util`` / memory columns (or a fitted predictor's output) for real decisions.
+    """
+    if not 0.0 <= opportunistic <= 1.0 or not device_memory_gib > 0:
+        raise InvalidWorkload(f"add_sharing: need 0 <= opportunistic <= 1 and "
+                              f"device_memory_gib > 0 (got {opportunistic}, {device_memory_gib})")
+    rng = np.random.default_rng(seed)
+    n, models = len(workload), len(workload.scaling.models)
+    shares, lows, highs = (np.array(c) for c in zip(*UTIL_CLASSES, strict=True))
+    kind = rng.choice(len(UTIL_CLASSES), size=models, p=shares / shares.sum())
+    mean_util = rng.uniform(lows[kind], highs[kind])
+    mean_mem = rng.uniform(0.10, 0.40, models) * device_memory_gib
+    m = workload.model
+    util = np.clip(mean_util[m] + rng.uniform(-0.05, 0.05, n), 0.05, 1.0)
+    mem = mean_mem[m] * rng.uniform(0.9, 1.1, n)
+    surging = rng.random(n) < opportunistic
+    surge = np.where(surging, rng.uniform(0.2, 1.0, n) * (device_memory_gib - mem), 0.0)
+    p = np.where(surging, rng.uniform(0.05, 0.30, n), 0.0)
+    return replace(workload, sharing=JobSharing(util, mem, surge, p),
+                   source=f"{workload.source}+sharing(synthetic)")
+

@@ -1,7 +1,8 @@
 """Metrics computed from a simulation's records (SPEC §2), and measures over them.
 
 A metric gives one value per job (``jct``, ``wait``, ``pred_err``, ``unfairness``, ``ftf``,
-``preemptions``) or one value per run (``makespan``, ``utilization``). A measure reduces the
+``preemptions``, ``slo_miss``, ``be_jct``, ``slowdown``) or one value per run (``makespan``,
+``utilization``, ``perf_guaranteed``, ``gpus_used``, ``gpu_util_sum``). A measure reduces the
 values: ``avg``, ``max``, ``min`` or ``pNN`` (numpy's linear-interpolation percentile, e.g.
 ``p50``, ``p99``, ``p99.9``). Jobs without a value (no prediction made) are left out.
 """
@@ -72,9 +73,9 @@ def _makespan(r: SimulationResult) -> FloatArray:
     return np.array([np.nanmax(r.finish_s) - r.workload.arrival_s.min()])
 
 
-def _utilization(r: SimulationResult) -> FloatArray:
+def _per_gpu_time(integral: float, r: SimulationResult) -> FloatArray:
     span = _makespan(r)[0]
-    return np.array([r.busy_gpu_s / (r.total_gpus * span) if span > 0 else 0.0])
+    return np.array([integral / (r.total_gpus * span) if span > 0 else 0.0])
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
@@ -88,12 +89,21 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
            lambda r: 100.0 * np.maximum(0.0, r.jct_s / r.fft_s - 1.0)),
     Metric("ftf", "x", "finish-time fairness rho = JCT / JCT at a 1/N share (Themis)", _ftf),
     Metric("utilization", "frac", "time-average fraction of GPUs allocated (one per run)",
-           _utilization, maximize=True),
+           lambda r: _per_gpu_time(r.busy_gpu_s, r), maximize=True),
     Metric("preemptions", "count", "allocation changes after a job first started",
            lambda r: r.preemptions.astype(np.float64)),
     Metric("slo_miss", "frac", "SLO jobs: 1 - reward obtained / 100 (UniSched eq. 15)",
            _slo_miss),
     Metric("be_jct", "s", "JCT of best-effort jobs (every job if none has an SLO)", _be_jct),
+    Metric("slowdown", "x", "(t_colocated - t_alone) / t_alone over the job's running time",
+           lambda r: r.slowdown),
+    Metric("perf_guaranteed", "frac", "1 - mean slowdown (OJPP; one per run)",
+           lambda r: np.array([1.0 - float(r.slowdown.mean())]), maximize=True),
+    Metric("gpus_used", "count", "devices that ever hosted a job (OJPP's bins; one per run)",
+           lambda r: np.array([r.gpus_used])),
+    Metric("gpu_util_sum", "frac", "time-average GPU utilization, co-located jobs' summed and "
+           "capped at 1 per GPU (one per run)", lambda r: _per_gpu_time(r.util_gpu_s, r),
+           maximize=True),
 )}
 """Every metric by name."""
 

@@ -8,19 +8,24 @@ Schema (every key is checked; unknown keys are errors)::
     node_groups:                      # one or more
       - {count: 8, gpus_per_node: 8, gpu_type: v100, gpu_memory_gib: 32}
     gpu_types:                        # every gpu_type used above, with its relative speed
-      v100: {relative_speed: 1.0}
+      v100: {relative_speed: 1.0}     # optional: slowdown_fit: [a, b, c] (Horus §3.2, quadratic
+                                      # above 100 % cumulative utilization), slowdown_linear:
+                                      # [slope, intercept] (below; default: chord to f(1))
     network: {inter_node_factor: 1.0} # speed multiplier of a gang spread over nodes, (0, 1]
     overheads: {restart_overhead_s: 0, suspend_overhead_s: 0}
+    sharing: {collision_slowdown: 1.0} # optional: extra slowdown while two or more workers on
+                                       # a device surge at once (OJPP eq. 4); default 1.0
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from simulator.colocation import SlowdownCurve
 from simulator.errors import InvalidProfile, located
 
 __all__ = ["PROFILE_DIR", "ClusterProfile", "NodeGroup", "list_profiles", "load_profile"]
@@ -51,6 +56,9 @@ class ClusterProfile:
     inter_node_factor: float
     restart_overhead_s: float
     suspend_overhead_s: float
+    slowdown_curves: dict[str, SlowdownCurve] = field(default_factory=dict)
+    """Per GPU type, Horus's utilization-slowdown fit (types without one have none)."""
+    collision_slowdown: float = 1.0
 
     @property
     def total_gpus(self) -> int:
@@ -66,7 +74,8 @@ class ClusterProfile:
         return out
 
 
-_TOP = {"name", "description", "provenance", "node_groups", "gpu_types", "network", "overheads"}
+_TOP = {"name", "description", "provenance", "node_groups", "gpu_types", "network", "overheads",
+        "sharing"}
 _GROUP = {"count", "gpus_per_node", "gpu_type", "gpu_memory_gib"}
 
 
@@ -100,6 +109,14 @@ class _Checker:
                             f"must be {'an integer' if integer else 'a number'} {rule}")
         return float(v)
 
+    def numbers(self, obj: dict[str, Any], key: str, field: str, n: int) -> Any:
+        v = obj[key]
+        ok = isinstance(v, list) and len(v) == n and all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+        if not ok:
+            raise self.fail(f"{field}.{key}", v, f"must be a list of {n} numbers")
+        return tuple(float(x) for x in v)
+
 
 def _parse(doc: object, source: str) -> ClusterProfile:
     c = _Checker(source)
@@ -122,10 +139,18 @@ def _parse(doc: object, source: str) -> ClusterProfile:
             m["gpu_type"],
             c.number(m, "gpu_memory_gib", field, low=0)))
     types = c.mapping(top.get("gpu_types", {}), "gpu_types", {g.gpu_type for g in groups})
-    speeds = {}
+    speeds, curves = {}, {}
     for g in groups:
-        spec = c.mapping(types.get(g.gpu_type), f"gpu_types.{g.gpu_type}", {"relative_speed"})
-        speeds[g.gpu_type] = c.number(spec, "relative_speed", f"gpu_types.{g.gpu_type}", low=0)
+        where = f"gpu_types.{g.gpu_type}"
+        spec = c.mapping(types.get(g.gpu_type), where,
+                         {"relative_speed", "slowdown_fit", "slowdown_linear"})
+        speeds[g.gpu_type] = c.number(spec, "relative_speed", where, low=0)
+        if "slowdown_fit" in spec:
+            linear = (c.numbers(spec, "slowdown_linear", where, 2)
+                      if "slowdown_linear" in spec else None)
+            curves[g.gpu_type] = SlowdownCurve(c.numbers(spec, "slowdown_fit", where, 3),
+                                               linear)
+    share = c.mapping(top.get("sharing", {}), "sharing", {"collision_slowdown"})
     net = c.mapping(top.get("network", {}), "network", {"inter_node_factor"})
     over = c.mapping(top.get("overheads", {}), "overheads",
                      {"restart_overhead_s", "suspend_overhead_s"})
@@ -138,6 +163,9 @@ def _parse(doc: object, source: str) -> ClusterProfile:
                                     strict=False) if "restart_overhead_s" in over else 0.0,
         suspend_overhead_s=c.number(over, "suspend_overhead_s", "overheads", low=0,
                                     strict=False) if "suspend_overhead_s" in over else 0.0,
+        slowdown_curves=curves,
+        collision_slowdown=c.number(share, "collision_slowdown", "sharing", low=0, strict=False)
+        if "collision_slowdown" in share else 1.0,
     )
 
 

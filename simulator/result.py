@@ -34,6 +34,12 @@ class SimulationResult:
         series_t, series_busy: allocated GPUs from each event time on.
         events, playout_events: events processed by the run and by its prediction playouts.
         cpu_s: CPU seconds the run took.
+        slowdown: each job's ``(t_colocated - t_alone) / t_alone`` over its running time
+            (0 for jobs that never shared a GPU).
+        gpus_used: devices that ever hosted a job (OJPP's bins); on the fluid engine, whose
+            shares are fractional, the peak of allocated GPUs rounded up.
+        util_gpu_s: integral over time of the busy GPUs' utilization (co-located jobs'
+            utilizations summed, capped at 1 per GPU); NaN without utilization data.
     """
 
     workload: Workload
@@ -50,6 +56,9 @@ class SimulationResult:
     events: int
     playout_events: int
     cpu_s: float
+    slowdown: FloatArray
+    gpus_used: float
+    util_gpu_s: float
 
     @property
     def jct_s(self) -> FloatArray:
@@ -86,4 +95,5 @@ class SimulationResult:
             "seen_avg": self.seen_avg,
             "fft_s": self.fft_s,
             "preemptions": self.preemptions,
+            "slowdown": self.slowdown,
         })

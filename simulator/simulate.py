@@ -26,6 +26,7 @@ def simulate(
     policy: Scheduler | RoundScheduler,
     *,
     predict: bool = False,
+    seed: int | None = None,
 ) -> SimulationResult:
     """Replay ``workload`` on ``profile`` under ``policy``.
 
@@ -35,13 +36,16 @@ def simulate(
         policy: the scheduler.
         predict: make a JCT prediction at each arrival by playout (SPEC §2); kernel
             policies only (round policies make none: ``pred_err`` is NaN).
+        seed: seeds the run's random draws (memory surges of jobs sharing GPUs); default:
+            from the workload's digest, so every policy faces the same draws.
 
     Raises:
         InvalidWorkload: a job asks for more GPUs than the cluster has.
     """
     workload.check_fits(profile.total_gpus, profile.name)
     if isinstance(policy, RoundScheduler):
-        return run_rounds(workload, profile, policy)
+        return run_rounds(workload, profile, policy, seed=seed if seed is not None
+                          else int(workload.digest()[:8], 16))
     cpu0 = time.process_time()
     n = len(workload)
     start, finish = np.full(n, np.nan), np.full(n, np.nan)
@@ -69,4 +73,7 @@ def simulate(
         events=events,
         playout_events=playout_events,
         cpu_s=time.process_time() - cpu0,
+        slowdown=np.zeros(n),
+        gpus_used=float(np.ceil(series_busy.max(initial=0.0) - 1e-9)),
+        util_gpu_s=float("nan"),
     )

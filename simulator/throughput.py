@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from simulator.colocation import Interference, fill_unmeasured
 from simulator.errors import InvalidWorkload
 from simulator.scaling import ScalingTable, TypeSpeeds
 from simulator.workload import Workload
@@ -77,6 +78,20 @@ class ThroughputTable:
             ys = np.array([known[int(x)] for x in xs])
             points[job] = np.interp(g, xs, ys) if len(xs) > 1 else g
         return ScalingTable.from_points(points)
+
+    def interference(self, scaling: ScalingTable) -> Interference:
+        """Pairwise slowdown of ``scaling``'s models sharing one GPU, per GPU type.
+
+        ``slowdown[i, j, t] = isolated[i, t] / colocated[i, j, t] - 1`` from the single-GPU
+        entries; pairs Gavel did not measure are filled conservatively
+        (:func:`~simulator.colocation.fill_unmeasured`).
+        """
+        rows = [self.index(name) for name in scaling.models]
+        own = self.colocated[np.ix_(rows, rows)][..., 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slow = self.isolated[rows][:, None, :] / own - 1.0
+        slow[~np.isfinite(slow)] = np.nan
+        return Interference(self.gpu_types, fill_unmeasured(np.maximum(slow, 0.0)))
 
     def type_speeds(self, scaling: ScalingTable, reference: str = "v100") -> TypeSpeeds:
         """Per-GPU speed of each of ``scaling``'s models on each type, relative to ``reference``.
@@ -155,4 +170,5 @@ def generate_gavel(table: ThroughputTable, n_jobs: int, *, jobs_per_hr: float,
                           "service_s": duration * scaling.speed(model, gpus.astype(float))})
     wl = Workload.from_frame(frame, scaling=scaling,
                              source=f"gavel continuous-multiple ({jobs_per_hr} jobs/h)")
-    return replace(wl, type_speed=table.type_speeds(scaling))
+    return replace(wl, type_speed=table.type_speeds(scaling),
+                   interference=table.interference(scaling))

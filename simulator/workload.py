@@ -18,7 +18,14 @@ column                   required  meaning
 ``job_class``            no        best_effort, strict, soft or profiler (default: best_effort)
 ``deadlines_s``          no        SLO jobs: deadlines in s after arrival, ``-``-separated
 ``rewards``              no        SLO jobs: reward of meeting each deadline (0-100 scale)
+``gpu_util``             no        sharing: a worker's GPU utilization alone, in (0, 1]
+``gpu_mem_gib``          no        sharing: a worker's base GPU memory (gamma), GiB
+``mem_surge_gib``        no        sharing: its memory surge (delta), GiB (0: fixed memory)
+``mem_surge_p``          no        sharing: probability of the surge (p), in [0, 1]
 =======================  ========  ==========================================================
+
+The four sharing columns come together (:mod:`simulator.colocation`); without them jobs
+never share GPUs.
 
 Rows are numbered from 1, header excluded, in every error message.
 """
@@ -34,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from simulator.colocation import SHARING_COLUMNS, Interference, JobSharing
 from simulator.errors import InvalidWorkload, located
 from simulator.scaling import ScalingTable, TypeSpeeds, parametric_table
 from simulator.slo import SLOs
@@ -69,6 +77,10 @@ class Workload:
     slos: SLOs | None = None
     type_speed: TypeSpeeds | None = None
     """Per-GPU-type speed of each model (heterogeneous clusters); None: the profile's."""
+    sharing: JobSharing | None = None
+    """Each job's worker requirements for sharing GPUs; None: jobs never share."""
+    interference: Interference | None = None
+    """Measured pairwise slowdown of models sharing a GPU; None: the profile's curves."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -85,7 +97,8 @@ class Workload:
             raise InvalidWorkload(f"{self.source}: the number of jobs must be >= 1 (got {n})")
         cut = {f.name: getattr(self, f.name)[:n] for f in fields(self)
                if isinstance(getattr(self, f.name), np.ndarray)}
-        return replace(self, **cut, slos=self.slos.head(n) if self.slos else None)
+        return replace(self, **cut, slos=self.slos.head(n) if self.slos else None,
+                       sharing=self.sharing.take(slice(0, n)) if self.sharing else None)
 
     def to_frame(self) -> pd.DataFrame:
         """The workload in the documented table schema."""
@@ -98,6 +111,7 @@ class Workload:
             "estimated_service_s": self.estimated_service_s,
             "model": np.asarray(self.scaling.models, dtype=object)[self.model],
             **(self.slos.columns() if self.slos else {}),
+            **(self.sharing.columns() if self.sharing else {}),
         })
 
     def digest(self) -> str:
@@ -107,7 +121,9 @@ class Workload:
                     self.estimated_service_s, self.model, self.scaling.speedup,
                     *((self.slos.job_class, self.slos.deadlines_s, self.slos.rewards)
                       if self.slos else ()),
-                    *((self.type_speed.speed,) if self.type_speed else ())):
+                    *((self.type_speed.speed,) if self.type_speed else ()),
+                    *(self.sharing.columns().values() if self.sharing else ()),
+                    *((self.interference.slowdown,) if self.interference else ())):
             h.update(np.ascontiguousarray(arr).tobytes())
         h.update("\0".join(self.scaling.models).encode())
         return h.hexdigest()[:16]
@@ -172,14 +188,16 @@ class Workload:
         slos = (SLOs.from_columns(df[names["job_class"]], df.get(names["deadlines_s"]),
                                   df.get(names["rewards"]), source=source)
                 if names["job_class"] in df else None)
+        sharing = JobSharing.from_columns(df, source)
         order = np.argsort(arrival, kind="stable") if sort else np.arange(n)
         return cls(job_id[order], arrival[order], gpus[order], min_gpus[order], service[order],
                    estimated[order], model[order], scaling, source,
-                   slos.take(order) if slos is not None and sort else slos)
+                   slos.take(order) if slos is not None and sort else slos,
+                   sharing=sharing.take(order) if sharing is not None else None)
 
 
 _SCHEMA = ("job_id", "arrival_s", "gpus", "min_gpus", "service_s", "estimated_service_s", "model",
-           "job_class", "deadlines_s", "rewards")
+           "job_class", "deadlines_s", "rewards", *SHARING_COLUMNS)
 
 
 class _Columns:

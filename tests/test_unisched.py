@@ -207,7 +207,7 @@ def test_selector_matches_brute_force_with_plan_ahead() -> None:
 
 def cluster(nodes: int, gpus: int = 8, restart: float = 30.0) -> Cluster:
     return Cluster(("v100",), np.zeros(nodes, dtype=np.int64), np.full(nodes, gpus),
-                   0.9, restart)
+                   0.9, restart, np.full(nodes, 32.0))
 
 
 def make_state(cl: Cluster, now: float, demand: np.ndarray, remaining: np.ndarray,
