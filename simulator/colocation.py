@@ -146,10 +146,13 @@ class Interference:
 class SlowdownCurve:
     """Horus §3.2: slowdown of every worker on a device from its cumulative utilization ``u``.
 
-    ``f(u) = slope * u + intercept`` for ``u <= 1`` and ``a u^2 + b u + c`` above. Horus
-    publishes only the quadratic fits (GTX 1080: 1.32198, -0.00728, 6e-5; RTX 2080: 1.16664,
-    -0.00302, 4e-5); by default the linear piece is the chord from ``(0, 0)`` to ``(1, f(1))``,
-    so the curve is continuous and zero at no load (this project's choice).
+    Horus fits the JCT ratio ``t_colocated / t_alone`` against ``u`` (a fraction) once the GPU
+    is over-committed: ``f(u) = a u^2 + b u + c`` (GTX 1080: 1.32198, -0.00728, 6e-5; RTX 2080:
+    1.16664, -0.00302, 4e-5), which spans the 1.5-3x it reports for u up to ~1.6. Read as a
+    ratio, the slowdown above 100 % is ``f(u) - 1``. Below, the relation is linear; Horus gives
+    no coefficients, so by default the slowdown rises linearly from 0 at ``u = 0`` to
+    ``f(1) - 1`` at ``u = 1`` (continuous; pairs below 50 % each stay under 1.5x, as Horus
+    observes). ``linear`` overrides it with ``slowdown = slope * u + intercept``.
     """
 
     quadratic: tuple[float, float, float]
@@ -157,8 +160,8 @@ class SlowdownCurve:
 
     def __call__(self, u: FloatArray) -> FloatArray:
         a, b, c = self.quadratic
-        slope, icpt = self.linear or (a + b + c, 0.0)
-        out: FloatArray = np.where(u > 1.0, a * u * u + b * u + c, slope * u + icpt)
+        slope, icpt = self.linear or (a + b + c - 1.0, 0.0)
+        out: FloatArray = np.where(u > 1.0, a * u * u + b * u + c - 1.0, slope * u + icpt)
         return np.maximum(out, 0.0)
 
 

@@ -8,9 +8,10 @@ Schema (every key is checked; unknown keys are errors)::
     node_groups:                      # one or more
       - {count: 8, gpus_per_node: 8, gpu_type: v100, gpu_memory_gib: 32}
     gpu_types:                        # every gpu_type used above, with its relative speed
-      v100: {relative_speed: 1.0}     # optional: slowdown_fit: [a, b, c] (Horus §3.2, quadratic
-                                      # above 100 % cumulative utilization), slowdown_linear:
-                                      # [slope, intercept] (below; default: chord to f(1))
+      v100: {relative_speed: 1.0}     # optional: slowdown_fit: [a, b, c] (Horus §3.2: JCT ratio
+                                      # a u^2 + b u + c above 100 % cumulative utilization),
+                                      # slowdown_linear: [slope, intercept] (slowdown below;
+                                      # default: from 0 to f(1) - 1)
     network: {inter_node_factor: 1.0} # speed multiplier of a gang spread over nodes, (0, 1]
     overheads: {restart_overhead_s: 0, suspend_overhead_s: 0}
     sharing: {collision_slowdown: 1.0} # optional: extra slowdown while two or more workers on

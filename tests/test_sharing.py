@@ -56,12 +56,13 @@ def jobs(util: list[float], mem: list[float], surge: list[float] | None = None,
 
 
 def quad(u: float) -> float:
+    """Horus's RTX 2080 fit read as a JCT ratio: the slowdown is f(u) - 1."""
     a, b, c = RTX2080
-    return a * u * u + b * u + c
+    return a * u * u + b * u + c - 1.0
 
 
 def test_utilization_curve_slows_co_located_jobs_by_horus_fit() -> None:
-    """Below 100 % the linear piece (chord to f(1)); above, Horus's RTX 2080 quadratic."""
+    """Below 100 % the linear piece (0 to f(1) - 1); above, Horus's RTX 2080 quadratic."""
     profile = load_profile("horus-128x8")
     low = Workload.from_frame(jobs([0.3, 0.4], [2.0, 2.0]))
     r = simulate(low, profile, Pinned(devices=((0,), (0,))))
