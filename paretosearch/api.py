@@ -56,10 +56,10 @@ def split_workload(workload: Workload) -> tuple[Workload, Workload]:
     test["arrival_s"] -= test["arrival_s"].iloc[0]
     return (replace(Workload.from_frame(frame.iloc[:half], scaling=workload.scaling,
                                         source=f"{workload.source}[train]"),
-                    type_speed=workload.type_speed),
+                    type_speed=workload.type_speed, interference=workload.interference),
             replace(Workload.from_frame(test, scaling=workload.scaling,
                                         source=f"{workload.source}[test]"),
-                    type_speed=workload.type_speed))
+                    type_speed=workload.type_speed, interference=workload.interference))
 
 
 class PolicySearch:
@@ -70,7 +70,10 @@ class PolicySearch:
             or None for the built-in generator (independent draws for training and test).
         profile: cluster profile name, path or object.
         policy: policy family name (``"wfq"``).
-        fixed: parameters held fixed (not searched).
+        fixed: parameters held fixed (not searched). Parameters the policy cannot use on the
+            training workload and profile (:meth:`policies.Policy.inapplicable`) are not
+            searched either; they keep their defaults and are listed, with the reason, as
+            ``dropped`` in ``run.json`` and ``front.json``.
         settings: budget, population sizes and seed.
         run_dir: where the run lives (journal, checkpoint, front); None: nothing written.
         client: a Dask client, or a scheduler address (``"tcp://host:8786"``), to evaluate
@@ -111,7 +114,8 @@ class PolicySearch:
                          for w, m in zip(self.train + self.test, marks, strict=True)]
             self.train, self.test = with_slos[:replicates], with_slos[replicates:]
         self.task = Task(policy, self.profile, dict(fixed or {}))
-        self.space = SearchSpace.of(policy, self.task.fixed)
+        self.space = SearchSpace.of(policy, self.task.fixed, workload=self.train,
+                                    profile=self.profile)
         get_policy(policy).from_params(self.task.fixed)  # bad fixed values fail here, not later
         self.store = RunStore(run_dir) if run_dir is not None else None
         self.client, self.workers = client, workers
@@ -166,6 +170,7 @@ class PolicySearch:
         return {"policy": self.task.policy, "profile": self.profile.name,
                 "fixed": dict(self.task.fixed), "objectives": [o.label for o in self.objectives],
                 "settings": vars(self.settings), "space": list(self.space.names),
+                "dropped": dict(self.space.dropped),
                 "train": [w.source for w in self.train], "test": [w.source for w in self.test],
                 "train_digests": [w.digest() for w in self.train]}
 
@@ -180,7 +185,7 @@ class PolicySearch:
                 if self.store:
                     self.store.write_progress(
                         p.evaluated, [front_entry(*e, self.objectives) for e in p.front],
-                        p.history, seed=self.settings.seed)
+                        p.history, seed=self.settings.seed, dropped=dict(self.space.dropped))
                     self._mirror(p.evaluated)
                 if on_generation is not None:
                     on_generation(p)
@@ -198,7 +203,7 @@ class PolicySearch:
         if self.store:
             self.store.write_progress(out.evaluations, self.front, out.hypervolume,
                                       seed=self.settings.seed, baselines=self.baselines,
-                                      done=True)
+                                      dropped=dict(self.space.dropped), done=True)
         return self.front
 
     def _prepare_store(self, resume: bool) -> None:

@@ -173,14 +173,22 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
         cells = []
         for name in labels:
             cells += [fmt(entry["objectives"][name]), fmt(test.get(name, math.nan))]
-        cells += [f"{entry['params'][p]:.4g}" for p in params]
+        cells += [_cell(entry["params"][p]) for p in params]
         table.add_row(str(i), *cells)
     for name, rec in (doc.get("baselines") or {}).items():
         cells = [c for n in labels for c in (fmt(rec[n]), "")]
         table.add_row(name, *cells, *([""] * len(params)), style="red")
     console.print(table)
+    for name, why in (doc.get("dropped") or {}).items():
+        console.print(f"{name}: dropped from the search ({why}); kept at its default")
     path = plot_front(doc, png or RunStore(run).path / "front.png", title=str(run))
     console.print(f"plot written to {path}")
+
+
+def _cell(value: Any) -> str:
+    """A parameter for a table cell: numbers to 4 significant digits, choices as they are."""
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    return f"{value:.4g}" if numeric else str(value)
 
 
 def _select(args: argparse.Namespace, console: Console) -> None:

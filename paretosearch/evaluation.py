@@ -68,35 +68,73 @@ def evaluate(task: Task, params: Mapping[str, Any], workloads: Sequence[Workload
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """The searched parameters of a policy family, mapped onto the unit cube.
+    """The searched parameters of a policy family, each with its code for the optimiser.
 
-    Log-scaled domains are searched in log space; integer domains are rounded on decoding.
+    A numeric parameter is coded on the unit interval (log-scaled domains in log space,
+    integer domains rounded on decoding); a choice by the index of its option.
+
+    Attributes:
+        names, domains: the searched parameters, in declaration order.
+        dropped: parameters left out because they cannot affect results on the search's
+            workload and cluster (:meth:`policies.Policy.inapplicable`), each with its reason;
+            they keep their defaults.
     """
 
     names: tuple[str, ...]
     domains: tuple[Domain, ...]
+    dropped: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @classmethod
-    def of(cls, policy: str, fixed: Mapping[str, Any] | None = None) -> SearchSpace:
-        """Every searchable, bounded numeric parameter of ``policy`` not fixed by the caller."""
+    def of(cls, policy: str, fixed: Mapping[str, Any] | None = None, *,
+           workload: Workload | Sequence[Workload] | None = None,
+           profile: ClusterProfile | None = None) -> SearchSpace:
+        """Every searched parameter of ``policy`` not fixed by the caller.
+
+        Given the workload (or every training replicate) and the profile, parameters the
+        policy declares inapplicable to them (on each workload) are dropped.
+        """
         fixed = fixed or {}
-        doms = get_policy(policy).domains()
+        family = get_policy(policy)
+        doms = family.domains()
         unknown = sorted(set(fixed) - set(doms) - {"thresholds", "rates"})
         if unknown:
             raise InvalidPolicyParams(f"policy {policy!r} has no parameter {unknown[0]!r}; its "
                                       f"parameters are {list(doms)}")
-        keep = [(n, d) for n, d in doms.items() if n not in fixed and d.searched]
+        dropped: dict[str, str] = {}
+        if workload is not None and profile is not None:
+            samples = [workload] if isinstance(workload, Workload) else list(workload)
+            found = [family.inapplicable(w, profile) for w in samples]
+            dropped = {n: why for n, why in found[0].items()
+                       if all(n in f for f in found) and n in doms and n not in fixed
+                       and doms[n].searched}
+        keep = [(n, d) for n, d in doms.items() if n not in fixed and d.searched
+                and n not in dropped]
         if not keep:
-            raise InvalidPolicyParams(f"policy {policy!r} has nothing left to search")
-        return cls(tuple(n for n, _ in keep), tuple(d for _, d in keep))
+            why = "".join(f"; {n} dropped: {r}" for n, r in dropped.items())
+            raise InvalidPolicyParams(f"policy {policy!r} has nothing left to search{why}")
+        return cls(tuple(n for n, _ in keep), tuple(d for _, d in keep), dropped)
 
     def __len__(self) -> int:
         return len(self.names)
 
-    def decode(self, x: FloatArray) -> dict[str, Any]:
-        """Parameters for a point of the unit cube."""
+    @property
+    def mixed(self) -> bool:
+        """Whether some searched parameter is a choice (coded by option index)."""
+        return any(d.kind == "choice" for d in self.domains)
+
+    def decode(self, x: Sequence[Any] | FloatArray | Mapping[str, Any]) -> dict[str, Any]:
+        """Parameters for a point: a code per parameter, in order or by name.
+
+        A numeric code is a point of the unit interval (clipped to it); a choice code is the
+        index of the option.
+        """
+        codes = [x[n] for n in self.names] if isinstance(x, Mapping) else list(x)
         out: dict[str, Any] = {}
-        for name, dom, u in zip(self.names, self.domains, np.clip(x, 0.0, 1.0), strict=True):
+        for name, dom, code in zip(self.names, self.domains, codes, strict=True):
+            if dom.kind == "choice":
+                out[name] = dom.choices[int(code)]
+                continue
+            u = min(max(float(code), 0.0), 1.0)
             if dom.log and dom.low > 0:
                 value = float(math.exp(math.log(dom.low) + u * math.log(dom.high / dom.low)))
             else:

@@ -21,7 +21,12 @@ def mirror(db: Path, study_name: str, objectives: Sequence[Objective], space: Se
     ``optuna best-trials --storage sqlite:///DB --study-name NAME`` then lists the front.
     """
     import optuna
-    from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
+    from optuna.distributions import (
+        BaseDistribution,
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(
@@ -30,10 +35,14 @@ def mirror(db: Path, study_name: str, objectives: Sequence[Objective], space: Se
     with warnings.catch_warnings():  # metric names are "experimental" in Optuna, and stable
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         study.set_metric_names([o.label for o in objectives])
-    dists: dict[str, BaseDistribution] = {
-        n: IntDistribution(int(d.low), int(d.high), log=d.log) if d.kind == "int"
-        else FloatDistribution(d.low, d.high, log=d.log)
-        for n, d in zip(space.names, space.domains, strict=True)}
+    dists: dict[str, BaseDistribution] = {}
+    for n, d in zip(space.names, space.domains, strict=True):
+        if d.kind == "choice":
+            dists[n] = CategoricalDistribution(d.choices)
+        elif d.kind == "int":
+            dists[n] = IntDistribution(int(d.low), int(d.high), log=d.log)
+        else:
+            dists[n] = FloatDistribution(d.low, d.high, log=d.log)
     done = len(study.get_trials(deepcopy=False))
     trials = []
     for params, record in evaluations[done:]:

@@ -5,6 +5,9 @@ up in the run's journal first (so a resumed run never repeats finished work), th
 the injected runner, and every record is journaled the moment it exists. After each complete
 generation the optimiser (its random state included) is checkpointed, so a run killed at any
 moment resumes to the same front as an uninterrupted run with the same seed.
+
+A space with a choice parameter is searched with pymoo's mixed-variable sampling and mating
+(numbers still coded on [0, 1], choices by option index) under the same SPEA2 survival.
 """
 
 from __future__ import annotations
@@ -17,10 +20,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from pymoo.algorithms.moo.spea2 import SPEA2, SPEA2Survival, spea_binary_tournament
+from pymoo.core.mixed import (
+    MixedVariableDuplicateElimination,
+    MixedVariableMating,
+    MixedVariableSampling,
+)
 from pymoo.core.problem import Problem
+from pymoo.core.variable import Choice, Real
 from pymoo.indicators.hv import HV
 from pymoo.operators.crossover.sbx import SBX
+from pymoo.operators.crossover.ux import UX
 from pymoo.operators.mutation.pm import PM
+from pymoo.operators.mutation.rm import ChoiceRandomMutation
 from pymoo.operators.sampling.rnd import FloatRandomSampling
 from pymoo.operators.selection.tournament import TournamentSelection
 from pymoo.problems.static import StaticProblem
@@ -86,17 +97,40 @@ def param_key(params: dict[str, Any]) -> str:
 
 
 def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings) -> SPEA2:
-    problem = Problem(n_var=len(space), n_obj=n_obj, xl=0.0, xu=1.0)
     # every component fresh: pymoo's default arguments are shared instances, and SPEA2's
     # survival keeps normalisation state, which would leak from one search into the next
+    if space.mixed:
+        problem, operators = _mixed(space, n_obj)
+    else:
+        problem = Problem(n_var=len(space), n_obj=n_obj, xl=0.0, xu=1.0)
+        operators = {"sampling": FloatRandomSampling(),
+                     "selection": TournamentSelection(spea_binary_tournament),
+                     "crossover": SBX(prob=1.0, eta=20), "mutation": PM(eta=20)}
     algorithm = SPEA2(pop_size=s.pop_size, n_offsprings=s.n_offsprings,
-                      sampling=FloatRandomSampling(),
-                      selection=TournamentSelection(spea_binary_tournament),
-                      crossover=SBX(prob=1.0, eta=20), mutation=PM(eta=20),
-                      survival=SPEA2Survival(normalize=True), output=MultiObjectiveOutput())
+                      survival=SPEA2Survival(normalize=True), output=MultiObjectiveOutput(),
+                      **operators)
     # the termination goes to setup() (what minimize() does), not to SPEA2()
     algorithm.setup(problem, termination=("n_eval", s.budget), seed=s.seed, verbose=False)
     return algorithm
+
+
+def _mixed(space: SearchSpace, n_obj: int) -> tuple[Problem, dict[str, Any]]:
+    """pymoo's mixed-variable problem and operators: numbers on [0, 1], choices by index.
+
+    Numbers mate as in the real-coded search (SBX p=1 η=20, polynomial mutation η=20);
+    each choice by uniform crossover and random resetting; parents by SPEA2's tournament.
+    """
+    variables = {n: Choice(options=list(range(len(d.choices)))) if d.kind == "choice"
+                 else Real(bounds=(0.0, 1.0))
+                 for n, d in zip(space.names, space.domains, strict=True)}
+    mating = MixedVariableMating(
+        selection=TournamentSelection(spea_binary_tournament),
+        crossover={Real: SBX(prob=1.0, eta=20), Choice: UX()},
+        mutation={Real: PM(eta=20), Choice: ChoiceRandomMutation()},
+        eliminate_duplicates=MixedVariableDuplicateElimination())
+    return Problem(vars=variables, n_obj=n_obj), {
+        "sampling": MixedVariableSampling(), "mating": mating,
+        "eliminate_duplicates": MixedVariableDuplicateElimination()}
 
 
 def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], runner: Runner,
@@ -125,6 +159,8 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
 
     while algorithm.has_next():
         pop = algorithm.ask()
+        if pop is None or len(pop) == 0:  # nothing new left to try (a small discrete space)
+            break
         batch = [space.decode(x) for x in pop.get("X")]
         todo = [p for p in batch if param_key(p) not in journal]
 
@@ -151,4 +187,6 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
 
 def _front(algorithm: Any, space: SearchSpace,
            journal: dict[str, Evaluation]) -> list[Evaluation]:
-    return [journal[param_key(space.decode(x))] for x in np.atleast_2d(algorithm.opt.get("X"))]
+    X = algorithm.opt.get("X")
+    rows = list(X) if space.mixed else np.atleast_2d(X)  # mixed: one dict per member
+    return [journal[param_key(space.decode(x))] for x in rows]

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.errors import InvalidPolicyParams
+from simulator.profile import ClusterProfile
 from simulator.rounds import RoundState
 from simulator.scaling import ScalingTable
 from simulator.view import ClusterView
@@ -70,7 +71,9 @@ class Domain:
 
     @property
     def searched(self) -> bool:
-        """Part of the search space: searchable, numeric and bounded (choices are held fixed)."""
+        """Part of the search space: searchable, and numeric and bounded or a real choice."""
+        if self.kind == "choice":
+            return self.searchable and len(self.choices) >= 2
         return (self.searchable and self.kind in ("float", "int")
                 and math.isfinite(self.low) and math.isfinite(self.high))
 
@@ -99,7 +102,8 @@ class Policy:
     from :class:`KernelPolicy` (decisions from a compiled kernel on the fluid engine) or
     :class:`RoundPolicy` (decisions in rounds, placed on nodes, on the round engine). A policy
     that needs facts about the workload before it can run (WFQ's classes) overrides
-    :meth:`fit`, which returns a new, ready policy.
+    :meth:`fit`, which returns a new, ready policy; one with parameters that some workloads or
+    clusters cannot use (SLO rewards without SLO jobs) overrides :meth:`inapplicable`.
     """
 
     name: ClassVar[str] = ""
@@ -112,6 +116,16 @@ class Policy:
     def fit(self, workload: Workload) -> Self:
         """Derive workload-dependent settings; the default needs none."""
         return self
+
+    @classmethod
+    def inapplicable(cls, workload: Workload, profile: ClusterProfile) -> dict[str, str]:
+        """Parameters that cannot change any result on this workload and cluster.
+
+        A search leaves them out (they keep their defaults). Overrides name each one with a
+        one-line reason, e.g. ``{"slo_reward": "the workload has no SLO jobs"}``; the default
+        is that every parameter matters.
+        """
+        return {}
 
     @classmethod
     def domains(cls) -> dict[str, Domain]:
@@ -179,8 +193,12 @@ class RoundPolicy(Policy):
 
     Implements :class:`simulator.rounds.RoundScheduler`: subclasses define ``round_s`` (a
     field or property) and :meth:`plan`; they override ``reacts`` to also decide at every arrival
-    and completion. State that must outlive one decision goes in ``state.memo``.
+    and completion. State that must outlive one decision goes in ``state.memo``. A policy that
+    sets ``shares_gpus`` places workers on devices, possibly several jobs per device: its plan
+    is a ``(jobs, devices)`` 0/1 array (:mod:`simulator.sharing`).
     """
+
+    shares_gpus: ClassVar[bool] = False
 
     @property
     def reacts(self) -> bool:

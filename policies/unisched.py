@@ -32,6 +32,7 @@ wait for a later cycle (the Chronus artifact caps its search at 1,200 jobs).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,8 +42,10 @@ from policies.cells import fits_cells, place_cells
 from policies.gangs import fill_in_order, place_gang
 from policies.unisched_estimate import Outlook, expected_sr_overhead, expected_suspensions
 from policies.unisched_milp import Selection, solve_selector
+from simulator.profile import ClusterProfile
 from simulator.rounds import RoundState
 from simulator.slo import SOFT, STRICT
+from simulator.workload import Workload
 
 __all__ = ["UniSched", "expected_sr_overhead", "expected_suspensions"]
 
@@ -79,6 +82,17 @@ class UniSched(RoundPolicy):
                                 help="fill idle GPUs at arrivals and completions in between")
     milp_time_limit_s: float = param(10.0, low=1e-4, high=600.0, searchable=False,
                                       help="MILP time budget per cycle, s (cache on timeout)")
+
+    SLO_ONLY: ClassVar[tuple[str, ...]] = ("slo_lease_multiple", "slo_reward", "reward_decay")
+    """Parameters read only for strict and soft SLO jobs (their lease, step values)."""
+
+    @classmethod
+    def inapplicable(cls, workload: Workload, profile: ClusterProfile) -> dict[str, str]:
+        """The SLO-only parameters, on a workload without strict or soft SLO jobs."""
+        slos = workload.slos
+        if slos is not None and np.isin(slos.job_class, (STRICT, SOFT)).any():
+            return {}
+        return dict.fromkeys(cls.SLO_ONLY, "the workload has no SLO jobs")
 
     @property
     def round_s(self) -> float:

@@ -28,6 +28,7 @@ from policies.base import RoundPolicy, param, register
 from policies.gangs import place_gang
 from policies.wfq import class_thresholds
 from simulator.errors import InvalidPolicyParams
+from simulator.profile import ClusterProfile
 from simulator.rounds import RoundState
 from simulator.workload import Workload
 
@@ -66,6 +67,14 @@ class WFQHetero(RoundPolicy):
     round_s: float = param(360.0, low=30.0, high=3600.0, log=True,
                            help="seconds between decisions")
     thresholds: tuple[float, ...] = ()
+
+    @classmethod
+    def inapplicable(cls, workload: Workload, profile: ClusterProfile) -> dict[str, str]:
+        """The exponents of tiers the cluster lacks (``W_2`` and ``W_3`` on one GPU type)."""
+        types = ", ".join(profile.gpus_by_type)
+        n = len(profile.gpus_by_type)
+        return {name: f"the cluster has no {nth} GPU type (only {types})"
+                for name, nth, k in (("W_2", "second", 2), ("W_3", "third", 3)) if n < k}
 
     def fit(self, workload: Workload) -> Self:
         """Derive classes from the training workload's estimated sizes (no-op if known)."""
