@@ -17,6 +17,9 @@ from policies.base import (
 from policies.baselines import AFS, FIFO, LAS, SRSF, SRTF, MaxMin, Themis
 from policies.gavel import Gavel
 from policies.hadar import Hadar
+from policies.horus import OBP, PAB, FifoExclusive, Horus
+from policies.ojpp import OJPP, BestFit, BGreedy, CGreedy, IGreedy, OJPPGreedy
+from policies.predictors import InterferencePredictor, UtilizationPredictor
 from policies.slo_baselines import LLF, Hydra
 from policies.unisched import UniSched
 from policies.wfq import WFQ, class_thresholds
@@ -24,7 +27,11 @@ from policies.wfq_hetero import WFQHetero
 from policies.yarn import YarnCS
 
 __all__ = [
-    "AFS", "FIFO", "LAS", "LLF", "REGISTRY", "SRSF", "SRTF", "WFQ", "Domain", "Gavel", "Hadar",
-    "Hydra", "KernelPolicy", "MaxMin", "Policy", "RoundPolicy", "Themis", "UniSched", "WFQHetero",
-    "YarnCS", "class_thresholds", "get_policy", "make_policy", "param", "register",
+    "AFS", "FIFO", "LAS", "LLF", "OBP", "OJPP", "PAB", "REGISTRY", "SRSF", "SRTF", "WFQ",
+    "BGreedy", "BestFit",
+    "CGreedy", "Domain", "FifoExclusive", "Gavel", "Hadar", "Horus",
+    "Hydra", "IGreedy", "InterferencePredictor", "KernelPolicy", "MaxMin", "OJPPGreedy",
+    "Policy", "RoundPolicy", "Themis",
+    "UniSched", "UtilizationPredictor", "WFQHetero", "YarnCS", "class_thresholds", "get_policy",
+    "make_policy", "param", "register",
 ]

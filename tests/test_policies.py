@@ -23,13 +23,16 @@ from policies import (
     make_policy,
 )
 from simulator import ClusterView, InvalidPolicyParams, generate, load_profile, parametric_table
-from simulator.generate import add_slos
+from simulator.generate import add_sharing, add_slos
 from simulator.rounds import Cluster, RoundState
+from simulator.sharing import SharingModel
 
 TABLE = parametric_table(64)
 NAMES = sorted(REGISTRY)
 KERNEL_NAMES = [n for n in NAMES if issubclass(REGISTRY[n], KernelPolicy)]
 ROUND_NAMES = [n for n in NAMES if issubclass(REGISTRY[n], RoundPolicy)]
+SHARING_NAMES = [n for n in ROUND_NAMES if getattr(REGISTRY[n], "shares_gpus", False)]
+NODE_NAMES = [n for n in ROUND_NAMES if n not in SHARING_NAMES]
 
 
 def ready(name: str) -> Policy:
@@ -111,7 +114,28 @@ def random_state(seed: int, n: int, profile: str) -> RoundState:
         speeds=np.tile([1.0, 0.5, 0.2][:len(cluster.types)], (len(TABLE.models), 1)), memo={})
 
 
-@pytest.mark.parametrize("name", ROUND_NAMES)
+def random_sharing_state(seed: int, n: int, profile: str) -> RoundState:
+    """As :func:`random_state`, for policies that share GPUs: jobs with (synthetic) sharing
+    columns, the placed ones alone on devices of the nodes they hold."""
+    state = random_state(seed, n, profile)
+    prof, cluster = load_profile(profile), state.cluster
+    wl = add_sharing(generate(n, seed=seed, gpus=64),
+                     device_memory_gib=float(cluster.node_mem_gib.min()), seed=seed)
+    assert wl.sharing is not None
+    placed = np.zeros((n, int(cluster.node_gpus.sum())), dtype=bool)
+    for j, k in zip(*np.nonzero(state.alloc), strict=True):
+        free = np.flatnonzero((cluster.device_node == k) & ~placed.any(axis=0))
+        placed[j, free[:state.alloc[j, k]]] = True
+    sharing = SharingModel(
+        jobs=wl.sharing, model=state.model, device_node=cluster.device_node,
+        device_type=cluster.node_type[cluster.device_node],
+        device_mem_gib=cluster.node_mem_gib[cluster.device_node], matrix=None,
+        curves=tuple(prof.slowdown_curves.get(t) for t in cluster.types),
+        collision_slowdown=prof.collision_slowdown)
+    return dataclasses.replace(state, placed=placed, sharing=sharing)
+
+
+@pytest.mark.parametrize("name", NODE_NAMES)
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 80), profile=st.sampled_from(PROFILES))
 def test_round_plans_fit_nodes_and_demands(name: str, seed: int, n: int, profile: str) -> None:
@@ -123,9 +147,25 @@ def test_round_plans_fit_nodes_and_demands(name: str, seed: int, n: int, profile
     assert (plan.sum(axis=1) <= state.demand).all()
 
 
+@pytest.mark.parametrize("name", SHARING_NAMES)
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60),
+       profile=st.sampled_from(("ojpp-1080ti", "horus-128x8")))
+def test_sharing_plans_fit_device_memory_and_demands(name: str, seed: int, n: int,
+                                                      profile: str) -> None:
+    state = random_sharing_state(seed, n, profile)
+    assert state.sharing is not None
+    plan = np.asarray(ready(name).plan(state))
+    assert plan.shape == state.placed.shape
+    assert np.issubdtype(plan.dtype, np.integer) and ((plan == 0) | (plan == 1)).all()
+    assert (state.sharing.memory_excess(state.rows, plan.astype(bool)) <= 1e-9).all()
+    assert (plan.sum(axis=1) <= state.demand).all()
+
+
 @pytest.mark.parametrize("name", ROUND_NAMES)
 def test_round_plans_deterministic_and_state_untouched(name: str) -> None:
-    state = random_state(2, 50, "gavel-hetero-60")
+    state = (random_sharing_state(2, 50, "ojpp-1080ti") if name in SHARING_NAMES
+             else random_state(2, 50, "gavel-hetero-60"))
     before = {f.name: np.array(getattr(state, f.name), copy=True)
               for f in dataclasses.fields(state) if isinstance(getattr(state, f.name), np.ndarray)}
     policy = ready(name)
