@@ -158,8 +158,9 @@ def _fits(sh: SharingModel, load: DeviceLoad, job: int, bounds: Bounds, allowed:
     J, r = sh.jobs, load.rows[job]
     alpha = load.alpha + J.gpu_util[r]
     mem = load.gamma_gib + J.mem_gib[r] + np.maximum(load.surge_gib, J.surge_gib[r])
-    ok = (allowed & ~load.placed[job] & (alpha <= bounds.alpha_cap + EPS)
-          & (mem - sh.device_mem_gib <= EPS / 10) & (sh.shareable | ~load.placed.any(axis=0)))
+    empty = ~load.placed.any(axis=0)  # the compute cap bounds sharing, not a lone worker
+    ok = (allowed & ~load.placed[job] & ((alpha <= bounds.alpha_cap + EPS) | empty)
+          & (mem - sh.device_mem_gib <= EPS / 10) & (sh.shareable | empty))
     return ok, alpha, mem
 
 

@@ -430,6 +430,10 @@ def run_rounds(workload: Workload, profile: ClusterProfile, policy: RoundSchedul
                 next_round, anchored = now + policy.round_s, True
             state = run.state(active, now)
             run.apply(_checked(policy.plan(state), state, policy, shares), state)
+            if nxt == n and not jobs.held[active].any():
+                raise InvalidPlan(f"policy {type(policy).__name__} left {active.size} jobs "
+                                  f"waiting on an idle cluster at t={now:g} s with no arrival "
+                                  f"to come (can any of them ever be placed?)")
     with np.errstate(invalid="ignore", divide="ignore"):
         slowdown = np.where(jobs.ran[1] > 0, jobs.ran[0] / jobs.ran[1] - 1.0, 0.0)
     return SimulationResult(

@@ -17,8 +17,10 @@ import numpy.typing as npt
 
 from simulator.colocation import JobSharing, SlowdownCurve
 from simulator.errors import InvalidWorkload
+from simulator.profile import ClusterProfile
+from simulator.workload import Workload
 
-__all__ = ["SharingModel"]
+__all__ = ["SharingModel", "can_share"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -124,3 +126,12 @@ class SharingModel:
     def utilization(self, rows: IntArray, placed: BoolArray) -> float:
         """Sum over devices of the co-located workers' utilization, capped at 1 per device."""
         return float(np.minimum(self.jobs.gpu_util[rows] @ placed, 1.0).sum())
+
+
+def can_share(workload: Workload, profile: ClusterProfile) -> bool:
+    """Whether jobs of ``workload`` may share GPUs of ``profile``: the jobs carry sharing data
+    and a slowdown model exists (the workload's interference matrix, or a fitted curve for at
+    least one of the profile's GPU types)."""
+    return workload.sharing is not None and (workload.interference is not None
+                                             or bool(profile.slowdown_curves))
+

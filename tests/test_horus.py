@@ -158,9 +158,10 @@ def test_top_lambda_takes_the_cheapest_devices() -> None:
         assert (plan[:3] == state.placed[:3]).all()
         return sorted(np.flatnonzero(plan[3]).tolist())
 
-    assert taken(Horus()) == [0, 3]
-    assert taken(Horus(overcommit_limit=1.0)) == [0, 3]  # devices 1 and 2 fail the check
-    assert taken(Horus(w_mem=1.0, w_util=0.0)) == [1, 3]  # 3/8 ties 3/8: lower number
+    assert taken(Horus(overcommit_limit=1.5)) == [0, 3]
+    assert taken(Horus()) == [0, 3]  # limit 1.0: devices 1 and 2 fail the check anyway
+    assert taken(Horus(w_mem=1.0, w_util=0.0)) == [0, 3]  # ... even when memory alone counts
+    assert taken(Horus(w_mem=1.0, w_util=0.0, overcommit_limit=1.5)) == [1, 3]  # 3/8 ties 3/8
     assert taken(OBP()) == [1, 3]
     assert taken(FifoExclusive()) == []  # one idle device for two workers
 
