@@ -27,7 +27,8 @@ from paretosearch.store import RunStore, choice_entry, front_entry
 from policies import get_policy
 from simulator import ClusterProfile, Workload, generate, load_profile, read_trace
 from simulator.errors import ParetoSearchError
-from simulator.generate import add_slos
+from simulator.generate import add_sharing, add_slos
+from simulator.sharing import can_share
 
 __all__ = ["BASELINES", "PolicySearch", "SearchSettings", "baselines_for", "split_workload"]
 
@@ -37,11 +38,14 @@ SLO_BASELINES = ("llf", "hydra")
 """Added when the workload has SLO jobs (UniSched §IV-A's comparison)."""
 HETERO_BASELINES = ("gavel", "yarn-cs")
 """Added on clusters with several GPU types (Hadar §V)."""
+SHARING_BASELINES = ("fifo-exclusive", "obp", "horus", "ojpp")
+"""Added when the jobs may share GPUs (Horus §5.2, OJPP §5.2)."""
 
 
 def baselines_for(workload: Workload, profile: ClusterProfile) -> tuple[str, ...]:
     """The reference policies that fit a workload and cluster."""
     names = BASELINES + (SLO_BASELINES if workload.slos is not None else ())
+    names += SHARING_BASELINES if can_share(workload, profile) else ()
     return names + (HETERO_BASELINES if len(profile.gpus_by_type) > 1 else ())
 
 
@@ -84,6 +88,8 @@ class PolicySearch:
         replicates: generated draws averaged per evaluation.
         slo_mix: give the jobs SLOs with a named mix (``SLO``, ``MIX1``, ``MIX2``; see
             :func:`simulator.generate.add_slos`), for workloads without their own.
+        sharing: give jobs without their own SYNTHETIC GPU-sharing requirements
+            (:func:`simulator.generate.add_sharing`), so that co-locating policies can share.
     """
 
     def __init__(self, workload: Workload | str | Path | None = None, *,
@@ -91,7 +97,8 @@ class PolicySearch:
                  fixed: Mapping[str, Any] | None = None,
                  settings: SearchSettings | None = None, run_dir: str | Path | None = None,
                  client: Any = None, workers: int = 0, jobs: int = 1000, load: float = 0.9,
-                 replicates: int = 1, slo_mix: str | None = None) -> None:
+                 replicates: int = 1, slo_mix: str | None = None,
+                 sharing: bool = False) -> None:
         self.profile = profile if isinstance(profile, ClusterProfile) else load_profile(profile)
         self.settings = settings or SearchSettings()
         if replicates < 1:
@@ -108,11 +115,17 @@ class PolicySearch:
             wl = workload if isinstance(workload, Workload) else read_trace(workload)
             train, test = split_workload(wl)
             self.train, self.test = [train], [test]
+        samples = self.train + self.test
         if slo_mix is not None:
             marks = np.random.SeedSequence([self.settings.seed, 1]).spawn(2 * replicates)
-            with_slos = [add_slos(w, slo_mix, seed=m)
-                         for w, m in zip(self.train + self.test, marks, strict=True)]
-            self.train, self.test = with_slos[:replicates], with_slos[replicates:]
+            samples = [add_slos(w, slo_mix, seed=m) for w, m in zip(samples, marks, strict=True)]
+        if sharing:
+            memory = min(g.gpu_memory_gib for g in self.profile.node_groups)
+            marks = np.random.SeedSequence([self.settings.seed, 2]).spawn(2 * replicates)
+            samples = [w if w.sharing is not None else
+                       add_sharing(w, device_memory_gib=memory, seed=m)
+                       for w, m in zip(samples, marks, strict=True)]
+        self.train, self.test = samples[:replicates], samples[replicates:]
         self.task = Task(policy, self.profile, dict(fixed or {}))
         self.space = SearchSpace.of(policy, self.task.fixed, workload=self.train,
                                     profile=self.profile)

@@ -37,17 +37,17 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def fmt(value: float) -> str:
-    """A number for a table cell (— for NaN)."""
-    if math.isnan(value):
+def fmt(value: float | None) -> str:
+    """A number for a table cell (— for NaN, or None: NaN as stored in JSON)."""
+    if value is None or math.isnan(value):
         return "—"
     if abs(value) < 1e-9:  # float noise around an exact zero (FIFO's prediction error)
         return "0"
     return f"{value:,.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
 
 
-SEARCH_OPTIONS = ("trace", "generate", "load", "replicates", "slo_mix", "profile", "policy",
-                  "objective", "set", "budget", "pop_size", "offspring", "seed")
+SEARCH_OPTIONS = ("trace", "generate", "load", "replicates", "slo_mix", "sharing", "profile",
+                  "policy", "objective", "set", "budget", "pop_size", "offspring", "seed")
 """The options that define a search; saved in the run (``cli.json``) so --resume needs none."""
 
 
@@ -66,6 +66,10 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--slo-mix", choices=sorted(MIXES), metavar="MIX",
                    help="give the jobs deadlines and rewards with a UniSched mix "
                         f"({', '.join(sorted(MIXES))}) for the slo_miss / be_jct objectives")
+    p.add_argument("--sharing", action="store_true",
+                   help="give the jobs SYNTHETIC GPU-sharing requirements (utilization, memory "
+                        "surges) for co-locating policies (horus, ojpp, unified) and the "
+                        "slowdown / perf_guaranteed / gpus_used / gpu_util_sum objectives")
     p.add_argument("--profile", default="pcs-64", help="cluster profile (default: pcs-64)")
     p.add_argument("--policy", default="wfq", help="policy family to tune (default: wfq; "
                                                     "'paretosearch policies' lists them)")
@@ -108,7 +112,7 @@ def _search(args: argparse.Namespace, console: Console) -> None:
         settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
                                 n_offsprings=args.offspring, seed=args.seed),
         run_dir=args.run_dir, workers=args.workers, jobs=args.generate, load=args.load,
-        replicates=args.replicates, slo_mix=args.slo_mix)
+        replicates=args.replicates, slo_mix=args.slo_mix, sharing=args.sharing)
     search.SetPreference(*(args.objective or ["jct:avg", "pred_err:avg"]))
     if args.resume is None:
         if (args.run_dir / "run.json").exists():

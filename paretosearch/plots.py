@@ -39,6 +39,8 @@ def plot_front(doc: dict[str, Any], path: str | Path, *, title: str = "") -> Pat
             ax.scatter([t[xi] for t in tests], [t[yj] for t in tests], facecolors="none",
                        edgecolors="tab:blue", label="front (test)", zorder=2)
         for name, rec in baselines.items():
+            if rec.get(xi) is None or rec.get(yj) is None:  # the metric does not apply to it
+                continue
             ax.scatter(rec[xi], rec[yj], marker="x", color="tab:red", zorder=4)
             ax.annotate(name, (rec[xi], rec[yj]), textcoords="offset points", xytext=(4, 4),
                         fontsize=8, color="tab:red")

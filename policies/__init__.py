@@ -21,6 +21,7 @@ from policies.horus import OBP, PAB, FifoExclusive, Horus
 from policies.ojpp import OJPP, BestFit, BGreedy, CGreedy, IGreedy, OJPPGreedy
 from policies.predictors import InterferencePredictor, UtilizationPredictor
 from policies.slo_baselines import LLF, Hydra
+from policies.unified import Unified
 from policies.unisched import UniSched
 from policies.wfq import WFQ, class_thresholds
 from policies.wfq_hetero import WFQHetero
@@ -28,10 +29,8 @@ from policies.yarn import YarnCS
 
 __all__ = [
     "AFS", "FIFO", "LAS", "LLF", "OBP", "OJPP", "PAB", "REGISTRY", "SRSF", "SRTF", "WFQ",
-    "BGreedy", "BestFit",
-    "CGreedy", "Domain", "FifoExclusive", "Gavel", "Hadar", "Horus",
-    "Hydra", "IGreedy", "InterferencePredictor", "KernelPolicy", "MaxMin", "OJPPGreedy",
-    "Policy", "RoundPolicy", "Themis",
-    "UniSched", "UtilizationPredictor", "WFQHetero", "YarnCS", "class_thresholds", "get_policy",
-    "make_policy", "param", "register",
+    "BGreedy", "BestFit", "CGreedy", "Domain", "FifoExclusive", "Gavel", "Hadar", "Horus", "Hydra",
+    "IGreedy", "InterferencePredictor", "KernelPolicy", "MaxMin", "OJPPGreedy", "Policy",
+    "RoundPolicy", "Themis", "UniSched", "Unified", "UtilizationPredictor", "WFQHetero", "YarnCS",
+    "class_thresholds", "get_policy", "make_policy", "param", "register",
 ]

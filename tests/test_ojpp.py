@@ -88,7 +88,7 @@ def violations(sh: SharingModel, rows: np.ndarray, before: np.ndarray, after: np
     w_after, w_before = sh.worker_slowdowns(rows, after), sh.worker_slowdowns(rows, before)
     for k in np.flatnonzero(gained):
         on = after[:, k]
-        if alpha[k] > bounds.alpha_cap + 1e-9:
+        if alpha[k] > bounds.alpha_cap + 1e-9 and on.sum() > 1:  # the cap bounds sharing
             out.append(f"device {k}: compute {alpha[k]:g}")
         if mem[k] > sh.device_mem_gib[k] + 1e-9:
             out.append(f"device {k}: memory {mem[k]:g} GiB")
