@@ -138,20 +138,24 @@ class Policy:
         return {f.name: f.default for f in fields(cls) if f.default is not MISSING}
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready ``{"policy": name, "params": {...}}`` (every field, tunable or not)."""
+        """JSON-ready ``{"policy": name, "params": {...}}`` (every field, tunable or not;
+        tuples as lists, infinities in them as None)."""
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         return {"policy": self.name,
-                "params": {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}}
+                "params": {k: [None if _infinite(x) else x for x in v] if isinstance(v, tuple)
+                           else v for k, v in values.items()}}
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Self:
-        """Build from a ``{name: value}`` mapping; unknown names are errors."""
+        """Build from a ``{name: value}`` mapping (lists as tuples, None in them as infinity);
+        unknown names are errors."""
         known = [f.name for f in fields(cls)]
         unknown = sorted(set(params) - set(known))
         if unknown:
             raise InvalidPolicyParams(f"policy {cls.name!r} has no parameter {unknown[0]!r}; "
                                       f"its parameters are {list(known)}")
-        converted = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+        converted = {k: tuple(math.inf if x is None else x for x in v) if isinstance(v, list)
+                     else v for k, v in params.items()}
         return cls(**converted)
 
 
@@ -249,3 +253,8 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None
 _NO_PARAMS = np.zeros(0)
 _NO_AUX = np.zeros((0, 0))
 _NO_AUX.flags.writeable = False
+
+
+def _infinite(x: object) -> bool:
+    return isinstance(x, float) and math.isinf(x)
+

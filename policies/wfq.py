@@ -205,18 +205,6 @@ class WFQ(KernelPolicy):
         th = class_thresholds(workload.estimated_service_s, self.T)
         return replace(self, thresholds=th, rates=_weights(self.W, len(th)))
 
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        out["params"]["thresholds"] = [None if math.isinf(t) else t for t in self.thresholds]
-        return out
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> Self:
-        p = dict(params)
-        if "thresholds" in p:
-            p["thresholds"] = [math.inf if t is None else float(t) for t in p["thresholds"]]
-        return super().from_params(p)
-
     def kernel_args(self, scaling: ScalingTable) -> tuple[FloatArray, FloatArray]:
         if not self.fitted:
             raise InvalidPolicyParams("WFQ has no classes yet: call fit(training_workload) "

@@ -17,9 +17,8 @@ GPUs no share can use go to any waiting job that fits (work conservation in whol
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
-from typing import Any, Self
+from typing import Self
 
 import numpy as np
 import numpy.typing as npt
@@ -81,18 +80,6 @@ class WFQHetero(RoundPolicy):
         if self.thresholds:
             return self
         return replace(self, thresholds=class_thresholds(workload.estimated_service_s, self.T))
-
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        out["params"]["thresholds"] = [None if math.isinf(t) else t for t in self.thresholds]
-        return out
-
-    @classmethod
-    def from_params(cls, params: Any) -> Self:
-        p = dict(params)
-        if "thresholds" in p:
-            p["thresholds"] = [math.inf if t is None else float(t) for t in p["thresholds"]]
-        return super().from_params(p)
 
     def plan(self, state: RoundState) -> IntArray:
         if not self.thresholds:
