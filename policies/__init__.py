@@ -17,7 +17,8 @@ from policies.base import (
 from policies.baselines import AFS, FIFO, LAS, SRSF, SRTF, MaxMin, Themis
 from policies.gavel import Gavel
 from policies.hadar import Hadar
-from policies.horus import OBP, PAB, FifoExclusive, Horus
+from policies.horus import Horus
+from policies.horus_baselines import OBP, PAB, FifoExclusive
 from policies.ojpp import OJPP, BestFit, BGreedy, CGreedy, IGreedy, OJPPGreedy
 from policies.predictors import InterferencePredictor, UtilizationPredictor
 from policies.slo_baselines import LLF, Hydra

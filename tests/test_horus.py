@@ -1,4 +1,4 @@
-"""Horus and its baselines (policies/horus.py) on the real round engine.
+"""Horus and its baselines (policies/horus.py, horus_baselines.py) on the real round engine.
 
 Oracles: eq. 7-10 costs and the queue shares of §4.2.2 worked by hand; YARN-CS (FIFO onto
 exclusive GPUs with head-of-line blocking is what YARN-CS does); the engine's own slowdown
@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import OBP, PAB, FifoExclusive, Horus, RoundPolicy, make_policy
+from policies.colocating import Usage
 from policies.horus import (
-    Usage,
     cluster_queues,
     fair_buffer,
     horus_costs,

@@ -16,11 +16,10 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
 from sklearn.tree import DecisionTreeRegressor
 
-from policies.predictors import (
+from policies.predictors import InterferencePredictor, UtilizationPredictor
+from policies.profiling_data import (
     SYNTHETIC_UTIL_NOISE,
-    InterferencePredictor,
     InvalidProfilingData,
-    UtilizationPredictor,
     read_interference_profiles,
     read_utilization_profiles,
     synthetic_interference_profiles,
