@@ -12,8 +12,11 @@ One frozen configuration decides, at every best-effort lease boundary:
 - **when** allocations may change - leases (UniSched): decisions every ``be_lease_s``; a
   running SLO job keeps its GPUs for ``slo_lease_multiple`` BE leases; a running best-effort
   job is displaced at a lease boundary only if ``preempt`` is on (and a job that keeps
-  running keeps its devices), and only when a more valuable job waits. Between boundaries
-  the policy only fills idle capacity (arrivals and completions);
+  running keeps its devices), and only when a more valuable job waits. At a boundary a running
+  job whose lease is over moves to a faster GPU type with room for it when the time it saves
+  beats the restart overhead (longest jobs first), so long jobs admitted last do not stay
+  stranded on slow GPUs. Between boundaries the policy only fills idle capacity (arrivals and
+  completions);
 - in which order - rewards (UniSched): an SLO job is worth ``slo_reward`` x (reward of the
   first deadline step it can still meet / 100), a best-effort job (or an SLO job that can meet
   none) ``be_reward_scale x lease / (remaining time + lease)``; jobs are admitted in order of
@@ -147,7 +150,8 @@ class Unified(RoundPolicy):
         best_waiting = worth[~running].max(initial=-math.inf)
         movable = boundary & ~in_lease & (slo | np.bool_(self.preempt)) & (worth < best_waiting)
         locked = running & ~movable
-        if locked.all():  # nothing waits, nothing moves
+        may_speed_up = boundary & running & ~in_lease
+        if locked.all() and not may_speed_up.any():  # nothing waits, nothing moves
             return state.placed.astype(np.int64)
         book = _Book(state, self, locked)
         order = np.lexsort((state.arrival_s, -worth))
@@ -155,9 +159,12 @@ class Unified(RoundPolicy):
             for j in order:
                 if not book.placed[j]:
                     book.admit(int(j), relaxed)
+        for j in order[::-1]:  # longest first: they gain the most from faster GPUs
+            if may_speed_up[j] and locked[j]:
+                book.speed_up(int(j))
         active = set(state.rows.tolist())
         memo["lease_end"] = {r: end for r, end in leases.items() if r in active}
-        for j in np.flatnonzero(book.placed & ~locked):  # a new lease from now
+        for j in np.flatnonzero(book.fresh):  # a new lease from now
             memo["lease_end"][int(state.rows[j])] = state.now + self.be_lease_s * (
                 self.slo_lease_multiple if slo[j] else 1)
         return book.plan.astype(np.int64)
@@ -204,6 +211,8 @@ class _Book:
         self.state, self.p = state, p
         self.plan: BoolArray = np.where(locked[:, None], state.placed, False)
         self.placed = locked.copy()
+        self.fresh = np.zeros(len(state), dtype=bool)  # placed or moved by this decision
+        self.rates = state.gang_rates()
         k = len(p.thresholds)
         self.cls = np.minimum(np.searchsorted(np.array(p.thresholds), state.est_size), k - 1)
         cluster = state.cluster
@@ -230,8 +239,27 @@ class _Book:
             devices = self._place(j, g, int(t))
             if devices is not None:
                 self.plan[j, devices] = True
-                self.placed[j] = True
+                self.placed[j] = self.fresh[j] = True
                 self.share[tier, self.cls[j]] -= g
+                return
+
+    def speed_up(self, j: int) -> None:
+        """Move running job ``j`` to the fastest GPU type with room for it, if the time it
+        saves there beats the restart overhead (idle fast GPUs pull jobs off slow ones)."""
+        s = self.state
+        held = self.plan[j]
+        types = np.unique(self.device_type[held])
+        speed = s.speeds[s.model[j]]
+        now = speed[types].min()
+        left_s = s.est_remaining[j] / max(float(self.rates[j, types].min()), 1e-12)
+        for t in self.tiers:
+            if left_s * (1.0 - now / speed[t]) <= s.cluster.restart_s + 1e-9:
+                continue
+            devices = self._place(j, int(held.sum()), int(t))
+            if devices is not None:
+                self.plan[j] = False
+                self.plan[j, devices] = True
+                self.fresh[j] = True
                 return
 
     def _place(self, j: int, g: int, t: int) -> IntArray | None:

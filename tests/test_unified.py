@@ -88,6 +88,19 @@ def test_leases_bound_when_allocations_change(first: str, params: dict[str, obje
     np.testing.assert_allclose(run(lease_frame(first), be_lease_s=300.0, **params), expected)
 
 
+def test_idle_fast_gpus_pull_a_long_job_off_a_slow_one() -> None:
+    """One fast GPU and one at a quarter speed. The short job (worth more) takes the fast GPU,
+    the long one the slow GPU; the short job ends at 1000 s, and at the next lease boundary
+    (1200 s) the long job, 300 s of work done, moves up: it ends at 1200 + 9700 s."""
+    profile = ClusterProfile(
+        "two", "fast + slow", "test", (NodeGroup(1, 1, "fast", 8.0), NodeGroup(1, 1, "slow", 8.0)),
+        {"fast": 1.0, "slow": 0.25}, 1.0, 0.0, 0.0)
+    wl = Workload.from_frame(pd.DataFrame({"arrival_s": [0.0, 0.0], "gpus": [1, 1],
+                                           "service_s": [1000.0, 10_000.0]}))
+    policy = Unified(T=1000.0, be_lease_s=300.0, preempt=False).fit(wl)
+    np.testing.assert_allclose(simulate(wl, profile, policy).jct_s, [1000.0, 10_900.0])
+
+
 @settings(max_examples=6, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(2, 7), nodes=st.integers(1, 2),
        tau=st.sampled_from([0.0, 0.1, 1.0]), theta=st.sampled_from([0.0, 0.2, 2.0]),
