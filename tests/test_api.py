@@ -230,9 +230,12 @@ def test_cli_search_front_select(tmp_path: Path, capsys: pytest.CaptureFixture[s
 @pytest.mark.slow
 def test_cli_searches_leases_and_rewards_for_slo_objectives(tmp_path: Path) -> None:
     # issue 4: a search over UniSched's leases and reward scalings, slo_miss vs be_jct
-    run = tmp_path / "run"
-    assert main(["search", "--policy", "unisched", "--slo-mix", "MIX2", "--generate", "60",
-                 "--load", "1.5", "--profile", "pcs-testbed-16", "--objective", "slo_miss:avg",
+    run, trace = tmp_path / "run", tmp_path / "short.csv"
+    # short jobs: the round engine's cost grows with makespan / lease, and leases go to 30 s
+    generate(120, load=1.5, gpus=16, seed=4, median_service_s=900.0, sigma=1.0
+             ).to_frame().to_csv(trace, index=False)
+    assert main(["search", "--policy", "unisched", "--slo-mix", "MIX2", "--trace", str(trace),
+                 "--profile", "pcs-testbed-16", "--objective", "slo_miss:avg",
                  "--objective", "be_jct:avg", "--budget", "8", "--pop-size", "4",
                  "--offspring", "4", "--workers", "0", "--run-dir", str(run)]) == 0
     doc = json.loads((run / "front.json").read_text())
