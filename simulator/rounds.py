@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -82,7 +83,6 @@ class Cluster:
     def from_profile(cls, profile: ClusterProfile) -> Cluster:
         """Expand the profile's node groups into nodes."""
         types = tuple(profile.gpus_by_type)
-
         groups = profile.node_groups
         counts = [g.count for g in groups]
         return cls(types, np.repeat(np.array([types.index(g.gpu_type) for g in groups],
@@ -91,13 +91,13 @@ class Cluster:
                    profile.inter_node_factor, profile.restart_overhead_s,
                    np.repeat(np.array([g.gpu_memory_gib for g in groups]), counts))
 
-    @property
+    @cached_property
     def node_first(self) -> IntArray:
         """First device of each node."""
         first: IntArray = np.concatenate([[0], np.cumsum(self.node_gpus)[:-1]]).astype(np.int64)
         return first
 
-    @property
+    @cached_property
     def device_node(self) -> IntArray:
         """``(devices,)`` the node of each device."""
         return np.repeat(np.arange(self.nodes, dtype=np.int64), self.node_gpus)
@@ -255,6 +255,8 @@ class _Run:
     shares: bool
     rng: np.random.Generator
     memo: dict[str, Any]
+    occupancy: tuple[float, float] = (0.0, np.nan)
+    """GPUs occupied by the active jobs and their utilization summed (see :meth:`refresh`)."""
 
     def state(self, active: IntArray, now: float) -> RoundState:
         wl, jobs = self.wl, self.jobs
@@ -300,19 +302,22 @@ class _Run:
         jobs.held[active] = plan.sum(axis=1)
         jobs.alone[active] = state.rate(plan)
         self.rerate(active)
+        self.refresh(active)
 
-    def busy(self, active: IntArray) -> tuple[float, float]:
-        """GPUs occupied by the active jobs, and their utilization summed (capped at 1 per
-        GPU; NaN without utilization data)."""
+    def refresh(self, active: IntArray) -> None:
+        """Recount :attr:`occupancy` (after a decision or a completion, the only changes):
+        GPUs the active jobs occupy, and their utilization summed, capped at 1 per GPU (NaN
+        without utilization data)."""
         jobs, sh = self.jobs, self.wl.sharing
         if not self.shares:
             used = float(jobs.held[active].sum())
-            return used, (float(jobs.held[active] @ sh.gpu_util[active]) if sh is not None
-                          else np.nan)
+            self.occupancy = used, (float(jobs.held[active] @ sh.gpu_util[active])
+                                    if sh is not None else np.nan)
+            return
         placed = jobs.place[active]
-        return (float(placed.any(axis=0).sum()),
-                float(np.minimum(sh.gpu_util[active] @ placed, 1.0).sum()) if sh is not None
-                else np.nan)
+        self.occupancy = (float(placed.any(axis=0).sum()),
+                          float(np.minimum(sh.gpu_util[active] @ placed, 1.0).sum())
+                          if sh is not None else np.nan)
 
 
 def _sharing_model(wl: Workload, cluster: Cluster, profile: ClusterProfile) -> SharingModel | None:
@@ -403,7 +408,7 @@ def run_rounds(workload: Workload, profile: ClusterProfile, policy: RoundSchedul
             running = rate > 0
             jobs.ran[0, active[running]] += dt
             jobs.ran[1, active[running]] += work[running] / jobs.alone[active[running]]
-            used, util = run.busy(active)
+            used, util = run.occupancy
             busy_s += used * dt
             util_s += util * dt
             series_t.append(now)
@@ -417,9 +422,11 @@ def run_rounds(workload: Workload, profile: ClusterProfile, policy: RoundSchedul
         jobs.finish[gone] = now
         jobs.seen[:, gone] += cum[:, None]
         jobs.seen[:, arrived] -= (cum - (active.size + arrived.size, 1))[:, None]
-        if shares and gone.size:
+        if gone.size:
             jobs.place[gone] = False
-            run.rerate(active[~done])
+            if shares:
+                run.rerate(active[~done])
+            run.refresh(active[~done])
         active = np.concatenate([active[~done], arrived])
         if not active.size:
             next_round, anchored = np.inf, False
