@@ -122,6 +122,25 @@ class SearchSpace:
         """Whether some searched parameter is a choice (coded by option index)."""
         return any(d.kind == "choice" for d in self.domains)
 
+    def encode(self, params: Mapping[str, Any]) -> list[float]:
+        """The code of a parameter set (inverse of :meth:`decode`; values clipped to their
+        domains, a missing parameter at its domain's midpoint, an unknown choice at 0)."""
+        codes: list[float] = []
+        for name, dom in zip(self.names, self.domains, strict=True):
+            if dom.kind == "choice":
+                value = params.get(name)
+                codes.append(float(dom.choices.index(value)) if value in dom.choices else 0.0)
+                continue
+            if name not in params:
+                codes.append(0.5)
+                continue
+            v = min(max(float(params[name]), dom.low), dom.high)
+            if dom.log and dom.low > 0:
+                codes.append(math.log(v / dom.low) / math.log(dom.high / dom.low))
+            else:
+                codes.append((v - dom.low) / (dom.high - dom.low))
+        return codes
+
     def decode(self, x: Sequence[Any] | FloatArray | Mapping[str, Any]) -> dict[str, Any]:
         """Parameters for a point: a code per parameter, in order or by name.
 

@@ -25,6 +25,7 @@ from pymoo.core.mixed import (
     MixedVariableMating,
     MixedVariableSampling,
 )
+from pymoo.core.population import Population
 from pymoo.core.problem import Problem
 from pymoo.core.variable import Choice, Real
 from pymoo.indicators.hv import HV
@@ -96,7 +97,8 @@ def param_key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True)
 
 
-def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings) -> SPEA2:
+def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings,
+               initial: Sequence[dict[str, Any]] = ()) -> SPEA2:
     # every component fresh: pymoo's default arguments are shared instances, and SPEA2's
     # survival keeps normalisation state, which would leak from one search into the next
     if space.mixed:
@@ -106,12 +108,33 @@ def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings) -> SPEA2:
         operators = {"sampling": FloatRandomSampling(),
                      "selection": TournamentSelection(spea_binary_tournament),
                      "crossover": SBX(prob=1.0, eta=20), "mutation": PM(eta=20)}
+    if initial:
+        operators["sampling"] = _warm_population(space, initial, s)
     algorithm = SPEA2(pop_size=s.pop_size, n_offsprings=s.n_offsprings,
                       survival=SPEA2Survival(normalize=True), output=MultiObjectiveOutput(),
                       **operators)
     # the termination goes to setup() (what minimize() does), not to SPEA2()
     algorithm.setup(problem, termination=("n_eval", s.budget), seed=s.seed, verbose=False)
     return algorithm
+
+
+def _warm_population(space: SearchSpace, initial: Sequence[dict[str, Any]],
+                     s: SearchSettings) -> Population:
+    """The first generation of a warm start: the given configurations (up to the population
+    size, duplicates dropped), then random points (from the search seed) to fill it."""
+    seeds = list({param_key(space.decode(space.encode(p))): space.encode(p)
+                  for p in initial}.values())[:s.pop_size]
+    rng = np.random.default_rng(s.seed)
+    fill = [[float(rng.integers(len(d.choices))) if d.kind == "choice" else float(rng.random())
+             for d in space.domains] for _ in range(s.pop_size - len(seeds))]
+    rows = seeds + fill
+    if space.mixed:  # pymoo's mixed variables: one {name: code} dict per member
+        X: Any = np.array([{n: int(c) if d.kind == "choice" else c
+                            for n, d, c in zip(space.names, space.domains, r, strict=True)}
+                           for r in rows], dtype=object)
+    else:
+        X = np.array(rows, dtype=np.float64)
+    return Population.new(X=X)
 
 
 def _mixed(space: SearchSpace, n_obj: int) -> tuple[Problem, dict[str, Any]]:
@@ -135,7 +158,8 @@ def _mixed(space: SearchSpace, n_obj: int) -> tuple[Problem, dict[str, Any]]:
 
 def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], runner: Runner,
               settings: SearchSettings, *, store: RunStore | None = None,
-              on_generation: Callable[[Progress], None] | None = None) -> SearchOutcome:
+              on_generation: Callable[[Progress], None] | None = None,
+              initial: Sequence[dict[str, Any]] = ()) -> SearchOutcome:
     """Search with SPEA2 (PCS's settings: SBX p=1 η=20, polynomial mutation η=20, p=1/n).
 
     Args:
@@ -145,11 +169,13 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
             front, whichever worker ran what.
         store: the run directory: journal, checkpoint (resumed from if present).
         on_generation: called with a :class:`Progress` after each generation.
+        initial: configurations to start from (a warm start, e.g. the previous run's front):
+            they open the first generation, random points fill the rest of it.
     """
     journal: dict[str, Evaluation] = store.read_journal() if store else {}
     state = store.load_checkpoint() if store else None
     if state is None:
-        algorithm, history, ref = _algorithm(space, len(objectives), settings), [], None
+        algorithm, history, ref = _algorithm(space, len(objectives), settings, initial), [], None
     else:
         algorithm, history, ref = state["algorithm"], state["history"], state["ref"]
 
@@ -178,7 +204,8 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
             ref = F.max(axis=0) + 0.1 * np.abs(F.max(axis=0)) + 1e-9
         history.append((int(algorithm.evaluator.n_eval), float(HV(ref_point=ref)(opt_F))))
         if store:
-            store.save_checkpoint({"algorithm": algorithm, "history": history, "ref": ref})
+            store.save_checkpoint({"algorithm": algorithm, "history": history, "ref": ref},
+                                  len(history))
         if on_generation is not None:
             on_generation(Progress(_front(algorithm, space, journal), list(journal.values()),
                                    list(history)))

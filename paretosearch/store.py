@@ -5,8 +5,9 @@
   the moment it exists (a line cut short by a crash is ignored on reading);
 * ``records.parquet``: every evaluation as a table (parameters, all metrics, wall time);
 * ``front.json``: the current front and the hypervolume history;
-* ``checkpoint.pkl`` + ``checkpoint.json``: the optimiser's state after the last complete
-  generation, and its SHA-256 (checked before the pickle is loaded);
+* ``checkpoints/gen-NNNNN.pkl`` + ``.sha256``: the optimiser's state after each of the last
+  complete generations, and its SHA-256 (checked before the pickle is loaded; the only
+  pickle read, and only from the run's own directory);
 * ``optuna.db``: every evaluation mirrored as an Optuna trial (for ``optuna-dashboard``).
 
 Tables and JSON are replaced atomically (temp file + rename), so a reader polling
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import pickle
 import platform
@@ -26,30 +28,40 @@ from typing import Any
 
 import pandas as pd
 
-from paretosearch.io import atomic_write, write_json, write_table
+from paretosearch.io import atomic_write, write_json, write_table, write_text
 from paretosearch.objectives import Objective
 from simulator.errors import ParetoSearchError
 
-__all__ = ["Evaluation", "RunStore", "choice_entry", "front_entry"]
+__all__ = ["KEEP_CHECKPOINTS", "Evaluation", "RunStore", "choice_entry", "front_entry"]
+
+log = logging.getLogger(__name__)
+
+KEEP_CHECKPOINTS = 3
+"""Checkpoints kept per run: a corrupted newest one falls back to the one before."""
 
 Evaluation = tuple[dict[str, Any], dict[str, float]]
 """(parameters, record) of one finished evaluation."""
 
 
 def front_entry(params: dict[str, Any], record: dict[str, float],
-                objectives: Sequence[Objective],
-                test: dict[str, float] | None = None) -> dict[str, Any]:
-    """One front member as JSON: parameters, objective values, all metrics, test metrics."""
+                objectives: Sequence[Objective], test: dict[str, float] | None = None,
+                fitted: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One front member as JSON: parameters, objective values, all metrics, test metrics,
+    and every field of the policy as fitted to the training workload (WFQ's classes)."""
     return {"params": params,
             "objectives": {o.label: record[o.label] for o in objectives},
             "metrics": record,
-            "test_metrics": test}
+            "test_metrics": test,
+            "fitted": fitted}
 
 
-def choice_entry(policy: str, fixed: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
-    """A chosen front member as a ready config: policy, all parameters, its values."""
-    return {"policy": policy, "params": {**fixed, **entry["params"]},
-            "objectives": dict(entry.get("objectives") or {})}
+def choice_entry(spec: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """A chosen front member of the run with ``spec`` as a ready config: policy, all
+    parameters, the fitted policy, its objective values, the cluster it was tuned for."""
+    return {"policy": spec["policy"], "params": {**spec["fixed"], **entry["params"]},
+            "fitted": entry.get("fitted"),
+            "objectives": dict(entry.get("objectives") or {}),
+            "cluster": spec.get("cluster")}
 
 
 class RunStore:
@@ -94,35 +106,57 @@ class RunStore:
         """Journal one finished evaluation (flushed at once; survives a kill of this process)."""
         line = json.dumps({"key": key, "params": params, "record": record}, allow_nan=True)
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / "evaluations.jsonl", "a") as f:
-            f.write(line + "\n")
+        with open(self.path / "evaluations.jsonl", "a+b") as f:
+            end = f.seek(0, os.SEEK_END)
+            if end and (f.seek(end - 1), f.read(1))[1] != b"\n":
+                line = "\n" + line  # end a line cut short by a crash or a full disk
+            f.write(line.encode() + b"\n")
             f.flush()
 
     # --- checkpoint -----------------------------------------------------------------------
 
-    def save_checkpoint(self, state: Any) -> None:
-        """Pickle the optimiser state, then publish its checksum (both atomically)."""
+    def save_checkpoint(self, state: Any, generation: int) -> None:
+        """Pickle the optimiser state after ``generation``, then publish its checksum.
+
+        Both files are written atomically, the checksum last: a checkpoint without one was
+        cut short and is never loaded. The newest :data:`KEEP_CHECKPOINTS` are kept.
+        """
         blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        stem = self.path / "checkpoints" / f"gen-{generation:05d}"
 
         def write(tmp: Path) -> None:
             tmp.write_bytes(blob)
             with open(tmp, "rb") as f:
                 os.fsync(f.fileno())
 
-        atomic_write(self.path / "checkpoint.pkl", write)
-        write_json({"sha256": hashlib.sha256(blob).hexdigest()}, self.path / "checkpoint.json")
+        atomic_write(stem.with_suffix(".pkl"), write)
+        write_text(stem.with_suffix(".sha256"), hashlib.sha256(blob).hexdigest() + "\n")
+        for old in self._checkpoints()[KEEP_CHECKPOINTS:]:
+            old.unlink()
+            old.with_suffix(".sha256").unlink(missing_ok=True)
 
     def load_checkpoint(self) -> Any:
-        """The last checkpoint, or None if there is none; refuses one whose checksum fails."""
-        pkl, meta = self.path / "checkpoint.pkl", self.path / "checkpoint.json"
-        if not pkl.exists() or not meta.exists():
-            return None
-        blob = pkl.read_bytes()
-        if hashlib.sha256(blob).hexdigest() != self._read_json("checkpoint.json").get("sha256"):
-            raise ParetoSearchError(f"{pkl}: checksum does not match checkpoint.json; the "
-                                    "checkpoint was altered or half-written and is not loaded "
-                                    "(delete both files to restart from the journal)")
-        return pickle.loads(blob)  # our own file, checksum verified
+        """The newest checkpoint whose checksum holds, or None if there is none.
+
+        One that fails its checksum (altered, or damaged on disk) is renamed ``*.corrupt``,
+        reported in the log, and the one before it is used: the search goes on from the last
+        good generation (the journal keeps every evaluation since, so none runs twice).
+        """
+        for pkl in self._checkpoints():
+            sha = pkl.with_suffix(".sha256")
+            if not sha.exists():
+                continue  # cut short before its checksum was published
+            blob = pkl.read_bytes()
+            if hashlib.sha256(blob).hexdigest() == sha.read_text().strip():
+                return pickle.loads(blob)  # our own file, checksum verified
+            log.warning("%s: checksum does not match %s; not loaded (kept as %s.corrupt), "
+                        "going back to the generation before", pkl, sha.name, pkl.name)
+            os.replace(pkl, pkl.with_name(pkl.name + ".corrupt"))
+        return None
+
+    def _checkpoints(self) -> list[Path]:
+        """The run's checkpoint files, newest first."""
+        return sorted((self.path / "checkpoints").glob("gen-*.pkl"), reverse=True)
 
     # --- published results ----------------------------------------------------------------
 

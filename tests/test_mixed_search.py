@@ -100,6 +100,24 @@ def test_first_generation_covers_every_option() -> None:
         assert 60.0 <= p["round_s"] <= 1800.0 and 0.25 <= p["eta"] <= 1e6
 
 
+@pytest.mark.parametrize("policy", ["hadar", "wfq"])  # mixed and real-coded spaces
+def test_a_warm_start_opens_with_the_given_configs(policy: str) -> None:
+    space = SearchSpace.of(policy)
+    rng = np.random.default_rng(4)
+    given = [space.decode(rng.random(len(space))) for _ in range(5)]
+    if policy == "hadar":  # a choice code in [0, 1) decodes to option 0: spread them
+        given = [{**p, "utility": u} for p, u in zip(given, ["jct", "ftf"] * 3, strict=False)]
+    for p in given:
+        assert space.decode(space.encode(p)) == pytest.approx(p)  # encode inverts decode
+    settings = SearchSettings(pop_size=8, n_offsprings=8, seed=1)
+    batch = [space.decode(x) for x in _algorithm(space, 2, settings, given + given[:2]).ask()
+             .get("X")]
+    assert len(batch) == 8
+    assert batch[:5] == [pytest.approx(p) for p in given]  # duplicates dropped, then random
+    assert batch[5:] == [space.decode(x) for x in _algorithm(space, 2, settings, given).ask()
+                         .get("X")][5:]  # the fill comes from the seed
+
+
 def test_mixed_search_converges_to_the_better_choice(gavel_run: tuple[Path, SearchOutcome]
                                                      ) -> None:
     _, out = gavel_run
@@ -120,7 +138,7 @@ def test_resumed_mixed_search_equals_an_uninterrupted_one(
     whole, expected = gavel_run
     with pytest.raises(KeyboardInterrupt):
         _gavel_search(RunStore(tmp_path), stop_after=1)
-    assert (tmp_path / "checkpoint.pkl").exists()
+    assert list((tmp_path / "checkpoints").glob("gen-*.pkl"))
     resumed = _gavel_search(RunStore(tmp_path))
     assert [(p, r["jct:avg"]) for p, r in resumed.front] == [
         (p, r["jct:avg"]) for p, r in expected.front]
