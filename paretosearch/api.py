@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from paretosearch import select as choose
+from paretosearch.cache import CachedRunner, EvaluationCache
 from paretosearch.evaluation import SearchSpace, Task
 from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.runners import DaskRunner, Runner, SerialRunner
@@ -90,6 +91,8 @@ class PolicySearch:
             :func:`simulator.generate.add_slos`), for workloads without their own.
         sharing: give jobs without their own SYNTHETIC GPU-sharing requirements
             (:func:`simulator.generate.add_sharing`), so that co-locating policies can share.
+        cache: an evaluation cache (:class:`paretosearch.cache.EvaluationCache`) shared
+            with other runs: evaluations found there are not run again.
     """
 
     def __init__(self, workload: Workload | str | Path | None = None, *,
@@ -98,7 +101,7 @@ class PolicySearch:
                  settings: SearchSettings | None = None, run_dir: str | Path | None = None,
                  client: Any = None, workers: int = 0, jobs: int = 1000, load: float = 0.9,
                  replicates: int = 1, slo_mix: str | None = None,
-                 sharing: bool = False) -> None:
+                 sharing: bool = False, cache: EvaluationCache | None = None) -> None:
         self.profile = profile if isinstance(profile, ClusterProfile) else load_profile(profile)
         self.settings = settings or SearchSettings()
         if replicates < 1:
@@ -131,7 +134,8 @@ class PolicySearch:
                                     profile=self.profile)
         get_policy(policy).from_params(self.task.fixed)  # bad fixed values fail here, not later
         self.store = RunStore(run_dir) if run_dir is not None else None
-        self.client, self.workers = client, workers
+        self.client, self.workers, self.cache = client, workers, cache
+        self._open: tuple[Runner, Runner] | None = None
         self.objectives: tuple[Objective, ...] = ()
         self.front: list[dict[str, Any]] = []
         self.baselines: dict[str, dict[str, float]] = {}
@@ -153,7 +157,7 @@ class PolicySearch:
         """Record the operator's choice (a front index or entry) in the run."""
         front = self.GetParetoFront()
         entry = front[choose.by_index(front, choice)] if isinstance(choice, int) else choice
-        self.chosen = choice_entry(self.task.policy, dict(self.task.fixed), dict(entry))
+        self.chosen = choice_entry(_jsonable(self.spec()), dict(entry))
         if self.store:
             self.store.write_choice(self.chosen)
         return self.chosen
@@ -181,19 +185,33 @@ class PolicySearch:
     def spec(self) -> dict[str, Any]:
         """What this search is, as stored in ``run.json`` (a resumed run must match it)."""
         return {"policy": self.task.policy, "profile": self.profile.name,
+                "cluster": {"profile": self.profile.name,
+                            "gpus_by_type": dict(self.profile.gpus_by_type)},
                 "fixed": dict(self.task.fixed), "objectives": [o.label for o in self.objectives],
                 "settings": vars(self.settings), "space": list(self.space.names),
                 "dropped": dict(self.space.dropped),
                 "train": [w.source for w in self.train], "test": [w.source for w in self.test],
                 "train_digests": [w.digest() for w in self.train]}
 
+    def fitted(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Every field of the policy with ``params``, fitted to the training workload."""
+        policy = get_policy(self.task.policy).from_params({**self.task.fixed, **params})
+        fields: dict[str, Any] = policy.fit(self.train[0]).to_dict()["params"]
+        return fields
+
     def run(self, on_generation: Callable[[Progress], None] | None = None, *,
-            resume: bool = False) -> list[dict[str, Any]]:
-        """Search (or resume), re-evaluate the front on the test sample, publish the front."""
+            resume: bool = False,
+            initial: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+        """Search (or resume), re-evaluate the front on the test sample, publish the front.
+
+        ``initial``: configurations to start from (a warm start): they open the first
+        generation, random points fill the rest. Parameters the search does not vary are
+        ignored, missing ones start mid-domain.
+        """
         if not self.objectives:
             raise ParetoSearchError("no objectives yet: call SetPreference(...) first")
         self._prepare_store(resume)
-        with self._runners() as (train_runner, test_runner):
+        with self.runners() as (train_runner, test_runner):
             def publish(p: Progress) -> None:
                 if self.store:
                     self.store.write_progress(
@@ -204,13 +222,14 @@ class PolicySearch:
                     on_generation(p)
 
             out = run_spea2(self.task, self.space, self.objectives, train_runner,
-                            self.settings, store=self.store, on_generation=publish)
+                            self.settings, store=self.store, on_generation=publish,
+                            initial=[dict(p) for p in initial])
             unique = list({tuple(r[o.label] for o in self.objectives): (p, r)
                            for p, r in reversed(out.front)}.values())[::-1]
             tests = test_runner.map(self.task, [p for p, _ in unique])
             self.baselines = {name: train_runner.map(Task(name, self.profile), [{}])[0]
                               for name in baselines_for(self.train[0], self.profile)}
-        self.front = sorted((front_entry(p, r, self.objectives, t)
+        self.front = sorted((front_entry(p, r, self.objectives, t, self.fitted(p))
                              for (p, r), t in zip(unique, tests, strict=True)),
                             key=lambda e: [e["objectives"][o.label] for o in self.objectives])
         if self.store:
@@ -236,6 +255,44 @@ class PolicySearch:
                                         "resume it with the same arguments it was started with")
         else:
             self.store.write_spec(self.spec())
+
+    def evaluate(self, policy: str, params: Mapping[str, Any]
+                 ) -> tuple[dict[str, float], dict[str, float]]:
+        """One configuration (any policy family, e.g. the one in production) simulated on
+        the training and on the test sample: ``(train_record, test_record)``."""
+        task = Task(policy, self.profile, dict(params))
+        with self.runners() as (train, test):
+            return train.map(task, [{}])[0], test.map(task, [{}])[0]
+
+    def __enter__(self) -> PolicySearch:
+        """Keep one set of runners (one Dask cluster) open for several calls."""
+        self._stack = contextlib.ExitStack()
+        self._open = self._stack.enter_context(self._fresh_runners())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._open = None
+        self._stack.close()
+
+    @contextlib.contextmanager
+    def runners(self) -> Iterator[tuple[Runner, Runner]]:
+        """Runners on the training and the test samples: those held open by ``with``, or
+        fresh ones for this call."""
+        if self._open is not None:
+            yield self._open
+        else:
+            with self._fresh_runners() as pair:
+                yield pair
+
+    @contextlib.contextmanager
+    def _fresh_runners(self) -> Iterator[tuple[Runner, Runner]]:
+        """Runners on the training and the test samples (through the cache, if any)."""
+        with self._runners() as (train, test):
+            if self.cache is None:
+                yield train, test
+            else:
+                yield (CachedRunner(train, self.cache, self.train, self.train[0]),
+                       CachedRunner(test, self.cache, self.test, self.train[0]))
 
     @contextlib.contextmanager
     def _runners(self) -> Iterator[tuple[Runner, Runner]]:

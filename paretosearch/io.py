@@ -14,7 +14,10 @@ import pandas as pd
 
 from simulator.errors import ParetoSearchError
 
-__all__ = ["atomic_write", "write_json", "write_table"]
+__all__ = ["atomic_write", "json_text", "write_json", "write_table", "write_text"]
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read, not changed
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
@@ -32,6 +35,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     tmp = Path(tmp_name)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # as a plainly created file (mkstemp makes it 0600)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -53,14 +57,23 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     return atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
 
 
-def write_json(obj: Any, path: str | Path) -> Path:
-    """Write JSON (indented, NaN as null)."""
-    text = json.dumps(_clean(obj), indent=2, allow_nan=False, default=_jsonable) + "\n"
+def write_text(path: str | Path, text: str) -> Path:
+    """Write a text file."""
 
     def write(tmp: Path) -> None:
         tmp.write_text(text)
 
     return atomic_write(path, write)
+
+
+def json_text(obj: Any) -> str:
+    """JSON text (indented, NaN and infinity as null, numpy scalars as numbers)."""
+    return json.dumps(_clean(obj), indent=2, allow_nan=False, default=_jsonable) + "\n"
+
+
+def write_json(obj: Any, path: str | Path) -> Path:
+    """Write JSON (indented, NaN as null)."""
+    return write_text(path, json_text(obj))
 
 
 def _jsonable(value: Any) -> Any:

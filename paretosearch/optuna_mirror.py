@@ -6,6 +6,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from paretosearch.evaluation import SearchSpace
 from paretosearch.objectives import Objective
@@ -21,6 +22,21 @@ def mirror(db: Path, study_name: str, objectives: Sequence[Objective], space: Se
     ``optuna best-trials --storage sqlite:///DB --study-name NAME`` then lists the front.
     """
     import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = optuna.storages.RDBStorage(f"sqlite:///{db}")
+    try:
+        return _add(optuna.create_study(
+            storage=storage, study_name=study_name, load_if_exists=True,
+            directions=["maximize" if o.maximize else "minimize" for o in objectives]),
+            objectives, space, evaluations)
+    finally:
+        storage.engine.dispose()  # no file left open (a long-lived process mirrors often)
+
+
+def _add(study: Any, objectives: Sequence[Objective], space: SearchSpace,
+         evaluations: Sequence[Evaluation]) -> int:
+    import optuna
     from optuna.distributions import (
         BaseDistribution,
         CategoricalDistribution,
@@ -28,10 +44,6 @@ def mirror(db: Path, study_name: str, objectives: Sequence[Objective], space: Se
         IntDistribution,
     )
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(
-        storage=f"sqlite:///{db}", study_name=study_name, load_if_exists=True,
-        directions=["maximize" if o.maximize else "minimize" for o in objectives])
     with warnings.catch_warnings():  # metric names are "experimental" in Optuna, and stable
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         study.set_metric_names([o.label for o in objectives])

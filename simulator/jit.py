@@ -9,27 +9,35 @@ numba's version makes any change start a fresh cache. ``NUMBA_CACHE_DIR``, if se
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
 
 import numba
 
-__all__ = ["configure_cache"]
+__all__ = ["configure_cache", "source_digest"]
 
 _ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def source_digest() -> str:
+    """A digest of the simulator's and policies' source and numba's version: what a
+    simulation's result depends on besides its inputs."""
+    digest = hashlib.sha256(numba.__version__.encode())
+    for package in ("simulator", "policies"):
+        for path in sorted((_ROOT / package).glob("*.py")):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def configure_cache() -> Path:
     """Point numba's cache at a folder named after the source digest; return the folder."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return Path(os.environ["NUMBA_CACHE_DIR"])
-    digest = hashlib.sha256(numba.__version__.encode())
-    for package in ("simulator", "policies"):
-        for path in sorted((_ROOT / package).glob("*.py")):
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    folder = base / "paretosearch" / "numba" / digest.hexdigest()[:16]
+    folder = base / "paretosearch" / "numba" / source_digest()
     numba.config.CACHE_DIR = str(folder)
     return folder

@@ -1,0 +1,102 @@
+"""Finished evaluations shared across runs, keyed by what they depend on (SQLite).
+
+A nightly retune on an unchanged window, or the production config re-evaluated on the same
+data, should cost nothing. An evaluation's key is a SHA-256 over everything its record
+depends on: the policy family, fixed and searched parameters, the cluster profile, whether
+jobs are predicted, the content digests of the workloads simulated and of the training
+workload, and the digest of the simulator's and policies' source (a code change starts a
+fresh cache). The cache is an SQLite file (WAL, so a reader and a writer may overlap).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from paretosearch.evaluation import Task
+from paretosearch.runners import OnResult, Params, Runner
+from simulator import Workload
+from simulator.errors import ParetoSearchError
+from simulator.jit import source_digest
+
+__all__ = ["CachedRunner", "EvaluationCache", "evaluation_key"]
+
+
+def evaluation_key(task: Task, params: Mapping[str, Any], workloads: Sequence[Workload],
+                   train: Workload) -> str:
+    """The content key of one evaluation."""
+    doc = {"policy": task.policy, "fixed": dict(task.fixed), "params": dict(params),
+           "profile": repr(task.profile), "predict": task.predict,
+           "workloads": [w.digest() for w in workloads], "train": train.digest(),
+           "code": source_digest()}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class EvaluationCache:
+    """``key -> record`` in an SQLite file; counts its ``hits`` and ``misses``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS evaluations "
+                             "(key TEXT PRIMARY KEY, record TEXT NOT NULL)")
+        except sqlite3.Error as exc:
+            raise ParetoSearchError(f"{self.path}: cannot open the evaluation cache ({exc}); "
+                                    "delete it to start a fresh one") from exc
+        self.hits = self.misses = 0
+
+    def get(self, key: str) -> dict[str, float] | None:
+        """The cached record, or None."""
+        row = self._db.execute("SELECT record FROM evaluations WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return dict(json.loads(row[0]))
+
+    def put(self, key: str, record: Mapping[str, float]) -> None:
+        """Store a finished record (committed at once)."""
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO evaluations VALUES (?, ?)",
+                             (key, json.dumps(dict(record))))
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class CachedRunner:
+    """A runner that answers from the cache where it can and stores what ``inner`` runs."""
+
+    def __init__(self, inner: Runner, cache: EvaluationCache, workloads: Sequence[Workload],
+                 train: Workload) -> None:
+        self.inner, self.cache = inner, cache
+        self.workloads, self.train = list(workloads), train
+
+    def map(self, task: Task, batch: Sequence[Params],
+            on_result: OnResult | None = None) -> list[dict[str, float]]:
+        keys = [evaluation_key(task, p, self.workloads, self.train) for p in batch]
+        out: list[dict[str, float] | None] = [self.cache.get(k) for k in keys]
+        todo = [i for i, r in enumerate(out) if r is None]
+        for i, record in enumerate(out):
+            if record is not None and on_result is not None:
+                on_result(i, record)
+
+        def keep(j: int, record: dict[str, float]) -> None:
+            self.cache.put(keys[todo[j]], record)
+            out[todo[j]] = record
+            if on_result is not None:
+                on_result(todo[j], record)
+
+        if todo:
+            self.inner.map(task, [batch[i] for i in todo], keep)
+        return [r for r in out if r is not None]
