@@ -1,0 +1,192 @@
+"""Which Dask cluster evaluates a search: chosen by configuration, never by code.
+
+A cluster file uses dask-ctl's spec format (read here without depending on dask-ctl)::
+
+    version: 1
+    module: dask.distributed        # imported only when the cluster is started
+    class: LocalCluster
+    args: []
+    kwargs: {n_workers: 2, threads_per_worker: 1}
+
+:func:`open_client` takes the first of: an explicit scheduler address; Dask's
+``scheduler-address`` setting (``DASK_SCHEDULER_ADDRESS``); a cluster file (an explicit path,
+else ``$PARETOSEARCH_DASK_CLUSTER``, else ``./dask-cluster.yaml`` if it exists); else nothing,
+which tells the caller to start its embedded ``LocalCluster`` (or evaluate serially). A client
+of a ``tls://`` address uses Dask's configured security (``distributed.comm.tls.*``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dask.config
+import yaml
+
+from simulator.errors import ParetoSearchError
+
+__all__ = ["CLUSTER_FILE", "CLUSTER_FILE_ENV", "ClusterSpec", "InvalidClusterConfig",
+           "load_cluster_spec", "open_client"]
+
+logger = logging.getLogger(__name__)
+
+CLUSTER_FILE = Path("dask-cluster.yaml")
+"""The cluster file used when nothing else names one (relative to the working directory)."""
+CLUSTER_FILE_ENV = "PARETOSEARCH_DASK_CLUSTER"
+"""Environment variable naming a cluster file."""
+
+FIELDS: dict[str, tuple[type, str]] = {
+    "version": (int, "the integer 1"),
+    "module": (str, "a module path such as dask.distributed or dask_jobqueue"),
+    "class": (str, "a class name such as LocalCluster or SLURMCluster"),
+    "args": (list, "a list of positional arguments"),
+    "kwargs": (dict, "a mapping of keyword arguments"),
+}
+"""Each field of a cluster file: its type and what it should hold."""
+REQUIRED = ("version", "module", "class")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+class InvalidClusterConfig(ParetoSearchError, ValueError):
+    """A cluster file that cannot describe or start a Dask cluster."""
+
+
+def _bad(source: str, name: str, value: object, problem: str, fix: str) -> InvalidClusterConfig:
+    return InvalidClusterConfig(f"{source}, field {name!r}: {problem} (got {value!r}); {fix}")
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A validated cluster file: which cluster manager to start, with which arguments."""
+
+    source: str
+    module: str
+    class_name: str
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def cluster_class(self) -> type:
+        """Import the module and return the class (an install hint if the module is missing)."""
+        try:
+            module = importlib.import_module(self.module)
+        except ImportError as exc:
+            package = self.module.split(".")[0].replace("_", "-")
+            raise _bad(self.source, "module", self.module, f"cannot import it ({exc})",
+                       f"install it (pip install {package}) or fix the name") from exc
+        cls = getattr(module, self.class_name, None)
+        if not isinstance(cls, type):
+            known = sorted(n for n in dir(module) if n.endswith("Cluster"))
+            raise _bad(self.source, "class", self.class_name, f"{self.module} has no such class",
+                       f"use one of {', '.join(known)}" if known else "check the spelling")
+        return cls
+
+    def start(self) -> Any:
+        """Start the cluster: ``cls(*args, **kwargs)``; a failure names the file."""
+        cls = self.cluster_class()
+        try:
+            return cls(*self.args, **self.kwargs)
+        except Exception as exc:
+            raise InvalidClusterConfig(f"{self.source}: {self.module}.{self.class_name} did not "
+                                       f"start: {exc}; check its args and kwargs") from exc
+
+
+def load_cluster_spec(path: str | Path) -> ClusterSpec:
+    """Read and validate a cluster file without importing the module it names.
+
+    Raises:
+        InvalidClusterConfig: unreadable file, unknown or missing field, wrong type, a version
+            other than 1, or a module or class that is not a valid Python name.
+    """
+    source = str(path)
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise InvalidClusterConfig(f"{source}: cannot read the cluster file ({exc})") from exc
+    except yaml.YAMLError as exc:
+        raise InvalidClusterConfig(f"{source}: not valid YAML ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise InvalidClusterConfig(f"{source}: expected a mapping with the fields "
+                                   f"{', '.join(FIELDS)} (got {type(doc).__name__})")
+    for name, value in doc.items():
+        if name not in FIELDS:
+            raise _bad(source, name, value, "unknown field", f"the fields are {', '.join(FIELDS)}; "
+                       "the cluster's own arguments go under kwargs")
+        kind, meaning = FIELDS[name]
+        optional_null = value is None and name in ("args", "kwargs")
+        if not optional_null and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise _bad(source, name, value, f"expected {meaning}", "fix its type")
+    for name in REQUIRED:
+        if name not in doc:
+            raise InvalidClusterConfig(f"{source}, field {name!r}: missing; add it: "
+                                       f"{FIELDS[name][1]}")
+    if doc["version"] != 1:
+        raise _bad(source, "version", doc["version"], "only version 1 is understood",
+                   "write version: 1")
+    if not _DOTTED.fullmatch(doc["module"]):
+        raise _bad(source, "module", doc["module"], f"expected {FIELDS['module'][1]}",
+                   "fix the name")
+    if not doc["class"].isidentifier():
+        raise _bad(source, "class", doc["class"], f"expected {FIELDS['class'][1]}",
+                   "fix the name")
+    kwargs = doc.get("kwargs") or {}
+    for key in kwargs:
+        if not isinstance(key, str):
+            raise _bad(source, "kwargs", key, "keyword names must be text", "quote the name")
+    return ClusterSpec(source, doc["module"], doc["class"], tuple(doc.get("args") or ()), kwargs)
+
+
+def _cluster_file(config: str | Path | None) -> Path | None:
+    """The cluster file to use: explicit, else from the environment, else ./dask-cluster.yaml."""
+    if config is not None:
+        return Path(config)
+    if os.environ.get(CLUSTER_FILE_ENV):
+        return Path(os.environ[CLUSTER_FILE_ENV])
+    return CLUSTER_FILE if CLUSTER_FILE.exists() else None
+
+
+@contextlib.contextmanager
+def open_client(scheduler: str | None = None, config: str | Path | None = None, *,
+                workers: int = 2) -> Iterator[Any]:
+    """A ``distributed.Client`` of the configured cluster, or None; closed on exit.
+
+    Args:
+        scheduler: a scheduler address (``tcp://host:8786``, ``tls://host:8786``); wins over
+            everything else.
+        config: a cluster file; used only when no address is given or configured in Dask.
+        workers: the size of the caller's embedded ``LocalCluster`` (0: serial), used only
+            to log what happens when nothing is configured.
+
+    Yields:
+        A client (of a running scheduler, or of the cluster the file starts, which is closed
+        with it), or None when nothing is configured: the caller starts its own cluster.
+    """
+    from distributed import Client
+
+    address = scheduler or dask.config.get("scheduler-address", None)
+    if address:
+        origin = "--scheduler" if scheduler else "DASK_SCHEDULER_ADDRESS (scheduler-address)"
+        if config is not None:
+            logger.warning("cluster file %s ignored: %s names a scheduler", config, origin)
+        logger.info("Dask: the running scheduler at %s, from %s", address, origin)
+        # a string address: the client takes Dask's configured security (TLS certificates)
+        with Client(address) as client:  # type: ignore[no-untyped-call]
+            yield client
+        return
+    path = _cluster_file(config)
+    if path is None:
+        logger.info("Dask: no scheduler or cluster file configured; %s",
+                    f"an embedded LocalCluster of {workers} workers" if workers > 0
+                    else "serial evaluation")
+        yield None
+        return
+    spec = load_cluster_spec(path)
+    logger.info("Dask: %s.%s from the cluster file %s", spec.module, spec.class_name, path)
+    with spec.start() as cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
+        yield client
