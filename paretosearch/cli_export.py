@@ -1,0 +1,107 @@
+"""The ``export`` command: a chosen configuration as production scheduler configs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from paretosearch.export import (
+    FORMATS,
+    KUEUE_VERSIONS,
+    ExportError,
+    ExportOptions,
+    export,
+    write_export,
+)
+from paretosearch.store import RunStore, choice_entry
+
+__all__ = ["EXPORT_COMMANDS", "add_export_command"]
+
+EPILOG = """examples:
+  paretosearch export runs/latest --format kueue            # RUN/chosen.json -> RUN/export/kueue/
+  paretosearch export runs/latest --format slurm --nodes 'gpu[01-16]' --out /etc/slurm/ps
+  paretosearch export runs/latest --format volcano --index 3 # front entry 3, no select needed
+  paretosearch export chosen.json --format kueue --kueue-version v1beta1 --namespace ml
+  paretosearch export runs/latest --format json             # the neutral plan
+
+Every export lists what the target cannot express (also written into its files).
+"""
+
+
+def add_export_command(sub: Any) -> None:
+    """Add ``export`` to the CLI's subcommands."""
+    p = sub.add_parser("export", help="write a chosen configuration as Kueue, Volcano, Slurm "
+                                      "or YARN config", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Translate the configuration chosen with 'paretosearch "
+                                   "select' (or a front entry)\ninto a production scheduler's "
+                                   "config, and say what it cannot express.")
+    p.add_argument("run", type=Path, metavar="RUN",
+                   help="a run directory (its chosen.json) or a chosen-config JSON file")
+    p.add_argument("--format", required=True, choices=FORMATS, help="the target scheduler")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="where to write the files (default: RUN/export/FORMAT, or "
+                        "export/FORMAT beside a JSON file)")
+    p.add_argument("--index", type=int, metavar="N",
+                   help="export front entry N of RUN/front.json instead of RUN/chosen.json")
+    p.add_argument("--kueue-version", choices=KUEUE_VERSIONS, default=KUEUE_VERSIONS[0],
+                   help=f"Kueue API version (default: {KUEUE_VERSIONS[0]})")
+    p.add_argument("--namespace", default="default",
+                   help="namespace of Kueue's LocalQueues (default: default)")
+    p.add_argument("--nodes", default="ALL", metavar="NODELIST",
+                   help="Slurm nodes of every partition, e.g. 'gpu[01-16]' (default: ALL)")
+
+
+def _document(run: Path, index: int | None) -> dict[str, Any]:
+    """The config document: a JSON file, RUN/chosen.json, or RUN's front entry ``index``."""
+    if run.is_dir() and index is not None:
+        store = RunStore(run)
+        front = store.read_front()["front"]
+        if not 0 <= index < len(front):
+            raise ExportError(f"{run}: --index {index}: the front has {len(front)} entries "
+                              f"(0 to {len(front) - 1}); 'paretosearch front {run}' lists them")
+        return {**choice_entry(store.read_spec(), front[index]), "run": str(run),
+                "front_index": index}
+    if index is not None:
+        raise ExportError(f"{run}: --index needs a run directory, not a file")
+    path = run / "chosen.json" if run.is_dir() else run
+    if run.is_dir() and not path.exists():
+        raise ExportError(f"{run}: no chosen.json: run 'paretosearch select {run}' first or "
+                          "pass --index N")
+    try:
+        doc: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ExportError(f"{path}: cannot read a config document: {exc}") from exc
+    return doc
+
+
+def _export(args: argparse.Namespace, console: Console) -> None:
+    options = ExportOptions(kueue_version=args.kueue_version, namespace=args.namespace,
+                            nodes=args.nodes)
+    doc = _document(args.run, args.index)
+    source = str(args.run / "chosen.json" if args.run.is_dir() and args.index is None
+                 else args.run)
+    result = export(doc, args.format, options=options, source=source)
+    out = args.out or ((args.run if args.run.is_dir() else args.run.parent)
+                       / "export" / args.format)
+    paths = write_export(result, out)
+    table = Table(title=f"{args.format} export of {doc.get('policy')} from {source}")
+    table.add_column("file")
+    table.add_column("bytes", justify="right")
+    for path in paths:
+        table.add_row(str(path), f"{path.stat().st_size:,}")
+    console.print(table)
+    console.print(f"[bold]cannot express in {args.format}[/bold] "
+                  f"({len(result.cannot_express)}, also written into the files):")
+    for item in result.cannot_express:
+        console.print(f"  - {item}", highlight=False)
+
+
+EXPORT_COMMANDS: dict[str, Callable[[argparse.Namespace, Console], None]] = {"export": _export}
+"""The export command's handler."""

@@ -1,0 +1,279 @@
+"""The neutral export plan: what a chosen configuration asks of a production scheduler.
+
+:func:`build_plan` reads a config document (``RUN/chosen.json``: policy, params, the fitted
+policy, the cluster) into a :class:`Plan`: size classes with a weight per GPU type, job tiers
+(SLO and best-effort) with a priority and a lease, whether classes reclaim their share by
+preemption, and every setting of the policy that no target can express. The renderers in
+:mod:`paretosearch.export.kube` and :mod:`paretosearch.export.hpc` only translate a plan.
+
+Which parts of a policy a plan carries is decided per policy class (``functools.singledispatch``
+over the policy's type, never its name); a policy without a handler becomes one queue holding
+every job, and all of its parameters go on the cannot-express list.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from policies import REGISTRY, WFQ, Policy, Unified, UniSched, WFQHetero, get_policy
+from simulator import list_profiles, load_profile
+from simulator.errors import InvalidPolicyParams, ParetoSearchError, located
+
+__all__ = [
+    "WEIGHT_SCALE", "ExportError", "InvalidConfigDocument", "JobTier", "Plan", "SizeClass",
+    "build_plan", "plan_dict", "scaled_integers",
+]
+
+
+class ExportError(ParetoSearchError, ValueError):
+    """An export that cannot be made: unknown format, bad option, missing input."""
+
+
+class InvalidConfigDocument(ExportError):
+    """A config document (``chosen.json``) with a missing or impossible field."""
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    """One WFQ size class: a queue.
+
+    Attributes:
+        name: queue name, valid in every target (``class0``, ... or ``all``).
+        max_size_gpu_s: the class takes jobs whose estimated size (GPU-seconds: GPUs x run
+            time on the reference GPU type) is at most this and above the previous class's.
+        weight: the class's share of all GPUs (the shares of all classes sum to 1).
+        weight_by_type: its share of each GPU type's GPUs.
+    """
+
+    name: str
+    max_size_gpu_s: float
+    weight: float
+    weight_by_type: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class JobTier:
+    """A kind of job (``slo`` or ``best-effort``) with its own priority and lease.
+
+    Attributes:
+        priority: 1 to 1000, higher runs first (from the policy's reward scalings).
+        lease_s: how long a job of this tier holds its GPUs before it is decided again.
+        preemptible: whether a higher-priority job may take its GPUs.
+    """
+
+    name: str
+    priority: int
+    lease_s: float
+    preemptible: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a target needs, and what none of them can express."""
+
+    policy: str
+    gpus_by_type: Mapping[str, int]
+    """GPUs per type, fastest type first."""
+    classes: tuple[SizeClass, ...]
+    tiers: tuple[JobTier, ...]
+    """Empty when the policy treats every job alike."""
+    reclaim: bool
+    """A class below its share takes GPUs back, by preemption, from classes above theirs."""
+    unexpressed: tuple[str, ...]
+    source: Mapping[str, Any]
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs of every type."""
+        return sum(self.gpus_by_type.values())
+
+    def preempts(self, tier: JobTier) -> tuple[JobTier, ...]:
+        """The tiers whose jobs a job of ``tier`` may preempt."""
+        return tuple(t for t in self.tiers if t.preemptible and t.priority < tier.priority)
+
+
+WEIGHT_SCALE = 1000
+"""The integer the heaviest class or tier gets where a target wants integer weights."""
+
+
+def scaled_integers(values: Sequence[float], top: int = WEIGHT_SCALE) -> list[int]:
+    """Positive values as integers in [1, top], the largest becoming ``top``."""
+    largest = max(values)
+    return [max(1, round(top * v / largest)) for v in values]
+
+
+@dataclass(frozen=True)
+class _Semantics:
+    """What the plan takes from one policy."""
+
+    thresholds: tuple[float, ...] = (math.inf,)
+    weights: tuple[tuple[float, ...], ...] = ((1.0,),)
+    """Class weights on the fastest GPU type, the second, ... (the last for slower ones)."""
+    tiers: tuple[JobTier, ...] = ()
+    reclaim: bool = False
+    expressed: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+LEASE_NOTE = ("leases become time limits: a job still running when its lease ends is stopped, "
+              "not decided again (the policy usually lets it go on); jobs longer than a lease "
+              "must checkpoint and be resubmitted")
+
+
+@functools.singledispatch
+def _semantics(policy: Policy) -> _Semantics:
+    return _Semantics(notes=(f"{policy.name} ({type(policy).summary}) has no equivalent: it is "
+                             "exported as one first-come first-served queue holding every job",))
+
+
+@_semantics.register
+def _wfq(policy: WFQ) -> _Semantics:
+    _require_classes(policy.name, policy.thresholds)
+    return _Semantics(policy.thresholds, (policy.rates,), reclaim=True, expressed=("T", "W"),
+                      notes=("WFQ's fluid shares: a running job's GPU count changes as shares "
+                             "move; production schedulers keep a job's gang fixed",))
+
+
+@_semantics.register
+def _wfq_hetero(policy: WFQHetero) -> _Semantics:
+    _require_classes(policy.name, policy.thresholds)
+    exponents = (policy.W_1, policy.W_2, policy.W_3)
+    return _Semantics(policy.thresholds, _exponential(exponents, len(policy.thresholds)),
+                      expressed=("T", "W_1", "W_2", "W_3"))
+
+
+@_semantics.register
+def _unified(policy: Unified) -> _Semantics:
+    _require_classes(policy.name, policy.thresholds)
+    exponents = (policy.W_1, policy.W_2, policy.W_3)
+    return _Semantics(policy.thresholds, _exponential(exponents, len(policy.thresholds)),
+                      _lease_tiers(policy.be_lease_s, policy.slo_lease_multiple,
+                                   policy.slo_reward, policy.be_reward_scale, policy.preempt),
+                      expressed=("T", "W_1", "W_2", "W_3", "be_lease_s", "slo_lease_multiple",
+                                 "slo_reward", "be_reward_scale", "preempt"),
+                      notes=(LEASE_NOTE,))
+
+
+@_semantics.register
+def _unisched(policy: UniSched) -> _Semantics:
+    return _Semantics(tiers=_lease_tiers(policy.be_lease_s, policy.slo_lease_multiple,
+                                         policy.slo_reward, policy.be_reward_scale, True),
+                      expressed=("be_lease_s", "slo_lease_multiple", "slo_reward",
+                                 "be_reward_scale"),
+                      notes=(LEASE_NOTE,))
+
+
+def _require_classes(name: str, thresholds: tuple[float, ...]) -> None:
+    if not thresholds:
+        raise InvalidConfigDocument(
+            f"'fitted': {name} without class thresholds cannot be exported (the document has "
+            "no fitted policy: a run from before fitted policies were recorded); re-select "
+            "from a run of this version ('paretosearch select RUN'), or give 'fitted' with "
+            "thresholds")
+
+
+def _exponential(exponents: Sequence[float], k: int) -> tuple[tuple[float, ...], ...]:
+    """``w_i ∝ exp(-W i)`` for each exponent, normalised (policies/wfq_hetero.py, unified.py)."""
+    out = []
+    for W in exponents:
+        z = -W * np.arange(k)
+        w = np.exp(z - z.max())
+        out.append(tuple(float(v) for v in w / w.sum()))
+    return tuple(out)
+
+
+def _lease_tiers(be_lease_s: float, multiple: int, slo_reward: float, be_reward_scale: float,
+                 be_preemptible: bool) -> tuple[JobTier, JobTier]:
+    """SLO and best-effort tiers: priorities from the rewards' scales (an SLO job is worth up to
+    ``slo_reward``, a best-effort job up to ``be_reward_scale``), SLO lease = multiple x BE."""
+    slo, be = scaled_integers([slo_reward, be_reward_scale])
+    return (JobTier("slo", slo, be_lease_s * multiple, True),
+            JobTier("best-effort", be, be_lease_s, be_preemptible))
+
+
+def build_plan(doc: Mapping[str, Any], *, source: str = "config document") -> Plan:
+    """The plan for a config document (module docstring); ``source`` names it in errors.
+
+    Raises:
+        InvalidConfigDocument: naming the field at fault and its value.
+    """
+    if not isinstance(doc, Mapping):
+        raise InvalidConfigDocument(f"{source}: expected a JSON object with 'policy', 'params', "
+                                    f"'fitted' and 'cluster', got {type(doc).__name__}")
+    policy = _policy(doc, source)
+    gpus = _cluster(doc, source)
+    try:
+        sem = _semantics(policy)
+    except InvalidConfigDocument as exc:
+        raise InvalidConfigDocument(f"{source}, {exc}") from exc
+    types = tuple(gpus)
+    classes = []
+    for k, bound in enumerate(sem.thresholds):
+        by_type = {t: sem.weights[min(r, len(sem.weights) - 1)][k] for r, t in enumerate(types)}
+        share = sum(gpus[t] * w for t, w in by_type.items()) / sum(gpus.values())
+        name = f"class{k}" if len(sem.thresholds) > 1 else "all"
+        classes.append(SizeClass(name, bound, share, by_type))
+    domains = type(policy).domains()
+    lost = [f"{name}={_fmt(getattr(policy, name))}: {dom.help}"
+            for name, dom in domains.items() if name not in sem.expressed]
+    return Plan(policy.name, gpus, tuple(classes), sem.tiers, sem.reclaim,
+                (*sem.notes, *lost), dict(doc))
+
+
+def _policy(doc: Mapping[str, Any], source: str) -> Policy:
+    name = doc.get("policy")
+    if not isinstance(name, str) or name.lower() not in REGISTRY:
+        raise InvalidConfigDocument(located(source, column="policy", value=name,
+                                            problem="expected a policy name",
+                                            fix=f"one of {', '.join(sorted(REGISTRY))}"))
+    field = "fitted" if doc.get("fitted") is not None else "params"
+    values = doc.get(field)
+    if not isinstance(values, Mapping):
+        raise InvalidConfigDocument(located(source, column=field, value=values,
+                                            problem="expected an object of parameter values"))
+    try:
+        return get_policy(name).from_params(values)
+    except (InvalidPolicyParams, TypeError) as exc:
+        raise InvalidConfigDocument(located(source, column=field, problem=str(exc))) from exc
+
+
+def _cluster(doc: Mapping[str, Any], source: str) -> dict[str, int]:
+    """GPUs per type, fastest first when the profile is a shipped one (else as given)."""
+    cluster = doc.get("cluster")
+    cluster = cluster if isinstance(cluster, Mapping) else {}
+    gpus = cluster.get("gpus_by_type")
+    if not isinstance(gpus, Mapping) or not gpus or not all(
+            isinstance(t, str) and isinstance(n, int) and not isinstance(n, bool) and n > 0
+            for t, n in gpus.items()):
+        raise InvalidConfigDocument(located(
+            source, column="cluster.gpus_by_type", value=gpus,
+            problem="expected GPUs per type, e.g. {'V100': 64}, each a positive integer",
+            fix="re-select from a run of this version, or add \"cluster\": {\"profile\": "
+                "NAME, \"gpus_by_type\": {TYPE: COUNT}}"))
+    profile = cluster.get("profile")
+    if isinstance(profile, str) and profile in list_profiles():
+        speed = load_profile(profile).relative_speed
+        if all(t in speed for t in gpus):
+            return {t: gpus[t] for t in sorted(gpus, key=lambda t: -speed[t])}
+    return dict(gpus)
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def plan_dict(plan: Plan) -> dict[str, Any]:
+    """The plan as JSON-ready data (an unbounded class size as None)."""
+    return {"policy": plan.policy, "gpus_by_type": dict(plan.gpus_by_type),
+            "classes": [{"name": c.name, "weight": c.weight,
+                         "max_size_gpu_s": c.max_size_gpu_s if math.isfinite(c.max_size_gpu_s)
+                         else None, "weight_by_type": dict(c.weight_by_type)}
+                        for c in plan.classes],
+            "tiers": [asdict(t) for t in plan.tiers], "reclaim": plan.reclaim,
+            "cannot_express": list(plan.unexpressed)}
