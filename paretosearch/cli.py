@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.cli_runs import RUN_COMMANDS, add_run_commands, fmt, parse_overrides
+from paretosearch.cli_export import EXPORT_COMMANDS, add_export_command
+from paretosearch.cli_retune import add_retune_command, run_retune
+from paretosearch.cli_runs import (
+    RUN_COMMANDS,
+    add_run_commands,
+    error_console,
+    fmt,
+    parse_overrides,
+)
 from paretosearch.io import write_table
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
 from simulator import (
@@ -101,6 +110,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="write per-job records to FILE (.csv or .parquet)")
     out.add_argument("--json", action="store_true", help="print the metrics as JSON")
     add_run_commands(sub)
+    add_export_command(sub)
+    add_retune_command(sub)
     sub.add_parser("policies", help="list policies with their parameters and domains")
     sub.add_parser("profiles", help="list the shipped cluster profiles")
     return p
@@ -231,19 +242,25 @@ def _profiles(console: Console) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``paretosearch`` console script; returns the exit code."""
     args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # piped or captured output is not cut to 80 columns: tables stay whole
     console = Console() if sys.stdout.isatty() else Console(width=240)
     try:
         if args.command == "simulate":
             _simulate(args, console)
+        elif args.command == "retune":
+            return run_retune(args, console)
         elif args.command in RUN_COMMANDS:
             RUN_COMMANDS[args.command](args, console)
+        elif args.command in EXPORT_COMMANDS:
+            EXPORT_COMMANDS[args.command](args, console)
         elif args.command == "policies":
             _policies(console)
         else:
             _profiles(console)
     except ParetoSearchError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        error_console().print(f"[bold red]error:[/bold red] {exc}", highlight=False)
         return 2
     return 0
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
+import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,12 @@ from paretosearch.store import RunStore, choice_entry
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 from simulator.slo import MIXES
 
-__all__ = ["RUN_COMMANDS", "add_run_commands", "fmt", "parse_overrides"]
+__all__ = ["RUN_COMMANDS", "add_run_commands", "error_console", "fmt", "parse_overrides"]
+
+
+def error_console() -> Console:
+    """Standard error; not wrapped at 80 columns when it goes to a file or a pipe (logs)."""
+    return Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=240)
 
 
 def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
@@ -84,10 +89,18 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--workers", type=int, default=2,
                    help="Dask LocalCluster worker processes; 0 evaluates serially (default: 2)")
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="use a running Dask scheduler instead of a local cluster")
+                   help="use the running Dask scheduler at ADDRESS (tcp://... or tls://...); "
+                        "wins over DASK_SCHEDULER_ADDRESS and any cluster file")
+    p.add_argument("--cluster-config", type=Path, metavar="PATH",
+                   help="start the Dask cluster described in PATH (dask-ctl format; examples "
+                        "in deploy/) unless a scheduler address is given or in "
+                        "DASK_SCHEDULER_ADDRESS (default: $PARETOSEARCH_DASK_CLUSTER, else "
+                        "./dask-cluster.yaml if it exists, else a local cluster of --workers)")
     p.add_argument("--run-dir", type=Path,
                    help="where to publish the run (default: runs/<date-time>, with runs/latest "
                         "pointing at it)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="log what happens (which Dask cluster, checkpoints)")
     p.add_argument("--resume", type=Path, metavar="RUN",
                    help="continue the interrupted run in RUN with its own settings")
 
@@ -96,6 +109,7 @@ def _search(args: argparse.Namespace, console: Console) -> None:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from paretosearch.api import PolicySearch, SearchSettings
+    from paretosearch.cluster import open_client
 
     if args.resume is not None:
         args.run_dir = args.resume
@@ -125,7 +139,7 @@ def _search(args: argparse.Namespace, console: Console) -> None:
                    TextColumn("{task.completed}/{task.total} evaluations"),
                    TextColumn("hypervolume {task.fields[hv]:.4g}"), TimeRemainingColumn(),
                    console=console, transient=True)
-    with bar, _dask_client(args.scheduler) as client:
+    with bar, open_client(args.scheduler, args.cluster_config, workers=args.workers) as client:
         search.client = client
         task = bar.add_task("search", total=args.budget, hv=0.0, gen=0)
         search.run(lambda p: bar.update(task, completed=min(p.evaluations, args.budget),
@@ -141,18 +155,6 @@ def _point_latest(run: Path) -> None:
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(run.name)
     os.replace(tmp, run.parent / "latest")
-
-
-@contextlib.contextmanager
-def _dask_client(address: str | None) -> Iterator[Any]:
-    """A client of a running scheduler, or None (the search starts its own cluster)."""
-    if address is None:
-        yield None
-        return
-    from distributed import Client
-
-    with Client(address) as client:  # type: ignore[no-untyped-call]
-        yield client
 
 
 def _front(run: Path, png: Path | None, console: Console) -> None:
@@ -213,7 +215,7 @@ def _select(args: argparse.Namespace, console: Console) -> None:
         i = choose.by_weights(front, objectives, [float(w) for w in args.weights.split(",")])
     else:
         i = choose.by_index(front, args.index if args.index is not None else 0)
-    choice = {**choice_entry(spec["policy"], spec["fixed"], front[i]),
+    choice = {**choice_entry(spec, front[i]),
               "test_metrics": front[i]["test_metrics"], "front_index": i, "run": str(args.run)}
     store.write_choice(choice)
     if args.out:

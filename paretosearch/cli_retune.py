@@ -1,0 +1,140 @@
+"""The ``retune`` command: the nightly job (see :mod:`paretosearch.retune`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from paretosearch.cli_runs import error_console, fmt
+from simulator.errors import ParetoSearchError
+
+__all__ = ["add_retune_command", "run_retune"]
+
+EXIT_CODES = """exit codes:
+  0  published a new run; the production config is not dominated (or none is set)
+  2  bad spec, trace or production config (the message says what to fix); nothing done
+  3  the window holds fewer jobs than window.min_jobs; nothing published
+  4  another retune holds OUT/retune.lock; nothing done
+  5  published, and the new front dominates the production config on both samples:
+     review OUT/current/report.md and export a new config
+  6  failed while running (disk full, unwritable folder, lost cluster); nothing published,
+     OUT/current untouched; run again to resume without repeating finished evaluations
+
+examples:
+  paretosearch retune --spec deploy/retune.yaml
+  DASK_SCHEDULER_ADDRESS=tls://scheduler:8786 paretosearch retune --spec retune.yaml
+  # crontab: every night at 02:30
+  30 2 * * *  cd /srv/paretosearch && .venv/bin/paretosearch retune --spec retune.yaml
+"""
+
+
+def add_retune_command(sub: Any) -> None:
+    """Add ``retune`` to the CLI's subcommands."""
+    p = sub.add_parser(
+        "retune", help="the nightly job: search the newest window of a trace, publish, report",
+        description="Search again on the newest window of a growing trace, warm-started from "
+                    "the run OUT/current points at; re-evaluate the production config and "
+                    "report drift; publish OUT/runs/<id> with report.md / report.png and move "
+                    "OUT/current to it atomically.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--spec", type=Path, required=True, metavar="YAML",
+                   help="the retune spec (see deploy/retune.yaml)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a running Dask scheduler (wins over DASK_SCHEDULER_ADDRESS and the "
+                        "cluster file)")
+    p.add_argument("--cluster-config", type=Path, metavar="YAML",
+                   help="a dask-cluster.yaml (default: $PARETOSEARCH_DASK_CLUSTER, else "
+                        "./dask-cluster.yaml if present, else a local cluster of the spec's "
+                        "'workers')")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="log what happens (which Dask cluster, checkpoints; a failure's cause)")
+
+
+def run_retune(args: argparse.Namespace, console: Console) -> int:
+    """Run ``retune``; returns its exit code (see ``paretosearch retune --help``)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from paretosearch.cluster import open_client
+    from paretosearch.retune import (
+        Exit,
+        RetuneFailed,
+        RetuneLocked,
+        RetuneSpec,
+        TooFewJobs,
+        retune,
+    )
+
+    err = error_console()
+    try:
+        spec = RetuneSpec.load(args.spec)
+        bar = Progress(TextColumn("[bold]generation {task.fields[gen]}[/bold]"), BarColumn(),
+                       TextColumn("{task.completed}/{task.total} evaluations"),
+                       TextColumn("hypervolume {task.fields[hv]:.4g}"), TimeRemainingColumn(),
+                       console=console, transient=True)
+        budget = spec.settings.budget
+        with bar, open_client(args.scheduler, args.cluster_config,
+                              workers=spec.workers) as client:
+            task = bar.add_task("retune", total=budget, hv=0.0, gen=0)
+
+            def started(about: dict[str, Any]) -> None:
+                w = about["window"]
+                warm = about["warm_start"]
+                console.print(f"{'resuming' if about['resumed'] else 'new run'} "
+                              f"{about['run']}: {w['jobs']:,} jobs in the window; "
+                              + (f"warm start from {warm['from']} ({warm['configs']} configs)"
+                                 if warm["from"] else "cold start"))
+
+            outcome = retune(spec, client=client, on_start=started,
+                             on_generation=lambda p: bar.update(
+                                 task, completed=min(p.evaluations, budget),
+                                 hv=p.hypervolume, gen=p.generation))
+    except TooFewJobs as exc:
+        err.print(f"[yellow]skipped:[/yellow] {exc}", highlight=False)
+        return Exit.TOO_FEW_JOBS
+    except RetuneLocked as exc:
+        err.print(f"[yellow]locked:[/yellow] {exc}", highlight=False)
+        return Exit.LOCKED
+    except RetuneFailed as exc:
+        logging.getLogger(__name__).info("the cause", exc_info=exc.__cause__)
+        err.print(f"[bold red]failed:[/bold red] {exc}", highlight=False)
+        return Exit.FAILED
+    except ParetoSearchError as exc:
+        err.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        return Exit.BAD_INPUT
+    _print(outcome.summary, console)
+    return outcome.exit
+
+
+def _print(summary: dict[str, Any], console: Console) -> None:
+    ev = summary["evaluations"]
+    console.print(f"published {summary['run']} ({summary['front_size']} configurations on the "
+                  f"front; {ev['run']} evaluations run, {ev['from_cache']} from the cache; "
+                  f"{summary['wall_s']:,.0f} s)")
+    prod = summary["production"]
+    if prod is None:
+        console.print("no production config in the spec: no drift report")
+    else:
+        table = Table(title=f"production config {prod['source']} on the new window")
+        for col in ("objective", "train", "best dominating (train)", "gain", "test",
+                    "since last run"):
+            table.add_column(col, justify="right")
+        since = (prod.get("since_previous") or {}).get("objectives", {})
+        for label, row in prod["drift_train"]["objectives"].items():
+            gain, change = row.get("gain"), since.get(label, {}).get("change")
+            table.add_row(label, fmt(row["production"]), fmt(row.get("front")),
+                          "—" if gain is None else f"{100 * gain:+.1f} %",
+                          fmt(prod["test"][label]),
+                          "—" if change is None else f"{100 * change:+.1f} %")
+        console.print(table)
+        for sample in ("train", "test"):
+            d = prod[f"drift_{sample}"]
+            console.print(f"{sample}: " + (f"[bold yellow]dominated[/bold yellow] by "
+                                           f"{len(d['dominated_by'])} configurations "
+                                           f"(safest switch: front #{d['best']})"
+                                           if d["dominated"] else "not dominated"))
+    console.print(f"report: {Path(summary['run']) / 'report.md'}")

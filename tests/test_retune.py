@@ -1,0 +1,344 @@
+"""The nightly retune: windows, versioned runs, warm starts, the cache, drift, the lock,
+exit codes, and surviving faults (killed workers, a killed retune, full or read-only disks)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from paretosearch.cli import main
+from paretosearch.objectives import parse_objectives
+from paretosearch.retune import Exit, RetuneSpec, TooFewJobs, drift, read_window, retune
+from simulator.errors import ParetoSearchError
+from tests.conftest import PCS
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = PCS / "traces" / "trace_6c71a0.csv"
+LINES = TRACE.read_text().splitlines()
+
+
+def write_trace(path: Path, rows: int, first: int = 0) -> Path:
+    """The header and rows [first, rows) of trace 6c71a0: a trace that grows by rewriting."""
+    path.write_text("\n".join([LINES[0], *LINES[1 + first:1 + rows]]) + "\n")
+    return path
+
+
+def write_spec(folder: Path, **fields: Any) -> Path:
+    """A small retune spec in ``folder`` (trace.csv, out/), fields overridden by keyword."""
+    doc: dict[str, Any] = {
+        "trace": "trace.csv", "scaling_table": str(PCS / "scaling_tables.csv"),
+        "window": {"seconds": 1e7, "min_jobs": 50, "max_jobs": 300},
+        "profile": "pcs-64", "policy": "wfq", "objectives": ["jct:avg", "pred_err:avg"],
+        "search": {"budget": 24, "pop_size": 6, "offspring": 6, "seed": 3},
+        "out": "out", "workers": 0, **fields}
+    path = folder / "retune.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def front_of(run: Path) -> list[tuple[dict[str, Any], dict[str, float]]]:
+    doc = json.loads((run / "front.json").read_text())
+    return [(e["params"], e["objectives"]) for e in doc["front"]]
+
+
+def journal(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
+
+
+# --- the spec and the window -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"colour": "red"}, "'colour': unknown field"),
+    ({"window": {"seconds": -1}}, "'window.seconds': must be a number >= 0"),
+    ({"window": {"min_jobs": 1}}, "'window.min_jobs': must be a number >= 2"),
+    ({"window": {"max_jobs": "many"}}, "'window.max_jobs': must be a int"),
+    ({"search": {"budget": 0}}, "'search.budget': must be a number >= 1"),
+    ({"policy": "lottery"}, "'policy': not a policy"),
+    ({"objectives": ["speed:avg"]}, "'objectives'.*unknown metric"),
+    ({"slo_mix": "MIX9"}, "'slo_mix'.*known mixes"),
+    ({"warm_start": "yes"}, "'warm_start': must be a bool"),
+    ({"out": None}, "'out': is required"),
+])
+def test_spec_errors_name_the_field_and_value(tmp_path: Path, change: dict[str, Any],
+                                              message: str) -> None:
+    with pytest.raises(ParetoSearchError, match=message) as err:
+        RetuneSpec.load(write_spec(tmp_path, **change))
+    assert str(tmp_path / "retune.yaml") in str(err.value)
+
+
+def test_the_deploy_example_spec_loads() -> None:
+    spec = RetuneSpec.load(ROOT / "deploy" / "retune.yaml")
+    assert (spec.policy, spec.min_jobs, spec.max_jobs, spec.window_s) == ("wfq", 500, 4000,
+                                                                          604800.0)
+    assert spec.out == ROOT / "deploy" / "/var/lib/paretosearch"
+
+
+def test_the_window_is_the_newest_jobs_of_all_files(tmp_path: Path) -> None:
+    write_trace(tmp_path / "day1.csv", 700)
+    # the next file repeats 100 jobs of the first (a re-export): kept once
+    write_trace(tmp_path / "day2.csv", 1200, first=600)
+    spec = RetuneSpec.load(write_spec(tmp_path, trace="day*.csv",
+                                      window={"seconds": 86400 * 3, "min_jobs": 10}))
+    window = read_window(spec)
+    frame = window.workload.to_frame()
+    submit = [float(line.split(",")[1]) for line in LINES[1:1201]]
+    expected = [t for t in submit if t >= submit[-1] - 86400 * 3]
+    assert window.jobs_in_trace == 1200
+    assert len(frame) == len(expected) and window.end_s == submit[-1]
+    assert window.start_s == expected[0] and frame["arrival_s"].iloc[0] == 0.0
+    assert frame["arrival_s"].iloc[-1] == pytest.approx(expected[-1] - expected[0])
+    capped = read_window(RetuneSpec.load(write_spec(
+        tmp_path, trace="day*.csv", window={"seconds": 1e9, "min_jobs": 10, "max_jobs": 75})))
+    assert len(capped.workload) == 75 and capped.end_s == submit[-1]
+    with pytest.raises(TooFewJobs, match="min_jobs is 5000"):
+        read_window(RetuneSpec.load(write_spec(tmp_path, trace="day*.csv",
+                                               window={"min_jobs": 5000})))
+
+
+# --- drift ------------------------------------------------------------------------------------
+
+def test_drift_finds_the_dominating_configs_and_the_gains() -> None:
+    objectives = parse_objectives(["jct:avg", "utilization:avg"])  # utilization is maximised
+    front = [{"metrics": {"jct:avg": 90.0, "utilization:avg": 0.5}},   # better jct, worse util
+             {"metrics": {"jct:avg": 80.0, "utilization:avg": 0.8}},   # dominates: +20 %, +33 %
+             {"metrics": {"jct:avg": 50.0, "utilization:avg": 0.61}},  # dominates: +50 %, +1.7 %
+             {"metrics": {"jct:avg": 100.0, "utilization:avg": 0.6}}]  # equal: does not dominate
+    d = drift(front, {"jct:avg": 100.0, "utilization:avg": 0.6}, objectives)
+    assert d["dominated"] and d["dominated_by"] == [1, 2]
+    assert d["best"] == 1  # its smallest gain (20 %) beats #2's (1.7 %)
+    assert d["objectives"]["jct:avg"]["gain"] == pytest.approx(0.2)
+    assert d["objectives"]["utilization:avg"]["gain"] == pytest.approx(1 / 3)
+    clean = drift(front, {"jct:avg": 40.0, "utilization:avg": 0.9}, objectives)
+    assert not clean["dominated"] and clean["best"] is None
+
+
+# --- nightly runs -----------------------------------------------------------------------------
+
+def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Path) -> None:
+    write_trace(tmp_path / "trace.csv", 900)
+    spec = RetuneSpec.load(write_spec(tmp_path))
+    first = retune(spec)
+    out = tmp_path / "out"
+    assert first.exit == Exit.PUBLISHED and (out / "current").resolve() == first.run
+    assert first.summary["warm_start"]["from"] is None
+    for name in ("report.md", "report.png", "retune.json", "front.json", "records.parquet"):
+        assert (first.run / name).stat().st_size > 0
+    # the operator puts the knee of the first front in production
+    assert main(["select", str(out / "current"), "--knee",
+                 "--out", str(tmp_path / "production.json")]) == 0
+    chosen = json.loads((tmp_path / "production.json").read_text())
+    assert chosen["fitted"]["thresholds"][-1] is None  # deployed classes, infinity last
+
+    kept = front_of(first.run), (first.run / "report.md").read_text()
+    write_trace(tmp_path / "trace.csv", 1100)  # the trace grew overnight
+    spec = RetuneSpec.load(write_spec(tmp_path, production="production.json"))
+    second = retune(spec)
+    assert second.run != first.run and (out / "current").resolve() == second.run
+    assert (front_of(first.run), (first.run / "report.md").read_text()) == kept  # untouched
+    # the first generation: the previous front, then more of the previous run's evaluations
+    # by rank (it made more than a population's worth), none random
+    pop = spec.settings.pop_size
+    assert second.summary["warm_start"] == {"from": str(first.run), "configs": pop}
+    opening = [row["params"] for row in journal(second.run)[:pop]]
+    before = [row["params"] for row in journal(first.run)]
+
+    def among(params: dict[str, float], pool: list[dict[str, Any]]) -> bool:
+        return any(all(math.isclose(p[k], v, rel_tol=1e-9) for k, v in params.items())
+                   for p in pool)
+
+    assert all(among(seed, opening) for seed, _ in front_of(first.run))
+    assert all(among(p, before) for p in opening)
+    prod = second.summary["production"]
+    assert prod["config"] == chosen["fitted"]
+    for sample in ("train", "test"):  # the drift verdict follows from the numbers shown
+        d = prod[f"drift_{sample}"]
+        key = "metrics" if sample == "train" else "test_metrics"
+        front = json.loads((second.run / "front.json").read_text())["front"]
+        assert d == drift(front, prod[sample], spec_objectives(spec), sample=key)
+    both = prod["drift_train"]["dominated"] and prod["drift_test"]["dominated"]
+    assert second.exit == (Exit.DRIFT if both else Exit.PUBLISHED)
+    report = (second.run / "report.md").read_text()
+    assert "production.json" in report and f"from {first.run}" in report
+
+
+def spec_objectives(spec: RetuneSpec) -> Any:
+    return parse_objectives(spec.objectives)
+
+
+def test_the_cache_makes_a_rerun_on_the_same_window_free(tmp_path: Path) -> None:
+    write_trace(tmp_path / "trace.csv", 900)
+    spec = RetuneSpec.load(write_spec(tmp_path, warm_start=False))
+    first = retune(spec)
+    again = retune(spec)
+    assert again.run != first.run
+    assert again.summary["evaluations"]["run"] == 0
+    assert again.summary["evaluations"]["from_cache"] >= spec.settings.budget
+    assert front_of(again.run) == front_of(first.run)
+
+
+def test_the_drift_exit_code(tmp_path: Path) -> None:
+    """Max-min fair sharing in production (slower and less predictable than WFQ's front on
+    this window) is dominated on both samples: exit 5."""
+    write_trace(tmp_path / "trace.csv", 1500)
+    (tmp_path / "production.json").write_text(json.dumps({"policy": "maxmin", "params": {}}))
+    code = main(["retune", "--spec", str(write_spec(tmp_path, production="production.json"))])
+    summary = json.loads((tmp_path / "out" / "current" / "retune.json").read_text())
+    assert summary["production"]["drift_train"]["dominated"]
+    assert summary["production"]["drift_test"]["dominated"]
+    assert code == Exit.DRIFT == summary["exit"]
+
+
+def test_exit_codes_for_bad_input_thin_windows_and_a_held_lock(tmp_path: Path,
+                                                              capsys: Any) -> None:
+    write_trace(tmp_path / "trace.csv", 900)
+    assert main(["retune", "--spec", str(write_spec(tmp_path, policy="lottery"))]) == 2
+    assert main(["retune", "--spec", str(write_spec(tmp_path,
+                                                    window={"min_jobs": 5000}))]) == 3
+    assert "nothing published" in capsys.readouterr().err
+    out = tmp_path / "out"
+    with open(out / "retune.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("4242\n")
+        held.flush()
+        assert main(["retune", "--spec", str(write_spec(tmp_path))]) == 4
+    assert "another retune (pid 4242)" in capsys.readouterr().err
+    assert not (out / "runs").exists() and not (out / "current").exists()
+    spec = write_spec(tmp_path, production="missing.json")
+    assert main(["retune", "--spec", str(spec)]) == 2
+    assert "missing.json: cannot read the production config" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text('{"params": {}}')
+    assert main(["retune", "--spec", str(write_spec(tmp_path, production="bad.json"))]) == 2
+    assert "bad.json: not a chosen config (KeyError('policy'))" in capsys.readouterr().err
+
+
+# --- faults -----------------------------------------------------------------------------------
+
+def _cli(spec: Path, **env: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "paretosearch.cli", "retune", "--spec",
+                             str(spec)], cwd=ROOT, env={**os.environ, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+@pytest.mark.slow
+def test_sigkill_then_rerun_resumes_and_never_publishes_a_partial_run(tmp_path: Path) -> None:
+    settings = {"budget": 60, "pop_size": 10, "offspring": 10, "seed": 5}
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    write_trace(whole / "trace.csv", 900)
+    expected = retune(RetuneSpec.load(write_spec(whole, search=settings, warm_start=False)))
+
+    write_trace(tmp_path / "trace.csv", 900)
+    spec = write_spec(tmp_path, search=settings, warm_start=False)
+    proc = _cli(spec)
+    runs = tmp_path / "out" / "runs"
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill it once a generation is checkpointed
+        if list(runs.glob("*/checkpoints/gen-*.sha256")):
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "out" / "current").exists()  # nothing published
+    (run,) = runs.iterdir()
+    done = len(journal(run))
+    assert 0 < done < 60
+    rerun = _cli(spec)
+    output = rerun.communicate(timeout=300)[0].decode()
+    assert rerun.returncode == 0, output
+    assert f"resuming {run}" in output
+    assert (tmp_path / "out" / "current").resolve() == run
+    keys = [row["key"] for row in journal(run)]
+    assert len(keys) == len(set(keys))  # nothing ran twice
+    assert front_of(run) == front_of(expected.run)
+
+
+@pytest.mark.dask
+def test_a_killed_dask_worker_still_gives_the_same_run(tmp_path: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    settings = {"budget": 36, "pop_size": 6, "offspring": 6, "seed": 8}
+    serial = tmp_path / "serial"
+    serial.mkdir()
+    write_trace(serial / "trace.csv", 900)
+    expected = retune(RetuneSpec.load(write_spec(serial, search=settings)))
+    write_trace(tmp_path / "trace.csv", 900)
+    spec = RetuneSpec.load(write_spec(tmp_path, search=settings))
+    killed: list[int] = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        def kill_one(progress: Any) -> None:
+            if not killed:  # after the first generation: one worker dies, the nanny restarts it
+                pid = next(iter(client.run(os.getpid).values()))
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+        outcome = retune(spec, client=client, on_generation=kill_one)
+        assert killed and killed[0] not in client.run(os.getpid).values()
+    assert outcome.exit == Exit.PUBLISHED
+    assert front_of(outcome.run) == front_of(expected.run)
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A small tmpfs at ``path`` (real ENOSPC and EROFS); skips where mounting is not allowed."""
+    path.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mounting a tmpfs needs root (CAP_SYS_ADMIN)")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _remount(path: Path, options: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{options}", str(path)], check=True)
+
+
+def test_a_full_disk_fails_clearly_and_leaves_current_alone(tmp_path: Path,
+                                                            capsys: Any) -> None:
+    with tmpfs(tmp_path / "fs", "64m") as fs:
+        write_trace(fs / "trace.csv", 900)
+        spec = write_spec(fs)
+        assert main(["retune", "--spec", str(spec)]) == 0
+        published = (fs / "out" / "current").resolve()
+        used = os.statvfs(fs)
+        used_kib = (used.f_blocks - used.f_bfree) * used.f_frsize // 1024
+        _remount(fs, f"size={used_kib + 96}k")  # room for a little, not for a new run
+        write_trace(fs / "trace.csv", 1100)
+        assert main(["retune", "--spec", str(spec)]) == Exit.FAILED
+        err = capsys.readouterr().err
+        assert "No space left on device" in err or "disk is full" in err
+        assert f"'current' still points at {published}" in err
+        assert (fs / "out" / "current").resolve() == published
+        _remount(fs, "size=64m")  # space freed: the rerun resumes and publishes
+        assert main(["retune", "--spec", str(spec)]) == 0
+        assert (fs / "out" / "current").resolve() != published
+
+
+def test_a_read_only_folder_fails_clearly_and_leaves_current_alone(tmp_path: Path,
+                                                                   capsys: Any) -> None:
+    with tmpfs(tmp_path / "fs", "64m") as fs:
+        write_trace(fs / "trace.csv", 900)
+        spec = write_spec(fs)
+        assert main(["retune", "--spec", str(spec)]) == 0
+        published = (fs / "out" / "current").resolve()
+        _remount(fs, "ro")
+        assert main(["retune", "--spec", str(spec)]) == Exit.FAILED
+        err = capsys.readouterr().err
+        assert "cannot write here (Read-only file system)" in err
+        assert (fs / "out" / "current").resolve() == published
+        _remount(fs, "rw")
