@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.cli_runs import error_console, fmt
+from paretosearch.cli_runs import add_cluster_options, error_console, fmt, search_progress
 from simulator.errors import ParetoSearchError
 
 __all__ = ["add_retune_command", "run_retune"]
@@ -44,21 +44,11 @@ def add_retune_command(sub: Any) -> None:
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--spec", type=Path, required=True, metavar="YAML",
                    help="the retune spec (see deploy/retune.yaml)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="a running Dask scheduler (wins over DASK_SCHEDULER_ADDRESS and the "
-                        "cluster file)")
-    p.add_argument("--cluster-config", type=Path, metavar="YAML",
-                   help="a dask-cluster.yaml (default: $PARETOSEARCH_DASK_CLUSTER, else "
-                        "./dask-cluster.yaml if present, else a local cluster of the spec's "
-                        "'workers')")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="log what happens (which Dask cluster, checkpoints; a failure's cause)")
+    add_cluster_options(p, "the spec's 'workers'")
 
 
 def run_retune(args: argparse.Namespace, console: Console) -> int:
     """Run ``retune``; returns its exit code (see ``paretosearch retune --help``)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
     from paretosearch.cluster import open_client
     from paretosearch.retune import (
         Exit,
@@ -72,15 +62,8 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
     err = error_console()
     try:
         spec = RetuneSpec.load(args.spec)
-        bar = Progress(TextColumn("[bold]generation {task.fields[gen]}[/bold]"), BarColumn(),
-                       TextColumn("{task.completed}/{task.total} evaluations"),
-                       TextColumn("hypervolume {task.fields[hv]:.4g}"), TimeRemainingColumn(),
-                       console=console, transient=True)
-        budget = spec.settings.budget
-        with bar, open_client(args.scheduler, args.cluster_config,
-                              workers=spec.workers) as client:
-            task = bar.add_task("retune", total=budget, hv=0.0, gen=0)
-
+        with search_progress(console, spec.settings.budget) as progress, \
+                open_client(args.scheduler, args.cluster_config, workers=spec.workers) as client:
             def started(about: dict[str, Any]) -> None:
                 w = about["window"]
                 warm = about["warm_start"]
@@ -89,10 +72,7 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
                               + (f"warm start from {warm['from']} ({warm['configs']} configs)"
                                  if warm["from"] else "cold start"))
 
-            outcome = retune(spec, client=client, on_start=started,
-                             on_generation=lambda p: bar.update(
-                                 task, completed=min(p.evaluations, budget),
-                                 hv=p.hypervolume, gen=p.generation))
+            outcome = retune(spec, client=client, on_start=started, on_generation=progress)
     except TooFewJobs as exc:
         err.print(f"[yellow]skipped:[/yellow] {exc}", highlight=False)
         return Exit.TOO_FEW_JOBS

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,17 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="search seed (default: 0)")
     p.add_argument("--workers", type=int, default=2,
                    help="Dask LocalCluster worker processes; 0 evaluates serially (default: 2)")
+    add_cluster_options(p, "--workers")
+    p.add_argument("--run-dir", type=Path,
+                   help="where to publish the run (default: runs/<date-time>, with runs/latest "
+                        "pointing at it)")
+    p.add_argument("--resume", type=Path, metavar="RUN",
+                   help="continue the interrupted run in RUN with its own settings")
+
+
+def add_cluster_options(p: argparse.ArgumentParser, workers: str) -> None:
+    """``--scheduler`` and ``--cluster-config``: where evaluations run (``workers`` names the
+    size of the local cluster used when neither is set)."""
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="use the running Dask scheduler at ADDRESS (tcp://... or tls://...); "
                         "wins over DASK_SCHEDULER_ADDRESS and any cluster file")
@@ -95,18 +107,27 @@ def _search_parser(sub: Any) -> None:
                    help="start the Dask cluster described in PATH (dask-ctl format; examples "
                         "in deploy/) unless a scheduler address is given or in "
                         "DASK_SCHEDULER_ADDRESS (default: $PARETOSEARCH_DASK_CLUSTER, else "
-                        "./dask-cluster.yaml if it exists, else a local cluster of --workers)")
-    p.add_argument("--run-dir", type=Path,
-                   help="where to publish the run (default: runs/<date-time>, with runs/latest "
-                        "pointing at it)")
+                        f"./dask-cluster.yaml if it exists, else a local cluster of {workers})")
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="log what happens (which Dask cluster, checkpoints)")
-    p.add_argument("--resume", type=Path, metavar="RUN",
-                   help="continue the interrupted run in RUN with its own settings")
+                   help="log what happens (which Dask cluster, checkpoints, a failure's cause)")
+
+
+@contextlib.contextmanager
+def search_progress(console: Console, budget: int) -> Iterator[Callable[[Any], None]]:
+    """A progress bar over a search's generations; yields the ``on_generation`` callback."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("[bold]generation {task.fields[gen]}[/bold]"), BarColumn(),
+                   TextColumn("{task.completed}/{task.total} evaluations"),
+                   TextColumn("hypervolume {task.fields[hv]:.4g}"), TimeRemainingColumn(),
+                   console=console, transient=True)
+    with bar:
+        task = bar.add_task("search", total=budget, hv=0.0, gen=0)
+        yield lambda p: bar.update(task, completed=min(p.evaluations, budget),
+                                   hv=p.hypervolume, gen=p.generation)
 
 
 def _search(args: argparse.Namespace, console: Console) -> None:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from paretosearch.api import PolicySearch, SearchSettings
     from paretosearch.cluster import open_client
@@ -135,16 +156,10 @@ def _search(args: argparse.Namespace, console: Console) -> None:
         if default_dir:
             _point_latest(args.run_dir)
         write_json({k: getattr(args, k) for k in SEARCH_OPTIONS}, args.run_dir / "cli.json")
-    bar = Progress(TextColumn("[bold]generation {task.fields[gen]}[/bold]"), BarColumn(),
-                   TextColumn("{task.completed}/{task.total} evaluations"),
-                   TextColumn("hypervolume {task.fields[hv]:.4g}"), TimeRemainingColumn(),
-                   console=console, transient=True)
-    with bar, open_client(args.scheduler, args.cluster_config, workers=args.workers) as client:
+    with search_progress(console, args.budget) as progress, \
+            open_client(args.scheduler, args.cluster_config, workers=args.workers) as client:
         search.client = client
-        task = bar.add_task("search", total=args.budget, hv=0.0, gen=0)
-        search.run(lambda p: bar.update(task, completed=min(p.evaluations, args.budget),
-                                        hv=p.hypervolume, gen=p.generation),
-                   resume=args.resume is not None)
+        search.run(progress, resume=args.resume is not None)
     _front(args.run_dir, None, console)
 
 

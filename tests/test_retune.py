@@ -21,7 +21,15 @@ import yaml
 
 from paretosearch.cli import main
 from paretosearch.objectives import parse_objectives
-from paretosearch.retune import Exit, RetuneSpec, TooFewJobs, drift, read_window, retune
+from paretosearch.retune import (
+    Exit,
+    RetuneOutcome,
+    RetuneSpec,
+    TooFewJobs,
+    drift,
+    read_window,
+    retune,
+)
 from simulator.errors import ParetoSearchError
 from tests.conftest import PCS
 
@@ -232,16 +240,20 @@ def _cli(spec: Path, **env: str) -> subprocess.Popen[bytes]:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
+def _undisturbed(tmp_path: Path, **fields: Any) -> RetuneOutcome:
+    """The same first night as the test's, undisturbed, in a folder of its own (the oracle)."""
+    folder = tmp_path / "undisturbed"
+    folder.mkdir()
+    write_trace(folder / "trace.csv", 900)
+    return retune(RetuneSpec.load(write_spec(folder, **fields)))
+
+
 @pytest.mark.slow
 def test_sigkill_then_rerun_resumes_and_never_publishes_a_partial_run(tmp_path: Path) -> None:
     settings = {"budget": 60, "pop_size": 10, "offspring": 10, "seed": 5}
-    whole = tmp_path / "whole"
-    whole.mkdir()
-    write_trace(whole / "trace.csv", 900)
-    expected = retune(RetuneSpec.load(write_spec(whole, search=settings, warm_start=False)))
-
+    expected = _undisturbed(tmp_path, search=settings)
     write_trace(tmp_path / "trace.csv", 900)
-    spec = write_spec(tmp_path, search=settings, warm_start=False)
+    spec = write_spec(tmp_path, search=settings)
     proc = _cli(spec)
     runs = tmp_path / "out" / "runs"
     deadline = time.time() + 120
@@ -270,10 +282,7 @@ def test_a_killed_dask_worker_still_gives_the_same_run(tmp_path: Path) -> None:
     from distributed import Client, LocalCluster
 
     settings = {"budget": 36, "pop_size": 6, "offspring": 6, "seed": 8}
-    serial = tmp_path / "serial"
-    serial.mkdir()
-    write_trace(serial / "trace.csv", 900)
-    expected = retune(RetuneSpec.load(write_spec(serial, search=settings)))
+    expected = _undisturbed(tmp_path, search=settings)  # serial
     write_trace(tmp_path / "trace.csv", 900)
     spec = RetuneSpec.load(write_spec(tmp_path, search=settings))
     killed: list[int] = []
@@ -308,13 +317,18 @@ def _remount(path: Path, options: str) -> None:
     subprocess.run(["mount", "-o", f"remount,{options}", str(path)], check=True)
 
 
+def _publish_one(fs: Path) -> tuple[Path, Path]:
+    """A first night published on ``fs``: (its spec, the run ``current`` points at)."""
+    write_trace(fs / "trace.csv", 900)
+    spec = write_spec(fs)
+    assert main(["retune", "--spec", str(spec)]) == 0
+    return spec, (fs / "out" / "current").resolve()
+
+
 def test_a_full_disk_fails_clearly_and_leaves_current_alone(tmp_path: Path,
                                                             capsys: Any) -> None:
     with tmpfs(tmp_path / "fs", "64m") as fs:
-        write_trace(fs / "trace.csv", 900)
-        spec = write_spec(fs)
-        assert main(["retune", "--spec", str(spec)]) == 0
-        published = (fs / "out" / "current").resolve()
+        spec, published = _publish_one(fs)
         used = os.statvfs(fs)
         used_kib = (used.f_blocks - used.f_bfree) * used.f_frsize // 1024
         _remount(fs, f"size={used_kib + 96}k")  # room for a little, not for a new run
@@ -332,10 +346,7 @@ def test_a_full_disk_fails_clearly_and_leaves_current_alone(tmp_path: Path,
 def test_a_read_only_folder_fails_clearly_and_leaves_current_alone(tmp_path: Path,
                                                                    capsys: Any) -> None:
     with tmpfs(tmp_path / "fs", "64m") as fs:
-        write_trace(fs / "trace.csv", 900)
-        spec = write_spec(fs)
-        assert main(["retune", "--spec", str(spec)]) == 0
-        published = (fs / "out" / "current").resolve()
+        spec, published = _publish_one(fs)
         _remount(fs, "ro")
         assert main(["retune", "--spec", str(spec)]) == Exit.FAILED
         err = capsys.readouterr().err
