@@ -136,6 +136,7 @@ class PolicySearch:
         self.store = RunStore(run_dir) if run_dir is not None else None
         self.client, self.workers, self.cache = client, workers, cache
         self._open: tuple[Runner, Runner] | None = None
+        self._stack = contextlib.ExitStack()
         self.objectives: tuple[Objective, ...] = ()
         self.front: list[dict[str, Any]] = []
         self.baselines: dict[str, dict[str, float]] = {}
@@ -266,8 +267,7 @@ class PolicySearch:
 
     def __enter__(self) -> PolicySearch:
         """Keep one set of runners (one Dask cluster) open for several calls."""
-        self._stack = contextlib.ExitStack()
-        self._open = self._stack.enter_context(self._fresh_runners())
+        self._open = self._stack.enter_context(self._runners())
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -281,39 +281,35 @@ class PolicySearch:
         if self._open is not None:
             yield self._open
         else:
-            with self._fresh_runners() as pair:
+            with self._runners() as pair:
                 yield pair
 
     @contextlib.contextmanager
-    def _fresh_runners(self) -> Iterator[tuple[Runner, Runner]]:
-        """Runners on the training and the test samples (through the cache, if any)."""
-        with self._runners() as (train, test):
-            if self.cache is None:
-                yield train, test
-            else:
-                yield (CachedRunner(train, self.cache, self.train, self.train[0]),
-                       CachedRunner(test, self.cache, self.test, self.train[0]))
-
-    @contextlib.contextmanager
     def _runners(self) -> Iterator[tuple[Runner, Runner]]:
-        if self.client is None and self.workers <= 0:
-            yield SerialRunner(self.train, self.train[0]), SerialRunner(self.test, self.train[0])
-            return
+        """Serial, or on the given client, or on a LocalCluster; through the cache, if any."""
         with contextlib.ExitStack() as stack:
             client = self.client
-            if isinstance(client, str):
-                from distributed import Client
+            if client is None and self.workers <= 0:
+                pair: tuple[Runner, Runner] = (SerialRunner(self.train, self.train[0]),
+                                               SerialRunner(self.test, self.train[0]))
+            else:
+                if isinstance(client, str):
+                    from distributed import Client
 
-                client = stack.enter_context(Client(client))  # type: ignore[no-untyped-call]
-            elif client is None:
-                from distributed import Client, LocalCluster
+                    client = stack.enter_context(Client(client))  # type: ignore[no-untyped-call]
+                elif client is None:
+                    from distributed import Client, LocalCluster
 
-                cluster = stack.enter_context(LocalCluster(  # type: ignore[no-untyped-call]
-                    n_workers=self.workers, threads_per_worker=1, processes=True,
-                    dashboard_address=None))
-                client = stack.enter_context(Client(cluster))  # type: ignore[no-untyped-call]
-            yield (DaskRunner(client, self.train, self.train[0]),
-                   DaskRunner(client, self.test, self.train[0]))
+                    cluster = stack.enter_context(LocalCluster(  # type: ignore[no-untyped-call]
+                        n_workers=self.workers, threads_per_worker=1, processes=True,
+                        dashboard_address=None))
+                    client = stack.enter_context(Client(cluster))  # type: ignore[no-untyped-call]
+                pair = (DaskRunner(client, self.train, self.train[0]),
+                        DaskRunner(client, self.test, self.train[0]))
+            if self.cache is not None:
+                pair = (CachedRunner(pair[0], self.cache, self.train, self.train[0]),
+                        CachedRunner(pair[1], self.cache, self.test, self.train[0]))
+            yield pair
 
     def _mirror(self, evaluations: Sequence[Any]) -> None:
         from paretosearch.optuna_mirror import mirror

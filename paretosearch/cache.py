@@ -4,12 +4,14 @@ A nightly retune on an unchanged window, or the production config re-evaluated o
 data, should cost nothing. An evaluation's key is a SHA-256 over everything its record
 depends on: the policy family, fixed and searched parameters, the cluster profile, whether
 jobs are predicted, the content digests of the workloads simulated and of the training
-workload, and the digest of the simulator's and policies' source (a code change starts a
-fresh cache). The cache is an SQLite file (WAL, so a reader and a writer may overlap).
+workload, and a digest of the code that makes a record (the simulator's and policies' source
+and :mod:`paretosearch.evaluation`): a code change starts a fresh cache. The cache is an
+SQLite file (WAL, so a reader and a writer may overlap).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -32,8 +34,16 @@ def evaluation_key(task: Task, params: Mapping[str, Any], workloads: Sequence[Wo
     doc = {"policy": task.policy, "fixed": dict(task.fixed), "params": dict(params),
            "profile": repr(task.profile), "predict": task.predict,
            "workloads": [w.digest() for w in workloads], "train": train.digest(),
-           "code": source_digest()}
+           "code": _code_digest()}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@functools.cache
+def _code_digest() -> str:
+    from paretosearch import evaluation
+
+    text = source_digest() + Path(evaluation.__file__).read_text()
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class EvaluationCache:

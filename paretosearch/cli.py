@@ -19,10 +19,10 @@ from paretosearch.cli_runs import (
     RUN_COMMANDS,
     add_run_commands,
     error_console,
-    fmt,
     parse_overrides,
 )
 from paretosearch.io import write_table
+from paretosearch.report import fmt
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
 from simulator import (
     METRICS,

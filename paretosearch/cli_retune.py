@@ -10,7 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.cli_runs import add_cluster_options, error_console, fmt, search_progress
+from paretosearch.cli_runs import add_cluster_options, error_console, search_progress
+from paretosearch.report import fmt
 from simulator.errors import ParetoSearchError
 
 __all__ = ["add_retune_command", "run_retune"]
@@ -62,8 +63,7 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
     err = error_console()
     try:
         spec = RetuneSpec.load(args.spec)
-        with search_progress(console, spec.settings.budget) as progress, \
-                open_client(args.scheduler, args.cluster_config, workers=spec.workers) as client:
+        with search_progress(console, spec.settings.budget) as progress:
             def started(about: dict[str, Any]) -> None:
                 w = about["window"]
                 warm = about["warm_start"]
@@ -72,7 +72,9 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
                               + (f"warm start from {warm['from']} ({warm['configs']} configs)"
                                  if warm["from"] else "cold start"))
 
-            outcome = retune(spec, client=client, on_start=started, on_generation=progress)
+            outcome = retune(spec, on_start=started, on_generation=progress,
+                             connect=lambda: open_client(args.scheduler, args.cluster_config,
+                                                         workers=spec.workers))
     except TooFewJobs as exc:
         err.print(f"[yellow]skipped:[/yellow] {exc}", highlight=False)
         return Exit.TOO_FEW_JOBS

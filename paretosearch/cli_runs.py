@@ -7,7 +7,6 @@ import contextlib
 import json
 import math
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -17,16 +16,18 @@ from rich.console import Console
 from rich.table import Table
 
 from paretosearch.io import write_json
+from paretosearch.report import fmt
 from paretosearch.store import RunStore, choice_entry
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 from simulator.slo import MIXES
 
-__all__ = ["RUN_COMMANDS", "add_run_commands", "error_console", "fmt", "parse_overrides"]
+__all__ = ["RUN_COMMANDS", "add_cluster_options", "add_run_commands", "error_console",
+           "parse_overrides", "search_progress"]
 
 
 def error_console() -> Console:
-    """Standard error; not wrapped at 80 columns when it goes to a file or a pipe (logs)."""
-    return Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=240)
+    """Standard error, lines never cut (the terminal wraps; logs keep one line a message)."""
+    return Console(stderr=True, soft_wrap=True)
 
 
 def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
@@ -41,15 +42,6 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[name] = text
     return out
-
-
-def fmt(value: float | None) -> str:
-    """A number for a table cell (— for NaN, or None: NaN as stored in JSON)."""
-    if value is None or math.isnan(value):
-        return "—"
-    if abs(value) < 1e-9:  # float noise around an exact zero (FIFO's prediction error)
-        return "0"
-    return f"{value:,.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
 
 
 SEARCH_OPTIONS = ("trace", "generate", "load", "replicates", "slo_mix", "sharing", "profile",

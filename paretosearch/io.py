@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,26 +16,22 @@ from simulator.errors import ParetoSearchError
 
 __all__ = ["atomic_write", "json_text", "write_json", "write_table", "write_text"]
 
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)  # read, not changed
-
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp)`` on a temp file beside ``path``, then rename it over ``path``.
 
-    A reader never sees a half-written file, and a failure leaves no debris.
+    A reader never sees a half-written file, and a failure leaves no debris. The file gets
+    the permissions of any plainly created file (0666 less the umask).
     """
     path = Path(path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     except OSError as exc:
         raise ParetoSearchError(f"{path}: cannot write here: {exc.strerror}") from exc
-    os.close(fd)
-    tmp = Path(tmp_name)
     try:
         write(tmp)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # as a plainly created file (mkstemp makes it 0600)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)

@@ -23,33 +23,31 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import glob
 import json
 import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
 from paretosearch.api import PolicySearch
 from paretosearch.cache import EvaluationCache
-from paretosearch.io import write_json, write_text
+from paretosearch.io import write_json
 from paretosearch.objectives import Objective, parse_objectives
-from paretosearch.search import Progress, SearchSettings, param_key
+from paretosearch.report import write_retune_report
+from paretosearch.retune_spec import RetuneSpec, TooFewJobs, Window, read_window
+from paretosearch.search import Progress, param_key
 from paretosearch.store import RunStore
 from policies import REGISTRY
-from simulator import ScalingTable, Workload, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located
-from simulator.slo import MIXES
 
 __all__ = ["Exit", "RetuneFailed", "RetuneLocked", "RetuneOutcome", "RetuneSpec",
            "TooFewJobs", "drift", "read_window", "retune"]
@@ -73,184 +71,12 @@ class Exit(IntEnum):
     ``current`` untouched; rerunning resumes without repeating finished evaluations."""
 
 
-class TooFewJobs(ParetoSearchError):
-    """The window is too thin to tune on."""
-
-
-class RetuneLocked(ParetoSearchError):
+class RetuneLocked(ParetoSearchError, RuntimeError):
     """Another retune is running on the same output folder."""
 
 
-class RetuneFailed(ParetoSearchError):
+class RetuneFailed(ParetoSearchError, RuntimeError):
     """The retune failed after it started; nothing was published."""
-
-
-_KEYS = {"trace", "scaling_table", "window", "profile", "policy", "fixed", "objectives",
-         "search", "warm_start", "production", "out", "workers", "slo_mix", "sharing"}
-_WINDOW_KEYS = {"seconds", "min_jobs", "max_jobs"}
-_SEARCH_KEYS = {"budget", "pop_size", "offspring", "seed"}
-_WINDOW_S, _MIN_JOBS, _OBJECTIVES = 7 * 86400.0, 200, ("jct:avg", "pred_err:avg")
-
-
-@dataclass(frozen=True)
-class RetuneSpec:
-    """What a nightly retune does (``retune.yaml``; see ``deploy/retune.yaml``).
-
-    Paths in the file are relative to the file's folder.
-    """
-
-    trace: str
-    """A trace file, or a glob of files whose arrival times share one clock."""
-    out: Path
-    """The retune's folder: ``runs/``, ``current``, ``cache.sqlite``, ``retune.lock``."""
-    window_s: float = _WINDOW_S
-    min_jobs: int = _MIN_JOBS
-    max_jobs: int | None = None
-    scaling_table: Path | None = None
-    profile: str = "pcs-64"
-    policy: str = "wfq"
-    fixed: Mapping[str, Any] = field(default_factory=dict)
-    objectives: tuple[str, ...] = _OBJECTIVES
-    settings: SearchSettings = field(default_factory=SearchSettings)
-    warm_start: bool = True
-    production: Path | None = None
-    """The config in production (``chosen.json`` of ``paretosearch select``)."""
-    workers: int = 2
-    slo_mix: str | None = None
-    sharing: bool = False
-
-    @classmethod
-    def load(cls, path: str | Path) -> RetuneSpec:
-        """Read and check ``retune.yaml``; errors name the file, field and value."""
-        path = Path(path)
-        try:
-            doc = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ParetoSearchError(f"{path}: cannot read the retune spec: {exc}") from exc
-        if not isinstance(doc, dict):
-            raise ParetoSearchError(f"{path}: a retune spec is a mapping of fields "
-                                    "(see deploy/retune.yaml)")
-        spec = _Fields(str(path), doc, path.parent)
-        window, search = spec.section("window", _WINDOW_KEYS), spec.section("search", _SEARCH_KEYS)
-        spec.only(_KEYS)
-        objectives = tuple(spec.get("objectives", list, list(_OBJECTIVES)))
-        try:
-            parse_objectives(objectives)
-        except ParetoSearchError as exc:
-            raise spec.fail("objectives", objectives, str(exc)) from exc
-        policy = spec.get("policy", str, "wfq")
-        if policy not in REGISTRY:
-            raise spec.fail("policy", policy, f"not a policy; known: {', '.join(sorted(REGISTRY))}")
-        slo_mix = spec.get("slo_mix", str, None)
-        if slo_mix is not None and slo_mix not in MIXES:
-            raise spec.fail("slo_mix", slo_mix, f"known mixes: {', '.join(sorted(MIXES))}")
-        max_jobs = window.get("max_jobs", int, None)
-        if max_jobs is not None and max_jobs < 2:
-            raise window.fail("max_jobs", max_jobs, "must be >= 2")
-        return cls(
-            trace=str(spec.path("trace", required=True)),
-            out=spec.path("out", required=True) or Path("."),
-            window_s=window.number("seconds", _WINDOW_S, low=0.0),
-            min_jobs=int(window.number("min_jobs", _MIN_JOBS, low=2)),
-            max_jobs=max_jobs,
-            scaling_table=spec.path("scaling_table"),
-            profile=spec.get("profile", str, "pcs-64"), policy=policy,
-            fixed=spec.get("fixed", dict, {}), objectives=objectives,
-            settings=SearchSettings(budget=int(search.number("budget", 370, low=1)),
-                                    pop_size=int(search.number("pop_size", 70, low=2)),
-                                    n_offsprings=int(search.number("offspring", 105, low=1)),
-                                    seed=int(search.number("seed", 0, low=0))),
-            warm_start=spec.get("warm_start", bool, True), production=spec.path("production"),
-            workers=int(spec.number("workers", 2, low=0)), slo_mix=slo_mix,
-            sharing=spec.get("sharing", bool, False))
-
-
-class _Fields:
-    """Typed reads of one mapping of a spec file, with errors that say where."""
-
-    def __init__(self, source: str, doc: dict[str, Any], base: Path, prefix: str = "") -> None:
-        self.source, self.doc, self.base, self.prefix = source, doc, base, prefix
-
-    def fail(self, key: str, value: object, problem: str) -> ParetoSearchError:
-        return ParetoSearchError(located(self.source, column=self.prefix + key, value=value,
-                                         problem=problem))
-
-    def only(self, keys: set[str]) -> None:
-        unknown = sorted(set(self.doc) - keys)
-        if unknown:
-            raise self.fail(unknown[0], self.doc[unknown[0]],
-                            f"unknown field; the fields are {', '.join(sorted(keys))}")
-
-    def get(self, key: str, kind: type, default: Any) -> Any:
-        value = self.doc.get(key, default)
-        if (value is not None and not isinstance(value, kind)) or (
-                kind is not bool and isinstance(value, bool)):
-            raise self.fail(key, value, f"must be a {kind.__name__}")
-        return value
-
-    def number(self, key: str, default: float, *, low: float) -> float:
-        value = self.doc.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not (
-                math.isfinite(value) and value >= low):
-            raise self.fail(key, value, f"must be a number >= {low:g}")
-        return float(value)
-
-    def path(self, key: str, *, required: bool = False) -> Path | None:
-        value = self.get(key, str, None)
-        if value is None:
-            if required:
-                raise self.fail(key, None, "is required")
-            return None
-        return self.base / Path(value).expanduser()
-
-    def section(self, key: str, keys: set[str]) -> _Fields:
-        sub = _Fields(self.source, self.get(key, dict, {}), self.base, f"{key}.")
-        sub.only(keys)
-        return sub
-
-
-# --- the window -----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Window:
-    """The newest window of the trace, arrivals re-based to 0."""
-
-    workload: Workload
-    files: list[str]
-    start_s: float
-    """First and last arrival of the window, on the trace's clock."""
-    end_s: float
-    jobs_in_trace: int
-
-
-def read_window(spec: RetuneSpec) -> Window:
-    """The jobs that arrived in the last ``window_s`` seconds of the trace (the newest
-    ``max_jobs`` of them, if set); :class:`TooFewJobs` below ``min_jobs``."""
-    files = sorted(glob.glob(spec.trace)) if glob.has_magic(spec.trace) else [spec.trace]
-    if not files:
-        raise ParetoSearchError(f"{spec.trace}: no trace file matches; check the spec's "
-                                "'trace' field")
-    scaling = (None if spec.scaling_table is None else
-               ScalingTable.from_csv(spec.scaling_table).merged(parametric_table(64)))
-    frames = [read_trace(f, scaling=scaling).to_frame() for f in files]
-    frame = pd.concat(frames, ignore_index=True)
-    if len(files) > 1:  # a file re-exporting jobs of another keeps one copy (the newest)
-        frame = frame.drop_duplicates("job_id", keep="last")
-    frame = frame.sort_values("arrival_s", kind="stable")
-    newest = float(frame["arrival_s"].iloc[-1])
-    window = frame[frame["arrival_s"] >= newest - spec.window_s]
-    if spec.max_jobs is not None:
-        window = window.iloc[-spec.max_jobs:]
-    if len(window) < spec.min_jobs:
-        raise TooFewJobs(f"{spec.trace}: {len(window)} jobs arrived in the last "
-                         f"{spec.window_s:g} s (window.min_jobs is {spec.min_jobs}); nothing "
-                         "published, 'current' unchanged")
-    start = float(window["arrival_s"].iloc[0])
-    window = window.assign(arrival_s=window["arrival_s"] - start)
-    name = files[0] if len(files) == 1 else spec.trace
-    workload = Workload.from_frame(window, scaling=scaling,
-                                   source=f"{name}[{start:.0f}s..{newest:.0f}s]")
-    return Window(workload, files, start, newest, len(frame))
 
 
 # --- drift ----------------------------------------------------------------------------------
@@ -274,7 +100,7 @@ def drift(front: Sequence[Mapping[str, Any]], production: Mapping[str, float],
                   and any(a < b for a, b in zip(f, prod, strict=True))]
 
     def gains(f: list[float]) -> list[float]:
-        return [(b - a) / abs(b) if b else math.inf * (b - a)
+        return [0.0 if a == b else (b - a) / abs(b) if b else math.inf
                 for a, b in zip(f, prod, strict=True)]
 
     out: dict[str, Any] = {"dominated": bool(dominating),
@@ -300,62 +126,81 @@ class RetuneOutcome:
     summary: dict[str, Any]
 
 
-def retune(spec: RetuneSpec, *, client: Any = None,
+def retune(spec: RetuneSpec, *,
+           connect: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
            on_generation: Callable[[Progress], None] | None = None,
            on_start: Callable[[dict[str, Any]], None] | None = None) -> RetuneOutcome:
-    """Run one retune (see the module's documentation). ``client``: a Dask client or
-    address (else a local cluster of ``spec.workers``); ``on_start`` hears what the run is
-    about to do (window, resumed or new, warm start)."""
+    """Run one retune (see the module's documentation).
+
+    Args:
+        spec: what to do.
+        connect: opens the Dask cluster (a context manager yielding a client, or None for a
+            local cluster of ``spec.workers``); called only once the lock is held and the
+            window is worth searching.
+        on_generation: hears each generation's progress.
+        on_start: hears what the run is about to do (window, resumed or new, warm start).
+
+    Raises:
+        RetuneLocked, TooFewJobs, ParetoSearchError (bad input: nothing started), or
+        RetuneFailed (anything that went wrong after: nothing published).
+    """
     with _locked(spec.out / "retune.lock"):
         window = read_window(spec)
         production = _read_production(spec.production)
         previous = _current(spec.out)
+        search = PolicySearch(window.workload, profile=spec.profile, policy=spec.policy,
+                              fixed=spec.fixed, settings=spec.settings, workers=spec.workers,
+                              slo_mix=spec.slo_mix, sharing=spec.sharing)
+        search.SetPreference(*spec.objectives)
         try:
-            with contextlib.closing(EvaluationCache(spec.out / "cache.sqlite")) as cache:
-                return _retune(spec, window, production, previous, cache, client,
-                               on_generation, on_start)
-        except (ParetoSearchError, KeyboardInterrupt):
+            with contextlib.ExitStack() as stack:
+                search.client = stack.enter_context(connect()) if connect else None
+                search.cache = stack.enter_context(
+                    contextlib.closing(EvaluationCache(spec.out / "cache.sqlite")))
+                return _publish(spec, search, window, production, previous, on_generation,
+                                on_start)
+        except KeyboardInterrupt:
             raise
         except Exception as exc:  # disk full, unwritable folder, lost cluster, ...
             where = f"'current' still points at {previous}" if previous else "no run published"
-            raise RetuneFailed(f"retune failed: {type(exc).__name__}: {exc}. Nothing was "
-                               f"published ({where}); fix the cause and run again: finished "
-                               "evaluations are kept and not repeated") from exc
+            what = str(exc) if isinstance(exc, ParetoSearchError) else \
+                f"{type(exc).__name__}: {exc}"
+            raise RetuneFailed(f"retune failed: {what.rstrip('.')}. Nothing was published "
+                               f"({where}); fix "
+                               "the cause and run again: finished evaluations are kept and "
+                               "not repeated") from exc
 
 
-def _retune(spec: RetuneSpec, window: Window, production: dict[str, Any] | None,
-            previous: Path | None, cache: EvaluationCache, client: Any,
-            on_generation: Callable[[Progress], None] | None,
-            on_start: Callable[[dict[str, Any]], None] | None) -> RetuneOutcome:
+def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
+             production: dict[str, Any] | None, previous: Path | None,
+             on_generation: Callable[[Progress], None] | None,
+             on_start: Callable[[dict[str, Any]], None] | None) -> RetuneOutcome:
+    """Search (or resume), evaluate production, report, then move ``current``."""
     t0 = time.time()
-    search = PolicySearch(window.workload, profile=spec.profile, policy=spec.policy,
-                          fixed=spec.fixed, settings=spec.settings, client=client,
-                          workers=spec.workers, slo_mix=spec.slo_mix, sharing=spec.sharing,
-                          cache=cache)
-    search.SetPreference(*spec.objectives)
+    assert search.cache is not None
     run, resume = _run_dir(spec.out, search, previous)
     search.store = RunStore(run)
-    if resume:  # the warm start it began with (its first generation is in the checkpoint)
+    if resume:  # as it began: a kill before the first checkpoint starts it the same way
         about = {**json.loads((run / "retune-start.json").read_text()), "resumed": True}
-        seeds: list[dict[str, Any]] = []
     else:
         seeds = _warm_seeds(previous, spec) if spec.warm_start else []
         about = {"run": str(run), "resumed": False, "window": _window_doc(window),
                  "warm_start": {"from": str(previous) if seeds else None,
-                                "configs": len(seeds)}}
+                                "configs": len(seeds), "seeds": seeds}}
         write_json(about, run / "retune-start.json")
     if on_start is not None:
         on_start(about)
     with search:
-        front = search.run(on_generation, resume=resume, initial=seeds)
+        front = search.run(on_generation, resume=resume, initial=about["warm_start"]["seeds"])
         prod_eval = (search.evaluate(production["policy"], production["config"])
                      if production else None)
     objectives = search.objectives
     summary: dict[str, Any] = {
-        **about, "published_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **about, "warm_start": {k: v for k, v in about["warm_start"].items() if k != "seeds"},
+        "published_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "previous": str(previous) if previous else None,
         "policy": spec.policy, "objectives": [o.label for o in objectives],
-        "evaluations": {"run": cache.misses, "from_cache": cache.hits},
+        "evaluations": {"run": search.cache.misses, "from_cache": search.cache.hits},
         "front_size": len(front), "wall_s": time.time() - t0, "production": None}
     code = Exit.PUBLISHED
     if production is not None and prod_eval is not None:
@@ -372,7 +217,7 @@ def _retune(spec: RetuneSpec, window: Window, production: dict[str, Any] | None,
                 summary["production"]["drift_test"]["dominated"]:
             code = Exit.DRIFT
     summary["exit"] = int(code)
-    _report(run, search.store, summary)
+    write_retune_report(run, search.store.read_front(), summary)
     write_json(summary, run / "retune.json")
     _point(spec.out / "current", run)
     return RetuneOutcome(code, run, summary)
@@ -427,7 +272,7 @@ def _run_dir(out: Path, search: PolicySearch, previous: Path | None) -> tuple[Pa
     """The newest run if it was interrupted on this same window (resume it), else a new one."""
     runs = sorted((out / "runs").glob("*")) if (out / "runs").is_dir() else []
     spec = json.loads(json.dumps(search.spec()))
-    if runs and runs[-1] != previous and (runs[-1] / "run.json").exists():
+    if runs and runs[-1].resolve() != previous and (runs[-1] / "run.json").exists():
         with contextlib.suppress(ParetoSearchError):
             if RunStore(runs[-1]).read_spec() == spec:
                 return runs[-1], True
@@ -454,11 +299,11 @@ def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]
         records = pd.read_parquet(previous / "records.parquet")
     except (ParetoSearchError, OSError, ValueError):  # nothing usable: a cold start
         return []
-    labels = [o.label for o in parse_objectives(spec.objectives)]
+    objectives = parse_objectives(spec.objectives)
+    labels = [o.label for o in objectives]
     if not set(labels) <= set(records.columns):
         return seeds
-    losses = np.array([[o.loss(v) for o, v in zip(parse_objectives(spec.objectives), row,
-                                                   strict=True)]
+    losses = np.array([[o.loss(v) for o, v in zip(objectives, row, strict=True)]
                        for row in records[labels].to_numpy(dtype=float)])
     finite = np.flatnonzero(np.isfinite(losses).all(axis=1))
     names = [c for c in records.columns if c.startswith("param.")]
@@ -491,13 +336,16 @@ def _read_production(path: Path | None) -> dict[str, Any] | None:
         doc = json.loads(text)
         policy = doc["policy"]
         config = doc.get("fitted") or doc["params"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise ParetoSearchError(f"{path}: not a chosen config ({exc!r}); write it with "
                                 "'paretosearch select RUN --out FILE'") from exc
     if policy not in REGISTRY:
         raise ParetoSearchError(located(str(path), column="policy", value=policy,
                                         problem="not a known policy"))
-    REGISTRY[policy].from_params(config)  # bad values fail here, naming the parameter
+    try:
+        REGISTRY[policy].from_params(config)
+    except ParetoSearchError as exc:
+        raise ParetoSearchError(f"{path}: {exc}") from exc
     return {"policy": policy, "config": config}
 
 
@@ -506,9 +354,12 @@ def _since_previous(previous: Path | None, production: Mapping[str, Any],
                     ) -> dict[str, Any] | None:
     """How the production config's objective values moved since the previous run (same
     config only): relative change per objective (positive = worse)."""
-    if previous is None or not (previous / "retune.json").exists():
+    if previous is None:
         return None
-    before = json.loads((previous / "retune.json").read_text()).get("production") or {}
+    try:
+        before = json.loads((previous / "retune.json").read_text())["production"] or {}
+    except (OSError, json.JSONDecodeError, KeyError, TypeError):  # none, or unreadable
+        return None
     same = (before.get("policy"), before.get("config")) == (production["policy"],
                                                              production["config"])
     if not same or not before.get("train"):
@@ -527,78 +378,3 @@ def _window_doc(window: Window) -> dict[str, Any]:
     return {"files": window.files, "jobs": len(window.workload),
             "jobs_in_trace": window.jobs_in_trace, "start_s": window.start_s,
             "end_s": window.end_s, "digest": window.workload.digest()}
-
-
-# --- the report -----------------------------------------------------------------------------
-
-def _report(run: Path, store: RunStore, summary: dict[str, Any]) -> None:
-    """``report.md`` and ``report.png`` (the front, baselines and the production config)."""
-    from paretosearch.cli_runs import fmt
-    from paretosearch.plots import plot_front
-
-    doc = store.read_front()
-    prod = summary["production"]
-    extra = {"production": prod["train"]} if prod else {}
-    plot_front({**doc, "baselines": {**(doc.get("baselines") or {}), **extra}},
-               run / "report.png", title=f"retune {run.name}")
-    labels = summary["objectives"]
-    w = summary["window"]
-    lines = [f"# Retune {run.name}", "",
-             f"- window: {w['jobs']:,} jobs of {w['jobs_in_trace']:,}, arrivals "
-             f"{w['start_s']:,.0f} s .. {w['end_s']:,.0f} s "
-             f"({(w['end_s'] - w['start_s']) / 3600:,.1f} h), digest `{w['digest']}`",
-             f"- search: {summary['policy']}, objectives {', '.join(labels)}; "
-             f"{summary['evaluations']['run']} evaluations run, "
-             f"{summary['evaluations']['from_cache']} from the cache"
-             + (" (resumed)" if summary["resumed"] else ""),
-             f"- warm start: {summary['warm_start']['configs']} configurations from "
-             f"{summary['warm_start']['from']}" if summary["warm_start"]["from"]
-             else "- warm start: none (cold start)",
-             f"- wall time: {summary['wall_s']:,.0f} s", "", "![front](report.png)", "",
-             "## Front", "",
-             "| # | " + " | ".join(f"{lab} | test" for lab in labels) + " | parameters |",
-             "|---" * (2 + 2 * len(labels)) + "|"]
-    for i, e in enumerate(doc["front"]):
-        test = e.get("test_metrics") or {}
-        cells = " | ".join(f"{fmt(e['objectives'][lab])} | {fmt(test.get(lab))}"
-                           for lab in labels)
-        params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                           for k, v in e["params"].items())
-        lines.append(f"| {i} | {cells} | {params} |")
-    for name, rec in (doc.get("baselines") or {}).items():
-        cells = " | ".join(f"{fmt(rec.get(lab))} | " for lab in labels)
-        lines.append(f"| {name} | {cells} | baseline |")
-    lines += ["", "## Production config", ""]
-    if prod is None:
-        lines.append("No production config given (the spec's `production` field).")
-    else:
-        lines += _drift_lines(prod, labels)
-    write_text(run / "report.md", "\n".join(lines) + "\n")
-
-
-def _drift_lines(prod: dict[str, Any], labels: Sequence[str]) -> list[str]:
-    from paretosearch.cli_runs import fmt
-
-    lines = [f"`{prod['source']}` ({prod['policy']}), re-evaluated on this window.", ""]
-    for sample in ("train", "test"):
-        d = prod[f"drift_{sample}"]
-        verdict = (f"**dominated** by {len(d['dominated_by'])} front configurations; the "
-                   f"safest switch is #{d['best']}" if d["dominated"]
-                   else "not dominated by the new front")
-        lines += [f"On the {sample} sample: {verdict}.", "",
-                  "| objective | production | front #best | gain |", "|---|---|---|---|"]
-        for lab in labels:
-            row = d["objectives"][lab]
-            gain = row.get("gain")
-            lines.append(f"| {lab} | {fmt(row['production'])} | {fmt(row.get('front'))} | "
-                         + (f"{100 * gain:+.1f} %" if gain is not None else "—") + " |")
-        lines.append("")
-    since = prod.get("since_previous")
-    if since:
-        lines += [f"Since {since['run']}:", ""]
-        for lab, row in since["objectives"].items():
-            change = row["change"]
-            lines.append(f"- {lab}: {fmt(row['before'])} → {fmt(row['now'])}"
-                         + (f" ({100 * change:+.1f} %, positive = worse)"
-                            if change is not None else ""))
-    return lines

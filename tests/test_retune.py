@@ -4,11 +4,13 @@ exit codes, and surviving faults (killed workers, a killed retune, full or read-
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import math
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -23,7 +25,6 @@ from paretosearch.cli import main
 from paretosearch.objectives import parse_objectives
 from paretosearch.retune import (
     Exit,
-    RetuneOutcome,
     RetuneSpec,
     TooFewJobs,
     drift,
@@ -63,7 +64,12 @@ def front_of(run: Path) -> list[tuple[dict[str, Any], dict[str, float]]]:
 
 
 def journal(run: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
+    """The finished evaluations (a line cut short by a kill is not one)."""
+    rows = []
+    for line in (run / "evaluations.jsonl").read_text().splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            rows.append(json.loads(line))
+    return rows
 
 
 # --- the spec and the window -----------------------------------------------------------------
@@ -71,13 +77,19 @@ def journal(run: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(("change", "message"), [
     ({"colour": "red"}, "'colour': unknown field"),
     ({"window": {"seconds": -1}}, "'window.seconds': must be a number >= 0"),
-    ({"window": {"min_jobs": 1}}, "'window.min_jobs': must be a number >= 2"),
-    ({"window": {"max_jobs": "many"}}, "'window.max_jobs': must be a int"),
-    ({"search": {"budget": 0}}, "'search.budget': must be a number >= 1"),
-    ({"policy": "lottery"}, "'policy': not a policy"),
+    ({"window": {"min_jobs": 1}}, "'window.min_jobs': must be an integer >= 2"),
+    ({"window": {"max_jobs": "many"}}, "'window.max_jobs': must be an integer"),
+    ({"window": {"min_jobs": 500, "max_jobs": 400}},
+     r"'window.max_jobs': must be >= window.min_jobs \(500\)"),
+    ({"search": {"budget": 0}}, "'search.budget': must be an integer >= 1"),
+    ({"search": {"pop_size": 2.5}}, "'search.pop_size': must be an integer >= 2"),
+    ({"policy": "lottery"}, "'policy'.*unknown policy"),
+    ({"fixed": {"Q": 1}}, "'fixed'.*has no parameter 'Q'"),
+    ({"fixed": {"W": "steep"}}, "'fixed'.*W"),
+    ({"profile": "nowhere-64"}, "'profile'.*nowhere-64"),
     ({"objectives": ["speed:avg"]}, "'objectives'.*unknown metric"),
     ({"slo_mix": "MIX9"}, "'slo_mix'.*known mixes"),
-    ({"warm_start": "yes"}, "'warm_start': must be a bool"),
+    ({"warm_start": "yes"}, "'warm_start': must be true or false"),
     ({"out": None}, "'out': is required"),
 ])
 def test_spec_errors_name_the_field_and_value(tmp_path: Path, change: dict[str, Any],
@@ -114,6 +126,28 @@ def test_the_window_is_the_newest_jobs_of_all_files(tmp_path: Path) -> None:
     with pytest.raises(TooFewJobs, match="min_jobs is 5000"):
         read_window(RetuneSpec.load(write_spec(tmp_path, trace="day*.csv",
                                                window={"min_jobs": 5000})))
+
+
+def test_jobs_of_different_files_that_reuse_ids_are_all_kept(tmp_path: Path) -> None:
+    write_trace(tmp_path / "day1.csv", 300)
+    rows = LINES[301:601]  # the next 300 jobs, numbered from 0 again (a per-file app_id)
+    renumbered = [f"{i},{row.split(',', 1)[1]}" for i, row in enumerate(rows)]
+    (tmp_path / "day2.csv").write_text("\n".join([LINES[0], *renumbered]) + "\n")
+    spec = RetuneSpec.load(write_spec(tmp_path, trace="day*.csv",
+                                      window={"seconds": 1e9, "min_jobs": 10}))
+    assert read_window(spec).jobs_in_trace == 600
+
+
+def test_a_relative_spec_path_publishes_new_runs_and_never_rewrites_current(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_trace(tmp_path / "trace.csv", 900)
+    write_spec(tmp_path, warm_start=False)
+    monkeypatch.chdir(tmp_path)
+    first = retune(RetuneSpec.load("retune.yaml"))
+    again = retune(RetuneSpec.load("retune.yaml"))  # same window: a new run, from the cache
+    assert not again.summary["resumed"] and again.run != first.run
+    assert again.summary["previous"] == str(first.run.resolve())
+    assert json.loads((first.run / "retune.json").read_text()) == first.summary
 
 
 # --- drift ------------------------------------------------------------------------------------
@@ -171,19 +205,17 @@ def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Pat
     assert all(among(p, before) for p in opening)
     prod = second.summary["production"]
     assert prod["config"] == chosen["fitted"]
-    for sample in ("train", "test"):  # the drift verdict follows from the numbers shown
-        d = prod[f"drift_{sample}"]
-        key = "metrics" if sample == "train" else "test_metrics"
-        front = json.loads((second.run / "front.json").read_text())["front"]
-        assert d == drift(front, prod[sample], spec_objectives(spec), sample=key)
+    front = json.loads((second.run / "front.json").read_text())["front"]
+    labels = ("jct:avg", "pred_err:avg")  # both minimised
+    for sample, key in (("train", "metrics"), ("test", "test_metrics")):
+        mine = [i for i, e in enumerate(front)  # dominance, by hand
+                if all(e[key][lab] <= prod[sample][lab] for lab in labels)
+                and any(e[key][lab] < prod[sample][lab] for lab in labels)]
+        assert prod[f"drift_{sample}"]["dominated_by"] == mine
     both = prod["drift_train"]["dominated"] and prod["drift_test"]["dominated"]
     assert second.exit == (Exit.DRIFT if both else Exit.PUBLISHED)
     report = (second.run / "report.md").read_text()
     assert "production.json" in report and f"from {first.run}" in report
-
-
-def spec_objectives(spec: RetuneSpec) -> Any:
-    return parse_objectives(spec.objectives)
 
 
 def test_the_cache_makes_a_rerun_on_the_same_window_free(tmp_path: Path) -> None:
@@ -240,38 +272,43 @@ def _cli(spec: Path, **env: str) -> subprocess.Popen[bytes]:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
-def _undisturbed(tmp_path: Path, **fields: Any) -> RetuneOutcome:
-    """The same first night as the test's, undisturbed, in a folder of its own (the oracle)."""
-    folder = tmp_path / "undisturbed"
-    folder.mkdir()
+def _two_nights(folder: Path, settings: dict[str, Any]) -> Path:
+    """Night 1 published in ``folder``; the trace grown for night 2; night 2's spec."""
+    folder.mkdir(exist_ok=True)
     write_trace(folder / "trace.csv", 900)
-    return retune(RetuneSpec.load(write_spec(folder, **fields)))
+    retune(RetuneSpec.load(write_spec(folder, search=settings)))
+    write_trace(folder / "trace.csv", 1100)
+    return write_spec(folder, search=settings)
 
 
 @pytest.mark.slow
-def test_sigkill_then_rerun_resumes_and_never_publishes_a_partial_run(tmp_path: Path) -> None:
-    settings = {"budget": 60, "pop_size": 10, "offspring": 10, "seed": 5}
-    expected = _undisturbed(tmp_path, search=settings)
-    write_trace(tmp_path / "trace.csv", 900)
-    spec = write_spec(tmp_path, search=settings)
+@pytest.mark.parametrize("when", ["before the first checkpoint", "after a checkpoint"])
+def test_sigkill_then_rerun_resumes_and_never_publishes_a_partial_run(tmp_path: Path,
+                                                                      when: str) -> None:
+    settings = {"budget": 40, "pop_size": 10, "offspring": 10, "seed": 5}
+    expected = retune(RetuneSpec.load(_two_nights(tmp_path / "undisturbed", settings)))
+    spec = _two_nights(tmp_path / "killed", settings)
+    night1 = (tmp_path / "killed" / "out" / "current").resolve()
     proc = _cli(spec)
-    runs = tmp_path / "out" / "runs"
+    runs = tmp_path / "killed" / "out" / "runs"
     deadline = time.time() + 120
-    while time.time() < deadline:  # kill it once a generation is checkpointed
-        if list(runs.glob("*/checkpoints/gen-*.sha256")):
-            break
-        time.sleep(0.05)
+    while not [r for r in runs.glob("*/evaluations.jsonl") if r.parent != night1
+               and (when.startswith("before") or list(r.parent.glob("checkpoints/*.sha256")))]:
+        if time.time() > deadline:
+            pytest.fail(f"retune made no progress to kill in 120 s: {proc.communicate()[0]!r}")
+        time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert not (tmp_path / "out" / "current").exists()  # nothing published
-    (run,) = runs.iterdir()
-    done = len(journal(run))
-    assert 0 < done < 60
+    (run,) = [r for r in runs.iterdir() if r != night1]
+    assert (tmp_path / "killed" / "out" / "current").resolve() == night1  # nothing published
+    checkpointed = bool(list(run.glob("checkpoints/*.sha256")))
+    assert checkpointed == (when == "after a checkpoint")
+    assert 0 < len(journal(run)) < 40
     rerun = _cli(spec)
     output = rerun.communicate(timeout=300)[0].decode()
     assert rerun.returncode == 0, output
-    assert f"resuming {run}" in output
-    assert (tmp_path / "out" / "current").resolve() == run
+    assert f"resuming {run}" in output and "warm start from" in output
+    assert (tmp_path / "killed" / "out" / "current").resolve() == run
     keys = [row["key"] for row in journal(run)]
     assert len(keys) == len(set(keys))  # nothing ran twice
     assert front_of(run) == front_of(expected.run)
@@ -282,7 +319,10 @@ def test_a_killed_dask_worker_still_gives_the_same_run(tmp_path: Path) -> None:
     from distributed import Client, LocalCluster
 
     settings = {"budget": 36, "pop_size": 6, "offspring": 6, "seed": 8}
-    expected = _undisturbed(tmp_path, search=settings)  # serial
+    serial = tmp_path / "serial"
+    serial.mkdir()
+    write_trace(serial / "trace.csv", 900)
+    expected = retune(RetuneSpec.load(write_spec(serial, search=settings)))
     write_trace(tmp_path / "trace.csv", 900)
     spec = RetuneSpec.load(write_spec(tmp_path, search=settings))
     killed: list[int] = []
@@ -294,7 +334,8 @@ def test_a_killed_dask_worker_still_gives_the_same_run(tmp_path: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
 
-        outcome = retune(spec, client=client, on_generation=kill_one)
+        outcome = retune(spec, connect=lambda: contextlib.nullcontext(client),
+                         on_generation=kill_one)
         assert killed and killed[0] not in client.run(os.getpid).values()
     assert outcome.exit == Exit.PUBLISHED
     assert front_of(outcome.run) == front_of(expected.run)
@@ -341,6 +382,57 @@ def test_a_full_disk_fails_clearly_and_leaves_current_alone(tmp_path: Path,
         _remount(fs, "size=64m")  # space freed: the rerun resumes and publishes
         assert main(["retune", "--spec", str(spec)]) == 0
         assert (fs / "out" / "current").resolve() != published
+
+
+ENOSPC = OSError(errno.ENOSPC, "No space left on device")
+FULL_SQLITE = sqlite3.OperationalError("database or disk is full")
+
+
+def _fail(error: BaseException) -> Any:
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise error
+    return fail
+
+
+@pytest.mark.parametrize(("target", "error"), [
+    ("paretosearch.io.os.replace", ENOSPC),  # the first file published atomically
+    ("paretosearch.store.RunStore.append", ENOSPC),  # the journal
+    ("paretosearch.store.RunStore.save_checkpoint", ENOSPC),
+    ("paretosearch.cache.EvaluationCache.put", FULL_SQLITE),
+    ("paretosearch.optuna_mirror.mirror", FULL_SQLITE),
+    ("paretosearch.report.plot_front", ENOSPC),  # the report, at the very end
+    ("paretosearch.retune._point", ENOSPC),  # moving current itself
+])
+def test_a_write_failing_anywhere_fails_clearly_and_a_rerun_publishes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, target: str,
+        error: BaseException) -> None:
+    write_trace(tmp_path / "trace.csv", 900)
+    spec = write_spec(tmp_path)
+    assert main(["retune", "--spec", str(spec)]) == 0
+    published = (tmp_path / "out" / "current").resolve()
+    write_trace(tmp_path / "trace.csv", 1000)
+    monkeypatch.setattr(target, _fail(error))
+    assert main(["retune", "--spec", str(spec)]) == Exit.FAILED
+    err = capsys.readouterr().err
+    assert str(error).split("] ")[-1] in err and "Nothing was published" in err
+    assert f"'current' still points at {published}" in err
+    assert (tmp_path / "out" / "current").resolve() == published
+    monkeypatch.undo()
+    assert main(["retune", "--spec", str(spec)]) == 0
+    assert (tmp_path / "out" / "current").resolve() != published
+
+
+def test_an_unreachable_scheduler_fails_clearly_before_any_run(tmp_path: Path,
+                                                               capsys: Any) -> None:
+    import dask.config
+
+    write_trace(tmp_path / "trace.csv", 900)
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code = main(["retune", "--spec", str(write_spec(tmp_path)),
+                     "--scheduler", "tcp://127.0.0.1:9"])
+    assert code == Exit.FAILED
+    assert "127.0.0.1:9" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "runs").exists()
 
 
 def test_a_read_only_folder_fails_clearly_and_leaves_current_alone(tmp_path: Path,

@@ -1,0 +1,91 @@
+"""Reports people read: numbers for tables, and the nightly retune's ``report.md`` + PNG."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from paretosearch.io import write_text
+from paretosearch.plots import plot_front
+
+__all__ = ["fmt", "write_retune_report"]
+
+
+def fmt(value: float | None) -> str:
+    """A number for a table cell (— for NaN, or None: NaN as stored in JSON)."""
+    if value is None or math.isnan(value):
+        return "—"
+    if abs(value) < 1e-9:  # float noise around an exact zero (FIFO's prediction error)
+        return "0"
+    return f"{value:,.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
+
+
+def write_retune_report(run: Path, doc: dict[str, Any], summary: dict[str, Any]) -> None:
+    """``report.md`` and ``report.png`` of a retune: its window and search, the front
+    (``doc``: the run's ``front.json``) with the baselines, and the production config's drift
+    (``summary``: its ``retune.json``)."""
+    prod = summary["production"]
+    extra = {"production": prod["train"]} if prod else {}
+    plot_front({**doc, "baselines": {**(doc.get("baselines") or {}), **extra}},
+               run / "report.png", title=f"retune {run.name}")
+    labels = summary["objectives"]
+    w = summary["window"]
+    lines = [f"# Retune {run.name}", "",
+             f"- window: {w['jobs']:,} jobs of {w['jobs_in_trace']:,}, arrivals "
+             f"{w['start_s']:,.0f} s .. {w['end_s']:,.0f} s "
+             f"({(w['end_s'] - w['start_s']) / 3600:,.1f} h), digest `{w['digest']}`",
+             f"- search: {summary['policy']}, objectives {', '.join(labels)}; "
+             f"{summary['evaluations']['run']} evaluations run, "
+             f"{summary['evaluations']['from_cache']} from the cache"
+             + (" (resumed)" if summary["resumed"] else ""),
+             f"- warm start: {summary['warm_start']['configs']} configurations from "
+             f"{summary['warm_start']['from']}" if summary["warm_start"]["from"]
+             else "- warm start: none (cold start)",
+             f"- wall time: {summary['wall_s']:,.0f} s", "", "![front](report.png)", "",
+             "## Front", "",
+             "| # | " + " | ".join(f"{lab} | test" for lab in labels) + " | parameters |",
+             "|---" * (2 + 2 * len(labels)) + "|"]
+    for i, e in enumerate(doc["front"]):
+        test = e.get("test_metrics") or {}
+        cells = " | ".join(f"{fmt(e['objectives'][lab])} | {fmt(test.get(lab))}"
+                           for lab in labels)
+        params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                           for k, v in e["params"].items())
+        lines.append(f"| {i} | {cells} | {params} |")
+    for name, rec in (doc.get("baselines") or {}).items():
+        cells = " | ".join(f"{fmt(rec.get(lab))} | " for lab in labels)
+        lines.append(f"| {name} | {cells} | baseline |")
+    lines += ["", "## Production config", ""]
+    if prod is None:
+        lines.append("No production config given (the spec's `production` field).")
+    else:
+        lines += _drift_lines(prod, labels)
+    write_text(run / "report.md", "\n".join(lines) + "\n")
+
+
+def _drift_lines(prod: dict[str, Any], labels: Sequence[str]) -> list[str]:
+    lines = [f"`{prod['source']}` ({prod['policy']}), re-evaluated on this window.", ""]
+    for sample in ("train", "test"):
+        d = prod[f"drift_{sample}"]
+        verdict = (f"**dominated** by {len(d['dominated_by'])} front configurations; the "
+                   f"safest switch is #{d['best']}" if d["dominated"]
+                   else "not dominated by the new front")
+        lines += [f"On the {sample} sample: {verdict}.", "",
+                  "| objective | production | front #best | gain |", "|---|---|---|---|"]
+        for lab in labels:
+            row = d["objectives"][lab]
+            gain = row.get("gain")
+            lines.append(f"| {lab} | {fmt(row['production'])} | {fmt(row.get('front'))} | "
+                         + (f"{100 * gain:+.1f} %" if gain is not None else "—") + " |")
+        lines.append("")
+    since = prod.get("since_previous")
+    if since:
+        lines += [f"Since {since['run']}:", ""]
+        for lab, row in since["objectives"].items():
+            change = row["change"]
+            lines.append(f"- {lab}: {fmt(row['before'])} → {fmt(row['now'])}"
+                         + (f" ({100 * change:+.1f} %, positive = worse)"
+                            if change is not None else ""))
+    return lines

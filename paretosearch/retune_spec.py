@@ -1,0 +1,209 @@
+"""The nightly retune's inputs: its spec (``retune.yaml``) and the newest window of a trace."""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from paretosearch.objectives import parse_objectives
+from paretosearch.search import SearchSettings
+from policies import get_policy
+from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
+from simulator.errors import ParetoSearchError, located
+from simulator.slo import MIXES
+
+__all__ = ["RetuneSpec", "TooFewJobs", "Window", "read_window"]
+
+
+class TooFewJobs(ParetoSearchError, ValueError):
+    """The window is too thin to tune on."""
+
+
+_KEYS = {"trace", "scaling_table", "window", "profile", "policy", "fixed", "objectives",
+         "search", "warm_start", "production", "out", "workers", "slo_mix", "sharing"}
+_WINDOW_KEYS = {"seconds", "min_jobs", "max_jobs"}
+_SEARCH_KEYS = {"budget", "pop_size", "offspring", "seed"}
+_WINDOW_S, _MIN_JOBS, _OBJECTIVES = 7 * 86400.0, 200, ("jct:avg", "pred_err:avg")
+_KINDS = {int: "an integer", str: "text", list: "a list", dict: "a mapping",
+          bool: "true or false"}
+
+
+@dataclass(frozen=True)
+class RetuneSpec:
+    """What a nightly retune does (``retune.yaml``; see ``deploy/retune.yaml``).
+
+    Paths in the file are relative to the file's folder.
+    """
+
+    trace: str
+    """A trace file, or a glob of files whose arrival times share one clock."""
+    out: Path
+    """The retune's folder: ``runs/``, ``current``, ``cache.sqlite``, ``retune.lock``."""
+    window_s: float = _WINDOW_S
+    min_jobs: int = _MIN_JOBS
+    max_jobs: int | None = None
+    scaling_table: Path | None = None
+    profile: str = "pcs-64"
+    policy: str = "wfq"
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    objectives: tuple[str, ...] = _OBJECTIVES
+    settings: SearchSettings = field(default_factory=SearchSettings)
+    warm_start: bool = True
+    production: Path | None = None
+    """The config in production (``chosen.json`` of ``paretosearch select``)."""
+    workers: int = 2
+    slo_mix: str | None = None
+    sharing: bool = False
+
+    @classmethod
+    def load(cls, path: str | Path) -> RetuneSpec:
+        """Read and check ``retune.yaml``; errors name the file, field and value."""
+        path = Path(path)
+        try:
+            doc = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ParetoSearchError(f"{path}: cannot read the retune spec: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise ParetoSearchError(f"{path}: a retune spec is a mapping of fields "
+                                    "(see deploy/retune.yaml)")
+        spec = _Fields(str(path), doc, path.parent)
+        window, search = spec.section("window", _WINDOW_KEYS), spec.section("search", _SEARCH_KEYS)
+        spec.only(_KEYS)
+        objectives = tuple(spec.get("objectives", list, list(_OBJECTIVES)))
+        policy = spec.get("policy", str, "wfq")
+        fixed = spec.get("fixed", dict, {})
+        profile = spec.get("profile", str, "pcs-64")
+        slo_mix = spec.get("slo_mix", str, None)
+        for key, value, check in (
+                ("objectives", objectives, lambda: parse_objectives(objectives)),
+                ("policy", policy, lambda: get_policy(policy)),
+                ("fixed", fixed, lambda: get_policy(policy).from_params(fixed)),
+                ("profile", profile, lambda: load_profile(profile))):
+            try:
+                check()
+            except ParetoSearchError as exc:
+                raise spec.fail(key, value, str(exc)) from exc
+        if slo_mix is not None and slo_mix not in MIXES:
+            raise spec.fail("slo_mix", slo_mix, f"known mixes: {', '.join(sorted(MIXES))}")
+        min_jobs = window.integer("min_jobs", _MIN_JOBS, low=2)
+        max_jobs = window.get("max_jobs", int, None)
+        if max_jobs is not None and max_jobs < min_jobs:
+            raise window.fail("max_jobs", max_jobs, f"must be >= window.min_jobs ({min_jobs})")
+        return cls(
+            trace=str(spec.required_path("trace")), out=spec.required_path("out"),
+            window_s=window.number("seconds", _WINDOW_S, low=0.0), min_jobs=min_jobs,
+            max_jobs=max_jobs, scaling_table=spec.path("scaling_table"), profile=profile,
+            policy=policy, fixed=fixed, objectives=objectives,
+            settings=SearchSettings(budget=search.integer("budget", 370, low=1),
+                                    pop_size=search.integer("pop_size", 70, low=2),
+                                    n_offsprings=search.integer("offspring", 105, low=1),
+                                    seed=search.integer("seed", 0, low=0)),
+            warm_start=spec.get("warm_start", bool, True), production=spec.path("production"),
+            workers=spec.integer("workers", 2, low=0), slo_mix=slo_mix,
+            sharing=spec.get("sharing", bool, False))
+
+
+class _Fields:
+    """Typed reads of one mapping of a spec file, with errors that say where."""
+
+    def __init__(self, source: str, doc: dict[str, Any], base: Path, prefix: str = "") -> None:
+        self.source, self.doc, self.base, self.prefix = source, doc, base, prefix
+
+    def fail(self, key: str, value: object, problem: str) -> ParetoSearchError:
+        return ParetoSearchError(located(self.source, column=self.prefix + key, value=value,
+                                         problem=problem))
+
+    def only(self, keys: set[str]) -> None:
+        unknown = sorted(set(self.doc) - keys)
+        if unknown:
+            raise self.fail(unknown[0], self.doc[unknown[0]],
+                            f"unknown field; the fields are {', '.join(sorted(keys))}")
+
+    def get(self, key: str, kind: type, default: Any) -> Any:
+        value = self.doc.get(key, default)
+        if (value is not None and not isinstance(value, kind)) or (
+                kind is not bool and isinstance(value, bool)):
+            raise self.fail(key, value, f"must be {_KINDS[kind]}")
+        return value
+
+    def number(self, key: str, default: float, *, low: float) -> float:
+        value = self.doc.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                math.isfinite(value) and value >= low):
+            raise self.fail(key, value, f"must be a number >= {low:g}")
+        return float(value)
+
+    def integer(self, key: str, default: int, *, low: int) -> int:
+        value = self.doc.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise self.fail(key, value, f"must be an integer >= {low}")
+        return value
+
+    def path(self, key: str) -> Path | None:
+        """An optional path, made absolute against the spec's folder (not resolved)."""
+        value = self.get(key, str, None)
+        return None if value is None else Path(os.path.abspath(
+            self.base / Path(value).expanduser()))
+
+    def required_path(self, key: str) -> Path:
+        path = self.path(key)
+        if path is None:
+            raise self.fail(key, None, "is required")
+        return path
+
+    def section(self, key: str, keys: set[str]) -> _Fields:
+        sub = _Fields(self.source, self.get(key, dict, {}), self.base, f"{key}.")
+        sub.only(keys)
+        return sub
+
+
+# --- the window -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Window:
+    """The newest window of the trace, arrivals re-based to 0."""
+
+    workload: Workload
+    files: list[str]
+    start_s: float
+    """First and last arrival of the window, on the trace's clock."""
+    end_s: float
+    jobs_in_trace: int
+
+
+def read_window(spec: RetuneSpec) -> Window:
+    """The jobs that arrived in the last ``window_s`` seconds of the trace (the newest
+    ``max_jobs`` of them, if set); :class:`TooFewJobs` below ``min_jobs``."""
+    files = sorted(glob.glob(spec.trace)) if glob.has_magic(spec.trace) else [spec.trace]
+    if not files:
+        raise ParetoSearchError(f"{spec.trace}: no trace file matches; check the spec's "
+                                "'trace' field")
+    scaling = (None if spec.scaling_table is None else
+               ScalingTable.from_csv(spec.scaling_table).merged(parametric_table(64)))
+    frames = [read_trace(f, scaling=scaling).to_frame() for f in files]
+    frame = pd.concat(frames, ignore_index=True)
+    if len(files) > 1:  # a job re-exported by a later file is kept once
+        frame = frame.drop_duplicates(keep="last")
+    frame = frame.sort_values("arrival_s", kind="stable")
+    newest = float(frame["arrival_s"].iloc[-1])
+    window = frame[frame["arrival_s"] >= newest - spec.window_s]
+    if spec.max_jobs is not None:
+        window = window.iloc[-spec.max_jobs:]
+    if len(window) < spec.min_jobs:
+        raise TooFewJobs(f"{spec.trace}: {len(window)} jobs arrived in the last "
+                         f"{spec.window_s:g} s (window.min_jobs is {spec.min_jobs}); nothing "
+                         "published, 'current' unchanged")
+    start = float(window["arrival_s"].iloc[0])
+    window = window.assign(arrival_s=window["arrival_s"] - start)
+    name = files[0] if len(files) == 1 else spec.trace
+    workload = Workload.from_frame(window, scaling=scaling,
+                                   source=f"{name}[{start:.0f}s..{newest:.0f}s]")
+    return Window(workload, files, start, newest, len(frame))
