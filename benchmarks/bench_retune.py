@@ -43,7 +43,8 @@ def _night(folder: Path, rows: int, *, args: argparse.Namespace, seed: int,
     spec = {"trace": "trace.csv", "scaling_table": str(PCS / "scaling_tables.csv"),
             "window": {"seconds": 1e9, "min_jobs": 100, "max_jobs": args.window},
             "profile": "pcs-64", "policy": "wfq", "objectives": list(LABELS),
-            "search": {"budget": args.budget, "pop_size": 70, "offspring": 105, "seed": seed},
+            "search": {"budget": args.budget, "pop_size": 70, "offspring": args.offspring,
+                       "seed": seed},
             "warm_start": warm, "out": "out", "workers": args.workers}
     (folder / "retune.yaml").write_text(yaml.safe_dump(spec))
     return retune(RetuneSpec.load(folder / "retune.yaml"))
@@ -107,6 +108,8 @@ def main() -> None:
     p.add_argument("--grow", type=int, default=300, help="jobs the trace gains overnight")
     p.add_argument("--window", type=int, default=2000, help="jobs in a window")
     p.add_argument("--budget", type=int, default=370, help="evaluations per night")
+    p.add_argument("--offspring", type=int, default=105,
+                   help="offspring per generation (population 70; PCS's setting: 105)")
     p.add_argument("--seeds", default="0,1,2", help="search seeds, comma-separated")
     p.add_argument("--workers", type=int, default=2, help="Dask LocalCluster workers")
     p.add_argument("--png", type=Path, default=Path("bench_retune.png"))
