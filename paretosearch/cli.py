@@ -239,11 +239,21 @@ def _profiles(console: Console) -> None:
     console.print(table)
 
 
+def _log_to_stderr(*, verbose: bool) -> None:
+    """Our log (warnings; with --verbose also what happens) to standard error. Dask keeps its
+    own logging configuration."""
+    log = logging.getLogger("paretosearch")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+    log.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``paretosearch`` console script; returns the exit code."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _log_to_stderr(verbose=getattr(args, "verbose", False))
     # piped or captured output is not cut to 80 columns: tables stay whole
     console = Console() if sys.stdout.isatty() else Console(width=240)
     try:
