@@ -23,8 +23,8 @@ from simulator.view import ClusterView
 from simulator.workload import Workload
 
 __all__ = [
-    "REGISTRY", "Domain", "KernelPolicy", "Policy", "RoundPolicy", "get_policy", "make_policy",
-    "param", "register",
+    "REGISTRY", "Domain", "EventDriven", "KernelPolicy", "Policy", "RoundPolicy", "get_policy",
+    "make_policy", "param", "register",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -217,6 +217,21 @@ class RoundPolicy(Policy):
     def plan(self, state: RoundState) -> IntArray:
         """GPUs of each active job on each node: a ``(jobs, nodes)`` integer array."""
         raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class EventDriven(RoundPolicy):
+    """A round policy with no rounds: it decides at every arrival and completion only."""
+
+    @property
+    def reacts(self) -> bool:
+        """Decide at arrivals and completions."""
+        return True
+
+    @property
+    def round_s(self) -> float:
+        """No rounds."""
+        return math.inf
 
 
 PolicyClass = type[KernelPolicy] | type[RoundPolicy]

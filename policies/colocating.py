@@ -12,7 +12,6 @@ sharing columns. None moves a running job, except PAB's evictions.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -20,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from policies.base import RoundPolicy
+from policies.base import EventDriven
 from simulator.errors import InvalidWorkload
 from simulator.rounds import RoundState
 from simulator.sharing import SharingModel
@@ -135,18 +134,8 @@ def pending_jobs(state: RoundState) -> IntArray:
 
 
 @dataclass(frozen=True)
-class Colocating(RoundPolicy):
+class Colocating(EventDriven):
     """Shared by the co-locating policies: device plans, decisions at arrivals and completions."""
 
     shares_gpus: ClassVar[bool] = True
-
-    @property
-    def reacts(self) -> bool:
-        """Decide at arrivals and completions."""
-        return True
-
-    @property
-    def round_s(self) -> float:
-        """No rounds: decisions at arrivals and completions only."""
-        return math.inf
 

@@ -35,7 +35,7 @@ exponents of tiers the cluster lacks.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import ClassVar, Self
 
 import numpy as np
@@ -44,7 +44,7 @@ import numpy.typing as npt
 from policies.base import RoundPolicy, param, register
 from policies.gangs import place_gang
 from policies.ojpp_placement import Bounds, DeviceLoad, place_workers
-from policies.wfq import class_thresholds
+from policies.wfq import with_classes
 from policies.wfq_hetero import share_by_weight
 from simulator.errors import InvalidPolicyParams
 from simulator.profile import ClusterProfile
@@ -130,9 +130,7 @@ class Unified(RoundPolicy):
 
     def fit(self, workload: Workload) -> Self:
         """Derive the classes from the training workload's estimated sizes (no-op if known)."""
-        if self.thresholds:
-            return self
-        return replace(self, thresholds=class_thresholds(workload.estimated_service_s, self.T))
+        return with_classes(self, workload)
 
     def plan(self, state: RoundState) -> IntArray:
         if not self.thresholds:

@@ -26,7 +26,7 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Self
+from typing import Any, Protocol, Self, TypeVar
 
 import numba as nb
 import numpy as np
@@ -39,7 +39,7 @@ from simulator.errors import InvalidPolicyParams
 from simulator.scaling import ScalingTable
 from simulator.workload import Workload
 
-__all__ = ["WFQ", "class_thresholds"]
+__all__ = ["WFQ", "class_thresholds", "with_classes"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -65,6 +65,26 @@ def class_thresholds(sizes: FloatArray, T: float) -> tuple[float, ...]:
             n, total, total_sq = 0, 0.0, 0.0
     out.append(math.inf)
     return tuple(out)
+
+
+class _SizeClassed(Protocol):
+    @property
+    def T(self) -> float: ...
+
+    @property
+    def thresholds(self) -> tuple[float, ...]: ...
+
+
+_Classed = TypeVar("_Classed", bound=_SizeClassed)
+
+
+def with_classes(policy: _Classed, workload: Workload) -> _Classed:
+    """``policy`` (a frozen dataclass with ``T`` and ``thresholds``) with its size classes
+    derived from the training workload's estimated sizes; unchanged if it has them."""
+    if policy.thresholds:
+        return policy
+    thresholds = class_thresholds(workload.estimated_service_s, policy.T)
+    return replace(policy, thresholds=thresholds)  # type: ignore[type-var]
 
 
 def _weights(W: float, k: int) -> tuple[float, ...]:

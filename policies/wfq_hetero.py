@@ -17,7 +17,7 @@ GPUs no share can use go to any waiting job that fits (work conservation in whol
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Self
 
 import numpy as np
@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from policies.base import RoundPolicy, param, register
 from policies.gangs import place_gang
-from policies.wfq import class_thresholds
+from policies.wfq import with_classes
 from simulator.errors import InvalidPolicyParams
 from simulator.profile import ClusterProfile
 from simulator.rounds import RoundState
@@ -77,9 +77,7 @@ class WFQHetero(RoundPolicy):
 
     def fit(self, workload: Workload) -> Self:
         """Derive classes from the training workload's estimated sizes (no-op if known)."""
-        if self.thresholds:
-            return self
-        return replace(self, thresholds=class_thresholds(workload.estimated_service_s, self.T))
+        return with_classes(self, workload)
 
     def plan(self, state: RoundState) -> IntArray:
         if not self.thresholds:

@@ -10,14 +10,13 @@ waiting application rather than letting later, smaller ones take them.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from policies.base import RoundPolicy, register
+from policies.base import EventDriven, register
 from policies.gangs import place_gang
 from simulator.rounds import RoundState
 
@@ -47,21 +46,11 @@ def yarn_fifo(alloc: IntArray, demand: IntArray, node_gpus: IntArray) -> IntArra
 
 @register
 @dataclass(frozen=True)
-class YarnCS(RoundPolicy):
+class YarnCS(EventDriven):
     """Non-preemptive FIFO with head-of-line blocking, blind to GPU types."""
 
     name: ClassVar[str] = "yarn-cs"
     summary: ClassVar[str] = "non-preemptive FIFO capacity scheduler, type-agnostic (YARN-CS)"
-
-    @property
-    def reacts(self) -> bool:
-        """Decide at arrivals and completions."""
-        return True
-
-    @property
-    def round_s(self) -> float:
-        """No rounds: decisions at arrivals and completions only."""
-        return math.inf
 
     def plan(self, state: RoundState) -> IntArray:
         """Start what fits in arrival order; never move a running job."""
