@@ -1,20 +1,11 @@
-"""Exporters: schema-valid Kubernetes objects, a real slurmctld, documented YARN properties."""
+"""Exporters: schema-valid Kueue and Volcano objects, the plans, JSON and the command line
+(Slurm and YARN: ``test_export_hpc.py``)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import math
-import os
-import pwd
-import re
-import shutil
-import socket
-import subprocess
-import time
-import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +24,7 @@ from paretosearch.export import (
     InvalidConfigDocument,
     build_plan,
     export,
-    write_export,
 )
-from paretosearch.export.hpc import YARN_PROPERTIES, slurm_time
 from paretosearch.store import choice_entry
 from policies import WFQ, Unified, UniSched, WFQHetero
 from tests.conftest import SHARED
@@ -57,11 +46,11 @@ def _doc(policy: Any, gpus: dict[str, int], profile: str = "custom", **extra: An
                                                            "gpus_by_type": gpus}, **extra}
 
 
-def _pcs_wfq(entry: dict[str, Any]) -> dict[str, Any]:
+def pcs_wfq_doc(entry: dict[str, Any]) -> dict[str, Any]:
     return _doc(WFQ.from_pcs_config(entry), {"generic": 64}, "pcs-64")
 
 
-def _unified(preempt: bool = True) -> dict[str, Any]:
+def unified_doc(preempt: bool = True) -> dict[str, Any]:
     policy = Unified(W_1=1.0, W_2=0.0, W_3=-1.0, preempt=preempt, be_lease_s=300.0,
                      slo_lease_multiple=3, slo_reward=200.0, be_reward_scale=2.0,
                      thresholds=(1e3, 1e5, INF))
@@ -133,7 +122,7 @@ def _route(local_queues: list[dict[str, Any]], size: float) -> str:
     return str(next(name for bound, name in sorted(bounds) if size <= bound))
 
 
-DOCS = {"wfq": lambda pcs: _pcs_wfq(pcs["0e4a51_bal"]), "unified": lambda pcs: _unified(),
+DOCS = {"wfq": lambda pcs: pcs_wfq_doc(pcs["0e4a51_bal"]), "unified": lambda pcs: unified_doc(),
         "unisched": lambda pcs: _unisched(), "fifo": lambda pcs: _fifo()}
 
 
@@ -184,8 +173,8 @@ def test_kueue_objects_validate_and_hold_together(name: str, version: str,
 
 
 def test_kueue_version_fields_differ_and_the_check_catches_a_wrong_one() -> None:
-    v1 = next(o for o in _kueue(_unified(), "v1beta1") if o["kind"] == "ClusterQueue")
-    v2 = next(o for o in _kueue(_unified(), "v1beta2") if o["kind"] == "ClusterQueue")
+    v1 = next(o for o in _kueue(unified_doc(), "v1beta1") if o["kind"] == "ClusterQueue")
+    v2 = next(o for o in _kueue(unified_doc(), "v1beta2") if o["kind"] == "ClusterQueue")
     assert "cohort" in v1["spec"] and "cohortName" in v2["spec"]
     assert _undeclared(v1, _schema("ClusterQueue", "v1beta2")) == [".spec.cohort"]
     assert _undeclared(v2, _schema("ClusterQueue", "v1beta1")) == [".spec.cohortName"]
@@ -197,10 +186,10 @@ def test_kueue_preemption_follows_the_policy(pcs_configs: dict[str, Any]) -> Non
         return dict(cq["spec"]["preemption"])
 
     # WFQ reclaims shares; best-effort jobs preemptible by SLO jobs; wfq-hetero never preempts
-    assert preemption(_pcs_wfq(pcs_configs["0e4a51_bal"]))["reclaimWithinCohort"] == "Any"
-    assert preemption(_unified(preempt=True)) == {"reclaimWithinCohort": "LowerPriority",
+    assert preemption(pcs_wfq_doc(pcs_configs["0e4a51_bal"]))["reclaimWithinCohort"] == "Any"
+    assert preemption(unified_doc(preempt=True)) == {"reclaimWithinCohort": "LowerPriority",
                                                   "withinClusterQueue": "LowerPriority"}
-    assert preemption(_unified(preempt=False)) == {"reclaimWithinCohort": "Never",
+    assert preemption(unified_doc(preempt=False)) == {"reclaimWithinCohort": "Never",
                                                    "withinClusterQueue": "Never"}
     hetero = WFQHetero(thresholds=(10.0, INF))
     assert preemption(_doc(hetero, HETERO)) == {"reclaimWithinCohort": "Never",
@@ -253,208 +242,11 @@ def test_volcano_queues_validate(name: str, pcs_configs: dict[str, Any]) -> None
         assert priorities[t.name]["preemptionPolicy"] == expected
 
 
-# --- Slurm: a real slurmctld ------------------------------------------------------------
-
-SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin"])
-SLURMCTLD, MUNGED, SCONTROL = (shutil.which(n, path=SBIN)
-                               for n in ("slurmctld", "munged", "scontrol"))
-needs_slurm = pytest.mark.skipif(
-    not (SLURMCTLD and MUNGED and SCONTROL),
-    reason="slurmctld, munged or scontrol not installed (apt-get install slurmctld "
-           "slurm-client munge; .ci/run does)")
-
-
-def _wait(ready: Callable[[], bool], proc: subprocess.Popen[bytes], log: Path, what: str,
-          timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            text = log.read_text() if log.exists() else ""
-            pytest.fail(f"{what} did not start (exit {proc.poll()}): {text[-2000:]}")
-        time.sleep(0.05)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-@contextlib.contextmanager
-def _slurmctld(tmp: Path, fragment: Path) -> Iterator[Callable[..., str]]:
-    """munged and slurmctld on localhost with a private key, socket and port, the exported
-    fragment included; yields ``scontrol(*args)``."""
-    assert SLURMCTLD and MUNGED and SCONTROL
-    key, sock = tmp / "munge.key", tmp / "m.sock"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o600)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    (tmp / "state").mkdir()
-    conf = tmp / "slurm.conf"
-    conf.write_text("\n".join([
-        "ClusterName=pstest", "SlurmctldHost=localhost", f"SlurmctldPort={port}",
-        f"SlurmUser={pwd.getpwuid(os.getuid()).pw_name}", "AuthType=auth/munge",
-        f"AuthInfo=socket={sock}", "CredType=cred/munge", f"StateSaveLocation={tmp}/state",
-        f"SlurmctldPidFile={tmp}/slurmctld.pid", f"SlurmctldLogFile={tmp}/slurmctld.log",
-        "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
-        "SelectType=select/cons_tres", "GresTypes=gpu",
-        "NodeName=gpu[1-4] CPUs=8 Gres=gpu:4 State=FUTURE",  # no slurmd needed
-        f"Include {fragment}", ""]))
-    env = {**os.environ, "SLURM_CONF": str(conf)}
-
-    def scontrol(*args: str) -> str:
-        return subprocess.run([SCONTROL, *args], env=env, capture_output=True, text=True,
-                              timeout=10).stdout
-
-    munged = subprocess.Popen([MUNGED, "-F", "-f", "--key-file", str(key), "--socket", str(sock),
-                               "--pid-file", str(tmp / "munged.pid"), "--log-file",
-                               str(tmp / "munged.log"), "--seed-file", str(tmp / "munge.seed")],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait(sock.exists, munged, tmp / "munged.log", "munged")
-        ctld = subprocess.Popen([SLURMCTLD, "-D", "-f", str(conf)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            _wait(lambda: "UP" in scontrol("ping"), ctld, tmp / "slurmctld.log", "slurmctld")
-            yield scontrol
-        finally:
-            _stop(ctld)
-    finally:
-        _stop(munged)
-
-
-def _fields(line: str) -> dict[str, str]:
-    return dict(token.split("=", 1) for token in line.split() if "=" in token)
-
-
-@needs_slurm
-@pytest.mark.parametrize("name", ["unified", "wfq"])
-def test_slurmctld_loads_the_exported_partitions(name: str, tmp_path: Path,
-                                                 pcs_configs: dict[str, Any]) -> None:
-    doc = _unified() if name == "unified" else _pcs_wfq(pcs_configs["0e4a51_bal"])
-    plan = build_plan(doc)
-    result = export(doc, "slurm", options=ExportOptions(nodes="gpu[1-4]"))
-    fragment = write_export(result, tmp_path / "out")[0]
-    exported = {f["PartitionName"]: f for f in map(_fields, fragment.read_text().splitlines())
-                if "PartitionName" in f}
-    assert list(exported) == [c.name for c in plan.classes]
-    with _slurmctld(tmp_path, fragment) as scontrol:
-        config = dict(re.findall(r"^(\w+)\s+= (\S+)", scontrol("show", "config"), re.M))
-        shown = {name: _fields(scontrol("show", "partition", name)) for name in exported}
-    assert config["PriorityType"] == "priority/multifactor"
-    for part, fields in exported.items():
-        got = shown[part]
-        for key in ("PriorityJobFactor", "PriorityTier", "MaxTime", "PreemptMode"):
-            assert got[key] == fields[key], (part, key)
-        assert got["DefaultTime"] == fields.get("DefaultTime", "NONE")
-        assert got["Nodes"] == "gpu[1-4]"
-    factors = [int(shown[c.name]["PriorityJobFactor"]) for c in plan.classes]
-    order = np.argsort([c.weight for c in plan.classes], kind="stable")
-    assert [factors[i] for i in order] == sorted(factors)
-    if name == "unified":  # SLO lease 3 x 300 s, best-effort 300 s; SLO jobs preempt BE jobs
-        assert {p["MaxTime"] for p in shown.values()} == {"00:15:00"}
-        assert {p["DefaultTime"] for p in shown.values()} == {"00:05:00"}
-        assert {p["PreemptMode"] for p in shown.values()} == {"REQUEUE"}
-        assert config["PreemptType"] == "preempt/qos"
-    else:  # WFQ: no leases; its reclaiming cannot be expressed, so no preemption
-        assert {p["MaxTime"] for p in shown.values()} == {"UNLIMITED"}
-        assert {p["PreemptMode"] for p in shown.values()} == {"OFF"}
-
-
-def test_slurm_qos_script_sets_priority_wall_time_and_preemption() -> None:
-    script = export(_unified(), "slurm").files["sacctmgr-qos.sh"]
-    adds = {m[0]: _fields(m[1]) for m in re.findall(r"add qos name=(\S+) (.*)", script)}
-    assert set(adds) == {f"class{k}-{t}" for k in range(3) for t in ("slo", "best-effort")}
-    assert adds["class1-slo"] == {"Priority": "1000", "MaxWall": "00:15:00"}
-    assert adds["class1-best-effort"] == {"Priority": "10", "MaxWall": "00:05:00"}
-    preempt = dict(re.findall(r"where name=(\S+) set Preempt=(\S+)", script))
-    assert set(preempt) == {"class0-slo", "class1-slo", "class2-slo"}
-    assert preempt["class0-slo"] == "class0-best-effort,class1-best-effort,class2-best-effort"
-    assert "sacctmgr-qos.sh needs slurmdbd" in script
-
-
-@pytest.mark.parametrize(("seconds", "text"), [(300, "00:05:00"), (301, "00:06:00"),
-                                               (86400, "1-00:00:00"), (90061, "1-01:02:00")])
-def test_slurm_time_rounds_up_to_minutes(seconds: float, text: str) -> None:
-    assert slurm_time(seconds) == text
-
-
-# --- YARN -------------------------------------------------------------------------------
-
-DOCUMENTED_YARN = [
-    # https://hadoop.apache.org/docs/stable/hadoop-yarn/hadoop-yarn-site/CapacityScheduler.html
-    # "Setting up queues", "Queue Properties"
-    "yarn.scheduler.capacity.<queue-path>.queues",
-    "yarn.scheduler.capacity.<queue-path>.capacity",
-    "yarn.scheduler.capacity.<queue-path>.maximum-capacity",
-    "yarn.scheduler.capacity.<queue-path>.minimum-user-limit-percent",
-    "yarn.scheduler.capacity.<queue-path>.user-limit-factor",
-    "yarn.scheduler.capacity.<queue-path>.maximum-applications",
-    "yarn.scheduler.capacity.<queue-path>.maximum-am-resource-percent",
-    "yarn.scheduler.capacity.<queue-path>.max-parallel-apps",
-    "yarn.scheduler.capacity.<queue-path>.state",
-    # "Queue lifetime for applications"
-    "yarn.scheduler.capacity.<queue-path>.maximum-application-lifetime",
-    "yarn.scheduler.capacity.<queue-path>.default-application-lifetime",
-    # "Setup for application priority"
-    "yarn.cluster.max-application-priority",
-    "yarn.scheduler.capacity.<queue-path>.default-application-priority",
-    # "Capacity Scheduler container preemption"
-    "yarn.resourcemanager.scheduler.monitor.enable",
-    "yarn.resourcemanager.scheduler.monitor.policies",
-    "yarn.resourcemanager.monitor.capacity.preemption.observe_only",
-    "yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval",
-    "yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill",
-    "yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round",
-    "yarn.scheduler.capacity.<queue-path>.disable_preemption",
-    "yarn.scheduler.capacity.<queue-path>.intra-queue-preemption.disable_preemption",
-]
-QUEUE_PATH = r"root(\.[A-Za-z0-9_-]+)*"
-
-
-def _documented(name: str) -> bool:
-    return any(re.fullmatch(re.escape(t).replace(re.escape("<queue-path>"), QUEUE_PATH), name)
-               for t in DOCUMENTED_YARN)
-
-
-def _properties(text: str) -> dict[str, str]:
-    root = ET.fromstring(text)
-    assert root.tag == "configuration"
-    return {p.findtext("name", ""): p.findtext("value", "") for p in root.iter("property")}
-
-
-@pytest.mark.parametrize("name", sorted(DOCS))
-def test_yarn_xml_parses_and_uses_documented_properties(name: str,
-                                                        pcs_configs: dict[str, Any]) -> None:
-    doc = DOCS[name](pcs_configs)
-    plan = build_plan(doc)
-    files = export(doc, "yarn").files
-    cs, site = (_properties(files[f]) for f in ("capacity-scheduler.xml", "yarn-site.xml"))
-    for prop in [*cs, *site]:
-        assert _documented(prop), prop
-    assert all(_documented(t.replace("<queue-path>", "root.q")) for t in YARN_PROPERTIES.values())
-    assert cs["yarn.scheduler.capacity.root.queues"].split(",") == [c.name for c in plan.classes]
-    weights = [int(cs[f"yarn.scheduler.capacity.root.{c.name}.capacity"].removesuffix("w"))
-               for c in plan.classes]
-    order = np.argsort([c.weight for c in plan.classes], kind="stable")
-    assert [weights[i] for i in order] == sorted(weights) and max(weights) == 1000
-    assert site["yarn.resourcemanager.scheduler.monitor.enable"] == str(plan.reclaim).lower()
-    for c in plan.classes:
-        lifetime = cs.get(f"yarn.scheduler.capacity.root.{c.name}.maximum-application-lifetime")
-        assert lifetime == (str(math.ceil(max(t.lease_s for t in plan.tiers)))
-                            if plan.tiers else None)
-
-
 # --- JSON and the plans -----------------------------------------------------------------
 
 
 def test_json_round_trips(pcs_configs: dict[str, Any]) -> None:
-    doc = _pcs_wfq(pcs_configs["6214e9_jct"])
+    doc = pcs_wfq_doc(pcs_configs["6214e9_jct"])
     out = json.loads(export(doc, "json").files["plan.json"])
     assert out["source"] == json.loads(json.dumps(doc).replace("Infinity", "null"))
     again = json.loads(export(out["source"], "json").files["plan.json"])
@@ -466,7 +258,7 @@ def test_json_round_trips(pcs_configs: dict[str, Any]) -> None:
 @pytest.mark.parametrize("key", ["0e4a51_bal", "b436b2_jct", "6c71a0_pred", "ee9e8c_bal"])
 def test_wfq_plan_has_pcs_rates_and_thresholds(key: str, pcs_configs: dict[str, Any]) -> None:
     entry = pcs_configs[key]
-    plan = build_plan(_pcs_wfq(entry))
+    plan = build_plan(pcs_wfq_doc(entry))
     rates = [n / d for n, d in entry["class_rates"]]
     assert [c.weight for c in plan.classes] == pytest.approx(rates, rel=1e-12)
     assert [c.max_size_gpu_s for c in plan.classes] == [INF if t is None else t
@@ -480,7 +272,7 @@ def test_wfq_plan_has_pcs_rates_and_thresholds(key: str, pcs_configs: dict[str, 
 def test_every_pcs_config_exports_to_every_format(pcs_configs: dict[str, Any]) -> None:
     for entry in pcs_configs.values():
         for fmt in FORMATS:
-            result = export(_pcs_wfq(entry), fmt)
+            result = export(pcs_wfq_doc(entry), fmt)
             assert result.files and all("zeta_min" in t for t in result.files.values())
 
 
@@ -500,7 +292,7 @@ def test_unisched_plan_has_tiers_leases_and_priorities() -> None:
 
 
 def test_unified_weights_per_gpu_type_follow_speed_ranks() -> None:
-    doc = _unified(preempt=False)
+    doc = unified_doc(preempt=False)
     policy = Unified.from_params(doc["fitted"])
     plan = build_plan(doc)
     assert list(plan.gpus_by_type) == ["v100", "p100", "k80"]  # by the profile's speeds
@@ -546,7 +338,7 @@ def test_policies_without_classes_become_one_queue(policy: str, params: tuple[st
 ])
 def test_bad_documents_name_the_field(change: dict[str, Any], words: list[str],
                                       pcs_configs: dict[str, Any]) -> None:
-    doc = {**_pcs_wfq(pcs_configs["0e4a51_bal"]), **change}
+    doc = {**pcs_wfq_doc(pcs_configs["0e4a51_bal"]), **change}
     with pytest.raises(InvalidConfigDocument) as err:
         build_plan(doc, source="chosen.json")
     assert str(err.value).startswith("chosen.json")
@@ -556,7 +348,7 @@ def test_bad_documents_name_the_field(change: dict[str, Any], words: list[str],
 
 def test_bad_options_and_formats_are_errors(pcs_configs: dict[str, Any]) -> None:
     with pytest.raises(ExportError, match="unknown export format 'k8s'"):
-        export(_pcs_wfq(pcs_configs["0e4a51_bal"]), "k8s")
+        export(pcs_wfq_doc(pcs_configs["0e4a51_bal"]), "k8s")
     with pytest.raises(ExportError, match="v1alpha1"):
         ExportOptions(kueue_version="v1alpha1")
     with pytest.raises(ExportError, match="namespace"):
@@ -565,7 +357,7 @@ def test_bad_options_and_formats_are_errors(pcs_configs: dict[str, Any]) -> None
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_file_states_what_it_cannot_express(fmt: str) -> None:
-    result = export(_unified(), fmt)
+    result = export(unified_doc(), fmt)
     assert result.cannot_express
     for text in result.files.values():
         for item in result.cannot_express:
