@@ -25,17 +25,7 @@ from simulator import Workload
 from simulator.errors import ParetoSearchError
 from simulator.jit import source_digest
 
-__all__ = ["CachedRunner", "EvaluationCache", "evaluation_key"]
-
-
-def evaluation_key(task: Task, params: Mapping[str, Any], workloads: Sequence[Workload],
-                   train: Workload) -> str:
-    """The content key of one evaluation."""
-    doc = {"policy": task.policy, "fixed": dict(task.fixed), "params": dict(params),
-           "profile": repr(task.profile), "predict": task.predict,
-           "workloads": [w.digest() for w in workloads], "train": train.digest(),
-           "code": _code_digest()}
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+__all__ = ["CachedRunner", "EvaluationCache"]
 
 
 @functools.cache
@@ -90,11 +80,19 @@ class CachedRunner:
     def __init__(self, inner: Runner, cache: EvaluationCache, workloads: Sequence[Workload],
                  train: Workload) -> None:
         self.inner, self.cache = inner, cache
-        self.workloads, self.train = list(workloads), train
+        # what every key shares, hashed once: the workloads' contents and the code
+        self._inputs = {"workloads": [w.digest() for w in workloads], "train": train.digest(),
+                        "code": _code_digest()}
+
+    def key(self, task: Task, params: Mapping[str, Any]) -> str:
+        """The content key of one evaluation of ``task`` with ``params`` on these workloads."""
+        doc = {"policy": task.policy, "fixed": dict(task.fixed), "params": dict(params),
+               "profile": repr(task.profile), "predict": task.predict, **self._inputs}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
     def map(self, task: Task, batch: Sequence[Params],
             on_result: OnResult | None = None) -> list[dict[str, float]]:
-        keys = [evaluation_key(task, p, self.workloads, self.train) for p in batch]
+        keys = [self.key(task, p) for p in batch]
         out: list[dict[str, float] | None] = [self.cache.get(k) for k in keys]
         todo = [i for i, r in enumerate(out) if r is None]
         for i, record in enumerate(out):
