@@ -3,15 +3,18 @@
 Night 1 publishes a run on the newest ``--window`` jobs of the first ``--rows`` rows of
 trace 6c71a0 (PCS's scaling tables, pcs-64, WFQ, avg JCT vs avg prediction error, PCS's SPEA2
 settings). Overnight the trace grows by ``--grow`` jobs. Night 2 retunes on the new window
-twice, with the same seed and budget: warm-started from night 1's front, and cold. Both
-curves are the hypervolume of everything evaluated so far (what an operator would get if the
-night ended there) against evaluations, objectives scaled to [0, 1] between the ideal point
-and the nadir of the two runs' final fronts together, reference point (1.1, 1.1). Printed:
-both curves, the cold run's final hypervolume, and the first evaluation count at which the
-warm run reaches it (the target: at most half of the budget). Repeated for ``--seeds``.
+twice, with the same seed and budget: warm-started from night 1's front, and cold. Repeated
+for each ``--rows`` (other days of the trace) and each of ``--seeds``. Both curves are the
+hypervolume of everything evaluated so far (what an operator would get if the night ended
+there) against evaluations, objectives scaled to [0, 1] between the ideal point and the nadir
+of the two runs' final fronts together, reference point (1.1, 1.1). Printed: both curves, the
+cold run's final hypervolume, the first evaluation count at which the warm run reaches it (the
+target: at most half of the budget), and the hypervolume of night 1's seeds alone on the new
+window (how much of night 1's knowledge carried over).
 
-Run from the project root: ``python benchmarks/bench_retune.py`` (about 3 minutes a seed on
-2 cores; ``--budget`` to shorten). Writes ``bench_retune.png`` (``--png``).
+Run from the project root: ``python benchmarks/bench_retune.py`` (4 to 8 minutes a pair of
+nights on 2 cores, 23 minutes for the default four; ``--budget`` to shorten). Writes
+``bench_retune.png`` (``--png``).
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def _evaluations(run: Path) -> np.ndarray:
 
 
 def _nondominated(F: np.ndarray) -> np.ndarray:
-    return F[NonDominatedSorting().do(F, only_non_dominated_front=True)]
+    return np.asarray(F[NonDominatedSorting().do(F, only_non_dominated_front=True)])
 
 
 def _curve(F: np.ndarray, lo: np.ndarray, span: np.ndarray, ref: np.ndarray,
@@ -70,18 +73,18 @@ def _curve(F: np.ndarray, lo: np.ndarray, span: np.ndarray, ref: np.ndarray,
     return out
 
 
-def _one(seed: int, args: argparse.Namespace) -> dict[str, Any]:
+def _one(rows: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        base = args.keep / f"seed{seed}" if args.keep else Path(tmp)
+        base = args.keep / f"rows{rows}-seed{seed}" if args.keep else Path(tmp)
         warm_dir, cold_dir = base / "warm", base / "cold"
         warm_dir.mkdir(parents=True)
         cold_dir.mkdir()
         t0 = time.perf_counter()
-        first = _night(warm_dir, args.rows, args=args, seed=seed, warm=True)
+        first = _night(warm_dir, rows, args=args, seed=seed, warm=True)
         t1 = time.perf_counter()
-        warm = _night(warm_dir, args.rows + args.grow, args=args, seed=seed, warm=True)
+        warm = _night(warm_dir, rows + args.grow, args=args, seed=seed, warm=True)
         t2 = time.perf_counter()
-        cold = _night(cold_dir, args.rows + args.grow, args=args, seed=seed, warm=False)
+        cold = _night(cold_dir, rows + args.grow, args=args, seed=seed, warm=False)
         t3 = time.perf_counter()
         assert warm.summary["warm_start"]["configs"] > 0
         Fw, Fc = _evaluations(warm.run)[:args.budget], _evaluations(cold.run)[:args.budget]
@@ -95,31 +98,37 @@ def _one(seed: int, args: argparse.Namespace) -> dict[str, Any]:
         steps.append(args.budget)
     cw, cc = _curve(Fw, lo, span, ref, steps), _curve(Fc, lo, span, ref, steps)
     target = cc[-1]
+    seeds = warm.summary["warm_start"]["configs"]
+    # how well night 1's knowledge carries over: its seeds, evaluated on the new window
+    carried = _curve(Fw, lo, span, ref, [seeds])[0]
     reached = next((n for n, h in zip(steps, cw, strict=True) if h >= target), None)
-    return {"seed": seed, "steps": steps, "warm": cw, "cold": cc, "target": target,
-            "reached": reached, "seeds_from_night1": warm.summary["warm_start"]["configs"],
+    half = _curve(Fw, lo, span, ref, [args.budget // 2])[0]
+    return {"rows": rows, "seed": seed, "steps": steps, "warm": cw, "cold": cc, "target": target,
+            "reached": reached, "half": half, "seeds_from_night1": seeds, "carried": carried,
             "window": warm.summary["window"], "night1_front": first.summary["front_size"],
             "wall_s": (t1 - t0, t2 - t1, t3 - t2)}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--rows", type=int, default=6000, help="trace rows on night 1")
+    p.add_argument("--rows", default="3000,6000,9000,12000",
+                   help="trace rows on night 1, comma-separated: one pair of nights each")
     p.add_argument("--grow", type=int, default=300, help="jobs the trace gains overnight")
     p.add_argument("--window", type=int, default=2000, help="jobs in a window")
     p.add_argument("--budget", type=int, default=370, help="evaluations per night")
     p.add_argument("--offspring", type=int, default=105,
                    help="offspring per generation (population 70; PCS's setting: 105)")
-    p.add_argument("--seeds", default="0,1,2", help="search seeds, comma-separated")
+    p.add_argument("--seeds", default="0", help="search seeds, comma-separated")
     p.add_argument("--workers", type=int, default=2, help="Dask LocalCluster workers")
     p.add_argument("--png", type=Path, default=Path("bench_retune.png"))
     p.add_argument("--keep", type=Path, help="keep the runs in this (new) folder")
     args = p.parse_args()
-    results = [_one(int(s), args) for s in args.seeds.split(",")]
+    results = [_one(int(rows), int(seed), args) for rows in args.rows.split(",")
+               for seed in args.seeds.split(",")]
     for r in results:
-        w = r["window"]
-        print(f"\nseed {r['seed']}: window of {w['jobs']} jobs (trace rows "
-              f"{args.rows + args.grow - w['jobs']}..{args.rows + args.grow}); night 1 front "
+        w, end = r["window"], r["rows"] + args.grow
+        print(f"\nrows {r['rows']}, seed {r['seed']}: window of {w['jobs']} jobs (trace rows "
+              f"{end - w['jobs']}..{end}); night 1 front "
               f"{r['night1_front']} configs -> {r['seeds_from_night1']} warm-start seeds; "
               f"wall s: night 1 {r['wall_s'][0]:.0f}, warm {r['wall_s'][1]:.0f}, "
               f"cold {r['wall_s'][2]:.0f}")
@@ -129,10 +138,18 @@ def main() -> None:
         reached = r["reached"]
         verdict = ("never" if reached is None else
                    f"after {reached} evaluations ({reached / args.budget:.0%} of the budget)")
-        print(f"cold final HV {r['target']:.4f}; warm reaches it {verdict}")
+        print(f"cold final HV {r['target']:.4f}; warm reaches it {verdict}; night 1's "
+              f"{r['seeds_from_night1']} seeds alone on the new window: HV {r['carried']:.4f}")
+    print(f"\n{'rows':>6} {'seed':>4} {'night-1 seeds':>13} {'warm at half':>12} "
+          f"{'cold final':>10} {'warm final':>10}  warm reaches cold's final after")
+    for r in results:
+        reached = r["reached"]
+        print(f"{r['rows']:>6} {r['seed']:>4} {r['carried']:>13.4f} {r['half']:>12.4f} "
+              f"{r['target']:>10.4f} {r['warm'][-1]:>10.4f}  "
+              + ("never" if reached is None else f"{reached} ({reached / args.budget:.0%})"))
     fractions = [r["reached"] / args.budget if r["reached"] else np.inf for r in results]
     print(f"\nwarm start reaches the cold run's final hypervolume within half the budget on "
-          f"{sum(f <= 0.5 for f in fractions)} of {len(results)} seeds "
+          f"{sum(f <= 0.5 for f in fractions)} of {len(results)} pairs of nights "
           f"(fractions {', '.join(f'{f:.0%}' for f in fractions)})")
     _plot(results, args.png)
     print(f"curves plotted to {args.png}")
@@ -151,7 +168,8 @@ def _plot(results: list[dict[str, Any]], path: Path) -> None:
         ax.axhline(r["target"], ls=":", color="tab:gray")
         if r["reached"]:
             ax.axvline(r["reached"], ls=":", color="tab:blue")
-        ax.set(title=f"seed {r['seed']}", xlabel="evaluations", ylabel="hypervolume")
+        ax.set(title=f"rows {r['rows']}, seed {r['seed']}", xlabel="evaluations",
+               ylabel="hypervolume")
         ax.grid(alpha=0.3)
     axes.flat[0].legend()
     fig.tight_layout()
