@@ -161,8 +161,12 @@ def _plot(results: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), squeeze=False)
-    for ax, r in zip(axes.flat, results, strict=True):
+    cols = min(len(results), 4)
+    rows = -(-len(results) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
+    for ax in axes.flat[len(results):]:
+        ax.set_visible(False)
+    for ax, r in zip(axes.flat, results, strict=False):
         ax.plot(r["steps"], r["cold"], label="cold start", color="tab:gray")
         ax.plot(r["steps"], r["warm"], label="warm start", color="tab:blue")
         ax.axhline(r["target"], ls=":", color="tab:gray")
