@@ -120,7 +120,6 @@ def search_progress(console: Console, budget: int) -> Iterator[Callable[[Any], N
 
 
 def _search(args: argparse.Namespace, console: Console) -> None:
-
     from paretosearch.api import PolicySearch, SearchSettings
     from paretosearch.cluster import open_client
 

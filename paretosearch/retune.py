@@ -166,9 +166,8 @@ def retune(spec: RetuneSpec, *,
             what = str(exc) if isinstance(exc, ParetoSearchError) else \
                 f"{type(exc).__name__}: {exc}"
             raise RetuneFailed(f"retune failed: {what.rstrip('.')}. Nothing was published "
-                               f"({where}); fix "
-                               "the cause and run again: finished evaluations are kept and "
-                               "not repeated") from exc
+                               f"({where}); fix the cause and run again: finished "
+                               "evaluations are kept and not repeated") from exc
 
 
 def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
@@ -288,7 +287,7 @@ def _run_dir(out: Path, search: PolicySearch, previous: Path | None) -> tuple[Pa
 def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]:
     """Where a warm start begins: the previous run's front, then its other evaluations by
     non-dominated rank on this spec's objectives (the most spread out first within a rank),
-    up to the population size. None if it tuned another policy or cannot be read."""
+    up to the population size. Empty if it tuned another policy or cannot be read."""
     if previous is None:
         return []
     try:

@@ -406,10 +406,7 @@ def _fail(error: BaseException) -> Any:
 def test_a_write_failing_anywhere_fails_clearly_and_a_rerun_publishes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, target: str,
         error: BaseException) -> None:
-    write_trace(tmp_path / "trace.csv", 900)
-    spec = write_spec(tmp_path)
-    assert main(["retune", "--spec", str(spec)]) == 0
-    published = (tmp_path / "out" / "current").resolve()
+    spec, published = _publish_one(tmp_path)
     write_trace(tmp_path / "trace.csv", 1000)
     monkeypatch.setattr(target, _fail(error))
     assert main(["retune", "--spec", str(spec)]) == Exit.FAILED
