@@ -287,37 +287,43 @@ def _run_dir(out: Path, search: PolicySearch, previous: Path | None) -> tuple[Pa
 def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]:
     """Where a warm start begins: the previous run's front, then its other evaluations by
     non-dominated rank on this spec's objectives (the most spread out first within a rank),
-    up to the population size. Empty if it tuned another policy or cannot be read."""
+    one per objective vector, up to the population size. Empty if it tuned another policy or
+    cannot be read."""
     if previous is None:
         return []
     try:
         store = RunStore(previous)
         if store.read_spec()["policy"] != spec.policy:
             return []
-        seeds = [dict(e["params"]) for e in store.read_front()["front"]]
+        front = [dict(e["params"]) for e in store.read_front()["front"]]
         records = pd.read_parquet(previous / "records.parquet")
     except (ParetoSearchError, OSError, ValueError):  # nothing usable: a cold start
         return []
     objectives = parse_objectives(spec.objectives)
     labels = [o.label for o in objectives]
     if not set(labels) <= set(records.columns):
-        return seeds
+        return front
     losses = np.array([[o.loss(v) for o, v in zip(objectives, row, strict=True)]
                        for row in records[labels].to_numpy(dtype=float)])
-    finite = np.flatnonzero(np.isfinite(losses).all(axis=1))
     names = [c for c in records.columns if c.startswith("param.")]
-    rows = records[names].to_dict("records")
-    seen = {param_key(p) for p in seeds}
-    for front in NonDominatedSorting().do(losses[finite]):
-        members = finite[front]
+    params = [{str(n).removeprefix("param."): v for n, v in row.items()
+               if not (isinstance(v, float) and math.isnan(v))}  # not in that run
+              for row in records[names].to_dict("records")]
+    vector: dict[str, tuple[float, ...]] = {  # what each scored
+        param_key(p): tuple(f) for p, f in zip(params, losses, strict=True)}
+    finite = np.flatnonzero(np.isfinite(losses).all(axis=1))
+    ranked: list[dict[str, Any]] = []
+    for members in (finite[f] for f in NonDominatedSorting().do(losses[finite])):
         spread = calc_crowding_distance(losses[members]) if len(members) > 2 else np.ones(len(
             members))
-        for i in members[np.argsort(-spread, kind="stable")]:
-            params = {n.removeprefix("param."): v for n, v in rows[i].items()
-                      if not (isinstance(v, float) and math.isnan(v))}  # not in that run
-            if len(seeds) < spec.settings.pop_size and param_key(params) not in seen:
-                seen.add(param_key(params))
-                seeds.append(params)
+        ranked += [params[i] for i in members[np.argsort(-spread, kind="stable")]]
+    seeds: list[dict[str, Any]] = []
+    seen: set[tuple[float, ...] | str] = set()
+    for p in front + ranked:
+        key = param_key(p)
+        if len(seeds) < spec.settings.pop_size and vector.get(key, key) not in seen:
+            seen.add(vector.get(key, key))
+            seeds.append(p)
     return seeds
 
 

@@ -8,6 +8,11 @@ moment resumes to the same front as an uninterrupted run with the same seed.
 
 A space with a choice parameter is searched with pymoo's mixed-variable sampling and mating
 (numbers still coded on [0, 1], choices by option index) under the same SPEA2 survival.
+
+The archive holds one member per objective vector. Many configurations score exactly alike
+(in WFQ, any T that leaves a single class makes the weights irrelevant), and as equals they
+are all non-dominated: left in, they crowd the archive and breed more of themselves (in a
+warm-started retune, up to half the evaluations went to one objective vector).
 """
 
 from __future__ import annotations
@@ -97,6 +102,17 @@ def param_key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True)
 
 
+class _DistinctSurvival(SPEA2Survival):  # type: ignore[misc]  # pymoo is untyped
+    """SPEA2's environmental selection over the first member of each objective vector."""
+
+    def _do(self, problem: Problem, pop: Population, *args: Any, n_survive: int,
+            **kwargs: Any) -> Population:
+        _, first = np.unique(pop.get("F"), axis=0, return_index=True)
+        distinct = pop[np.sort(first)]
+        return super()._do(problem, distinct, *args, n_survive=min(n_survive, len(distinct)),
+                           **kwargs)
+
+
 def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings,
                initial: Sequence[dict[str, Any]] = ()) -> SPEA2:
     # every component fresh: pymoo's default arguments are shared instances, and SPEA2's
@@ -111,7 +127,7 @@ def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings,
     if initial:
         operators["sampling"] = _warm_population(space, initial, s)
     algorithm = SPEA2(pop_size=s.pop_size, n_offsprings=s.n_offsprings,
-                      survival=SPEA2Survival(normalize=True), output=MultiObjectiveOutput(),
+                      survival=_DistinctSurvival(normalize=True), output=MultiObjectiveOutput(),
                       **operators)
     # the termination goes to setup() (what minimize() does), not to SPEA2()
     algorithm.setup(problem, termination=("n_eval", s.budget), seed=s.seed, verbose=False)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -27,6 +28,7 @@ from paretosearch.retune import (
     Exit,
     RetuneSpec,
     TooFewJobs,
+    _warm_seeds,
     drift,
     read_window,
     retune,
@@ -191,18 +193,25 @@ def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Pat
     assert second.run != first.run and (out / "current").resolve() == second.run
     assert (front_of(first.run), (first.run / "report.md").read_text()) == kept  # untouched
     # the first generation: the previous front, then more of the previous run's evaluations
-    # by rank (it made more than a population's worth), none random
+    # by rank (it made more than a population's worth), one per objective vector, none random
     pop = spec.settings.pop_size
     assert second.summary["warm_start"] == {"from": str(first.run), "configs": pop}
     opening = [row["params"] for row in journal(second.run)[:pop]]
-    before = [row["params"] for row in journal(first.run)]
+    before = journal(first.run)
 
-    def among(params: dict[str, float], pool: list[dict[str, Any]]) -> bool:
-        return any(all(math.isclose(p[k], v, rel_tol=1e-9) for k, v in params.items())
-                   for p in pool)
+    def same(a: dict[str, float], b: dict[str, float]) -> bool:
+        return all(math.isclose(a[k], v, rel_tol=1e-9) for k, v in b.items())
 
-    assert all(among(seed, opening) for seed, _ in front_of(first.run))
-    assert all(among(p, before) for p in opening)
+    def scored(params: dict[str, float]) -> list[tuple[float, ...]]:
+        return [tuple(row["record"][label] for label in ("jct:avg", "pred_err:avg"))
+                for row in before if same(row["params"], params)]
+
+    assert all(any(same(p, seed) for p in opening) for seed, _ in front_of(first.run))
+    vectors = [scored(p) for p in opening]
+    assert all(len(v) == 1 for v in vectors)  # each from the previous run
+    assert len({v[0] for v in vectors}) == pop  # no two scored alike
+    # and the published front holds no two configurations that score alike
+    assert len({tuple(o.values()) for _, o in front_of(first.run)}) == len(front_of(first.run))
     prod = second.summary["production"]
     assert prod["config"] == chosen["fitted"]
     front = json.loads((second.run / "front.json").read_text())["front"]
@@ -216,6 +225,27 @@ def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Pat
     assert second.exit == (Exit.DRIFT if both else Exit.PUBLISHED)
     report = (second.run / "report.md").read_text()
     assert "production.json" in report and f"from {first.run}" in report
+
+
+def test_a_warm_start_seeds_one_configuration_per_objective_vector(tmp_path: Path) -> None:
+    write_trace(tmp_path / "trace.csv", 900)
+    first = retune(RetuneSpec.load(write_spec(tmp_path)))
+    records = pd.read_parquet(first.run / "records.parquet")
+    # every configuration gets a twin that scored exactly alike (as all the T that leave WFQ
+    # one class do), listed right after it
+    twins = records.assign(**{"param.delta": records["param.delta"] / 2})
+    both = pd.concat([records, twins]).sort_index(kind="stable").reset_index(drop=True)
+    both.to_parquet(first.run / "records.parquet")
+    roomy = RetuneSpec.load(write_spec(tmp_path, search={
+        "budget": 24, "pop_size": 3 * len(both), "offspring": 6, "seed": 3}))
+    seeds = _warm_seeds(first.run, roomy)
+    names, labels = ["T", "W", "zeta_min", "delta"], ["jct:avg", "pred_err:avg"]
+    scored = {tuple(row[:4]): tuple(row[4:])
+              for row in both[[f"param.{n}" for n in names] + labels].to_numpy()}
+    vectors = [scored[tuple(p[n] for n in names)] for p in seeds]
+    # one per objective vector (the run itself made some alike): every vector, none twice
+    assert sorted(vectors) == sorted(set(scored.values()))
+    assert seeds[:len(front_of(first.run))] == [p for p, _ in front_of(first.run)]
 
 
 def test_the_cache_makes_a_rerun_on_the_same_window_free(tmp_path: Path) -> None:

@@ -7,11 +7,14 @@ import math
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
+from pymoo.algorithms.moo.spea2 import SPEA2Survival
+from pymoo.core.population import Population
+from pymoo.core.problem import Problem
 
 from paretosearch.evaluation import SearchSpace, Task, evaluate
 from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.runners import DaskRunner, SerialRunner
-from paretosearch.search import SearchSettings, run_spea2
+from paretosearch.search import SearchSettings, _DistinctSurvival, run_spea2
 from simulator import InvalidObjective, InvalidPolicyParams, generate, load_profile
 
 OBJECTIVES = parse_objectives([("jct", "avg"), "pred_err:avg"])
@@ -80,3 +83,18 @@ def test_same_seed_same_front_serial_and_dask() -> None:
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
             assert _search(DaskRunner(client, [wl], wl)) == serial
+
+
+def test_the_archive_keeps_one_member_per_objective_vector() -> None:
+    # ten configurations that score alike (1, 0), two more non-dominated, six dominated
+    F = np.array([[1.0, 0.0]] * 10 + [[0.0, 1.0], [0.5, 0.5]]
+                 + [[x, x] for x in (0.6, 0.7, 0.8, 0.9, 1.0, 1.1)])
+    pop = Population.new(X=np.arange(len(F), dtype=float)[:, None], F=F)
+    problem = Problem(n_var=1, n_obj=2, xl=0.0, xu=20.0)
+    plain = SPEA2Survival(normalize=True).do(problem, pop, n_survive=8).get("F")
+    assert (plain == [1.0, 0.0]).all(axis=1).sum() == 6  # SPEA2 alone: copies crowd it
+    kept = _DistinctSurvival(normalize=True).do(problem, pop, n_survive=8)
+    # one (1, 0), the first of them; then the best dominated ones, by SPEA2's fitness
+    assert kept.get("X").ravel().tolist() == [0.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]
+    few = _DistinctSurvival(normalize=True).do(problem, pop[:12], n_survive=8)
+    assert sorted(map(tuple, few.get("F"))) == [(0.0, 1.0), (0.5, 0.5), (1.0, 0.0)]
