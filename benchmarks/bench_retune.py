@@ -9,8 +9,9 @@ hypervolume of everything evaluated so far (what an operator would get if the ni
 there) against evaluations, objectives scaled to [0, 1] between the ideal point and the nadir
 of the two runs' final fronts together, reference point (1.1, 1.1). Printed: both curves, the
 cold run's final hypervolume, the first evaluation count at which the warm run reaches it (the
-target: at most half of the budget), and the hypervolume of night 1's seeds alone on the new
-window (how much of night 1's knowledge carried over).
+target: at most half of the budget), the hypervolume of night 1's seeds alone on the new
+window (how much of night 1's knowledge carried over), and how many distinct objective vectors
+each run's evaluations found (the rest re-found a point already known).
 
 Run from the project root: ``python benchmarks/bench_retune.py`` (4 to 8 minutes a pair of
 nights on 2 cores, 23 minutes for the default four; ``--budget`` to shorten). Writes
@@ -105,6 +106,7 @@ def _one(rows: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     half = _curve(Fw, lo, span, ref, [args.budget // 2])[0]
     return {"rows": rows, "seed": seed, "steps": steps, "warm": cw, "cold": cc, "target": target,
             "reached": reached, "half": half, "seeds_from_night1": seeds, "carried": carried,
+            "distinct": (len(np.unique(Fw, axis=0)), len(np.unique(Fc, axis=0))),
             "window": warm.summary["window"], "night1_front": first.summary["front_size"],
             "wall_s": (t1 - t0, t2 - t1, t3 - t2)}
 
@@ -139,7 +141,9 @@ def main() -> None:
         verdict = ("never" if reached is None else
                    f"after {reached} evaluations ({reached / args.budget:.0%} of the budget)")
         print(f"cold final HV {r['target']:.4f}; warm reaches it {verdict}; night 1's "
-              f"{r['seeds_from_night1']} seeds alone on the new window: HV {r['carried']:.4f}")
+              f"{r['seeds_from_night1']} seeds alone on the new window: HV {r['carried']:.4f}; "
+              f"distinct objective vectors among the evaluations: warm {r['distinct'][0]}, "
+              f"cold {r['distinct'][1]}")
     print(f"\n{'rows':>6} {'seed':>4} {'night-1 seeds':>13} {'warm at half':>12} "
           f"{'cold final':>10} {'warm final':>10}  warm reaches cold's final after")
     for r in results:
