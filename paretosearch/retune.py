@@ -320,10 +320,12 @@ def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]
     seeds: list[dict[str, Any]] = []
     seen: set[tuple[float, ...] | str] = set()
     for p in front + ranked:
-        key = param_key(p)
-        if len(seeds) < spec.settings.pop_size and vector.get(key, key) not in seen:
-            seen.add(vector.get(key, key))
+        scored = vector.get(param_key(p), param_key(p))
+        if scored not in seen:
+            seen.add(scored)
             seeds.append(p)
+        if len(seeds) == spec.settings.pop_size:
+            break
     return seeds
 
 
