@@ -50,6 +50,11 @@ def class_thresholds(sizes: FloatArray, T: float) -> tuple[float, ...]:
     Walk the ascending sizes keeping a running mean and variance; when adding a size pushes
     ``var / mean²`` above ``T``, the previous size becomes a threshold and the next class
     starts after the size that broke it. The last threshold is infinity.
+
+    Where sizes tie, the walk can close two classes at the same size (a class ends on 17, the
+    17 that broke it is skipped, the next class holds the other 17s and ends on 17 again). A
+    job goes to the first class whose threshold is at least its size, so the second class
+    could never hold a job: it is not kept.
     """
     out: list[float] = []
     n, total, total_sq = 0, 0.0, 0.0
@@ -61,7 +66,8 @@ def class_thresholds(sizes: FloatArray, T: float) -> tuple[float, ...]:
         mean = total / n
         var = total_sq / n - mean * mean
         if i > 0 and n > 1 and var / (mean * mean) > T:
-            out.append(float(ordered[i - 1]))
+            if not out or ordered[i - 1] > out[-1]:
+                out.append(float(ordered[i - 1]))
             n, total, total_sq = 0, 0.0, 0.0
     out.append(math.inf)
     return tuple(out)

@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,7 +23,14 @@ from policies import (
     get_policy,
     make_policy,
 )
-from simulator import ClusterView, InvalidPolicyParams, generate, load_profile, parametric_table
+from simulator import (
+    ClusterView,
+    InvalidPolicyParams,
+    Workload,
+    generate,
+    load_profile,
+    parametric_table,
+)
 from simulator.generate import add_sharing, add_slos
 from simulator.rounds import Cluster, RoundState
 from simulator.sharing import SharingModel
@@ -211,6 +219,18 @@ def test_wfq_classes_follow_cov_threshold() -> None:
     assert class_thresholds(sizes, 0.5) == (1.0, 100.0, math.inf)
     assert class_thresholds(sizes, 1e9) == (math.inf,)  # huge T: one class
     assert len(th) >= 1
+
+
+def test_wfq_classes_on_tied_sizes_are_distinct(pcs_trace: Any) -> None:
+    """The walk closes [16, 16, 17] when the next 17 breaks it, skips that 17, and closes
+    [17, 17] when 19 breaks it: 17 twice. The second class could hold no job; WFQ refused the
+    repeated threshold, which stopped a retune on a window of trace 6c71a0."""
+    assert class_thresholds(np.array([16.0, 16, 17, 17, 17, 17, 19]), 0.0009) == (17.0, math.inf)
+    window = pcs_trace("6c71a0", 13_500).to_frame().iloc[-2000:-1000]  # a window's training half
+    train = Workload.from_frame(window, scaling=pcs_trace("6c71a0").scaling)
+    for T in np.logspace(-3, 0, 200):
+        th = WFQ(T=T).fit(train).thresholds  # strictly increasing, or the constructor raises
+        assert len(th) == len(class_thresholds(train.estimated_service_s, T))
 
 
 def test_wfq_weights_decay_with_w() -> None:
