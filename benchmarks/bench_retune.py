@@ -1,21 +1,24 @@
 """Warm start vs cold start for the nightly retune, on windows of trace 6c71a0.
 
-Night 1 publishes a run on the newest ``--window`` jobs of the first ``--rows`` rows of
-trace 6c71a0 (PCS's scaling tables, pcs-64, WFQ, avg JCT vs avg prediction error, PCS's SPEA2
-settings). Overnight the trace grows by ``--grow`` jobs. Night 2 retunes on the new window
-twice, with the same seed and budget: warm-started from night 1's front, and cold. Repeated
-for each ``--rows`` (other days of the trace) and each of ``--seeds``. Both curves are the
-hypervolume of everything evaluated so far (what an operator would get if the night ended
-there) against evaluations, objectives scaled to [0, 1] between the ideal point and the nadir
-of the two runs' final fronts together, reference point (1.1, 1.1). Printed: both curves, the
-cold run's final hypervolume, the first evaluation count at which the warm run reaches it (the
-target: at most half of the budget), the hypervolume of night 1's seeds alone on the new
-window (how much of night 1's knowledge carried over), and how many distinct objective vectors
-each run's evaluations found (the rest re-found a point already known).
+For each day (``--rows``: night 1 sees the first that many rows) and each search seed
+(``--seeds``): night 1 publishes a run on the newest ``--window`` jobs (PCS's scaling tables,
+pcs-64, WFQ, avg JCT vs avg prediction error, PCS's SPEA2 settings); overnight the trace grows
+by ``--grow`` jobs; night 2 retunes on the new window twice with the same seed and budget,
+warm-started from night 1 and cold. A curve is the hypervolume of everything a night evaluated
+so far (what an operator would get if the night ended there) against evaluations, objectives
+scaled between the ideal point and the nadir of that day's final fronts (every seed, warm and
+cold), reference point (1.1, 1.1), so that a day's curves compare across seeds.
 
-Run from the project root: ``python benchmarks/bench_retune.py`` (4 to 8 minutes a pair of
-nights on 2 cores, 23 minutes for the default four; ``--budget`` to shorten). Writes
-``bench_retune.png`` (``--png``).
+The target: the warm night reaches the cold night's final hypervolume within half the budget.
+Printed per pair of nights (one seed): the cold night's final hypervolume, the warm night's at
+half the budget and at the end, when it first reaches the cold one's final, and the
+hypervolume of night 1's seeds alone on the new window (how much of night 1 carried over).
+Per day, over the seeds: the median cold final, and when the median warm curve reaches it.
+
+Nights run side by side in ``--processes`` processes, each evaluating serially (the same
+results as on Dask: evaluations are pure and seeded). Run from the project root:
+``python benchmarks/bench_retune.py`` (about 40 s a night per process on a 2-core machine:
+the default 8 days x 3 seeds x 3 nights took 45 minutes). Writes ``bench_retune.png``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import json
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,151 +36,155 @@ import yaml
 from pymoo.indicators.hv import HV
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from paretosearch.retune import RetuneOutcome, RetuneSpec, retune
+from paretosearch.retune import RetuneSpec, retune
 
 PCS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcs"
 TRACE = PCS / "traces" / "trace_6c71a0.csv"
 LABELS = ("jct:avg", "pred_err:avg")
+FloatArray = np.ndarray
 
 
 def _night(folder: Path, rows: int, *, args: argparse.Namespace, seed: int,
-           warm: bool) -> RetuneOutcome:
+           warm: bool) -> Path:
     """One retune on the first ``rows`` rows of the trace, published in ``folder/out``."""
     lines = TRACE.read_text().splitlines()
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "trace.csv").write_text("\n".join(lines[:1 + rows]) + "\n")
     spec = {"trace": "trace.csv", "scaling_table": str(PCS / "scaling_tables.csv"),
             "window": {"seconds": 1e9, "min_jobs": 100, "max_jobs": args.window},
             "profile": "pcs-64", "policy": "wfq", "objectives": list(LABELS),
             "search": {"budget": args.budget, "pop_size": 70, "offspring": args.offspring,
                        "seed": seed},
-            "warm_start": warm, "out": "out", "workers": args.workers}
+            "warm_start": warm, "out": "out", "workers": 0}
     (folder / "retune.yaml").write_text(yaml.safe_dump(spec))
-    return retune(RetuneSpec.load(folder / "retune.yaml"))
+    return retune(RetuneSpec.load(folder / "retune.yaml")).run
 
 
-def _evaluations(run: Path) -> np.ndarray:
+def _evaluations(run: Path, budget: int) -> FloatArray:
     rows = [json.loads(line)["record"]
             for line in (run / "evaluations.jsonl").read_text().splitlines()]
-    return np.array([[r[label] for label in LABELS] for r in rows])
+    return np.array([[r[label] for label in LABELS] for r in rows])[:budget]
 
 
-def _nondominated(F: np.ndarray) -> np.ndarray:
+def _pair(rows: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Night 1, then night 2 warm and cold: each night's evaluations in order."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = args.keep / f"rows{rows}-seed{seed}" if args.keep else Path(tmp)
+        t0 = time.perf_counter()
+        _night(base / "warm", rows, args=args, seed=seed, warm=True)  # night 1: nothing before
+        warm = _night(base / "warm", rows + args.grow, args=args, seed=seed, warm=True)
+        cold = _night(base / "cold", rows + args.grow, args=args, seed=seed, warm=False)
+        seeds = json.loads((warm / "retune-start.json").read_text())["warm_start"]["configs"]
+        assert seeds > 0, "night 2 did not start from night 1"
+        return {"rows": rows, "seed": seed, "warm": _evaluations(warm, args.budget),
+                "cold": _evaluations(cold, args.budget), "seeds": seeds,
+                "wall_s": time.perf_counter() - t0}
+
+
+def _nondominated(F: FloatArray) -> FloatArray:
     return np.asarray(F[NonDominatedSorting().do(F, only_non_dominated_front=True)])
 
 
-def _curve(F: np.ndarray, lo: np.ndarray, span: np.ndarray, ref: np.ndarray,
-           steps: list[int]) -> list[float]:
+def _curve(F: FloatArray, lo: FloatArray, span: FloatArray, steps: list[int]) -> FloatArray:
     """Hypervolume of the non-dominated set of the first n evaluations, for n in steps."""
-    hv = HV(ref_point=ref)
-    out = []
-    for n in steps:
-        out.append(float(hv(_nondominated((F[:n] - lo) / span))))
-    return out
+    hv = HV(ref_point=np.full(F.shape[1], 1.1))
+    return np.array([float(hv(_nondominated((F[:n] - lo) / span))) for n in steps])
 
 
-def _one(rows: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        base = args.keep / f"rows{rows}-seed{seed}" if args.keep else Path(tmp)
-        warm_dir, cold_dir = base / "warm", base / "cold"
-        warm_dir.mkdir(parents=True)
-        cold_dir.mkdir()
-        t0 = time.perf_counter()
-        first = _night(warm_dir, rows, args=args, seed=seed, warm=True)
-        t1 = time.perf_counter()
-        warm = _night(warm_dir, rows + args.grow, args=args, seed=seed, warm=True)
-        t2 = time.perf_counter()
-        cold = _night(cold_dir, rows + args.grow, args=args, seed=seed, warm=False)
-        t3 = time.perf_counter()
-        assert warm.summary["warm_start"]["configs"] > 0
-        Fw, Fc = _evaluations(warm.run)[:args.budget], _evaluations(cold.run)[:args.budget]
-    # scaled by the ideal point and the nadir of the two final fronts together
-    fronts = np.vstack([_nondominated(Fw), _nondominated(Fc)])
+def _first(steps: list[int], curve: FloatArray, target: float) -> int | None:
+    return next((n for n, h in zip(steps, curve, strict=True) if h >= target), None)
+
+
+def _day(pairs: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+    """One day's curves on one scale: the ideal and nadir of its final fronts."""
+    fronts = np.vstack([_nondominated(p[k]) for p in pairs for k in ("warm", "cold")])
     lo, hi = fronts.min(axis=0), fronts.max(axis=0)
     span = np.where(hi > lo, hi - lo, 1.0)
-    ref = np.full(2, 1.1)
-    steps = list(range(10, args.budget + 1, 10))
-    if steps[-1] != args.budget:
-        steps.append(args.budget)
-    cw, cc = _curve(Fw, lo, span, ref, steps), _curve(Fc, lo, span, ref, steps)
-    target = cc[-1]
-    seeds = warm.summary["warm_start"]["configs"]
-    # how well night 1's knowledge carries over: its seeds, evaluated on the new window
-    carried = _curve(Fw, lo, span, ref, [seeds])[0]
-    reached = next((n for n, h in zip(steps, cw, strict=True) if h >= target), None)
-    half = _curve(Fw, lo, span, ref, [args.budget // 2])[0]
-    return {"rows": rows, "seed": seed, "steps": steps, "warm": cw, "cold": cc, "target": target,
-            "reached": reached, "half": half, "seeds_from_night1": seeds, "carried": carried,
-            "distinct": (len(np.unique(Fw, axis=0)), len(np.unique(Fc, axis=0))),
-            "window": warm.summary["window"], "night1_front": first.summary["front_size"],
-            "wall_s": (t1 - t0, t2 - t1, t3 - t2)}
+    steps = sorted({*range(10, budget + 1, 10), budget // 2, budget})
+    for p in pairs:
+        p["steps"] = steps
+        p["warm_hv"], p["cold_hv"] = (_curve(p[k], lo, span, steps) for k in ("warm", "cold"))
+        p["target"] = p["cold_hv"][-1]
+        p["half"] = p["warm_hv"][steps.index(budget // 2)]
+        p["reached"] = _first(steps, p["warm_hv"], p["target"])
+        p["carried"] = _curve(p["warm"], lo, span, [p["seeds"]])[0]
+    warm = np.median([p["warm_hv"] for p in pairs], axis=0)
+    cold = np.median([p["cold_hv"] for p in pairs], axis=0)
+    return {"rows": pairs[0]["rows"], "pairs": pairs, "steps": steps, "warm": warm,
+            "cold": cold, "target": float(cold[-1]), "reached": _first(steps, warm, cold[-1])}
+
+
+def _fraction(n: int | None, budget: int) -> str:
+    return "never" if n is None else f"{n} ({n / budget:.0%})"
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--rows", default="3000,6000,9000,12000",
-                   help="trace rows on night 1, comma-separated: one pair of nights each")
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", default="3000,4500,6000,7500,9000,10500,12000,13500",
+                   help="trace rows on night 1, comma-separated: one day each")
+    p.add_argument("--seeds", default="0,1,2", help="search seeds, comma-separated")
     p.add_argument("--grow", type=int, default=300, help="jobs the trace gains overnight")
     p.add_argument("--window", type=int, default=2000, help="jobs in a window")
     p.add_argument("--budget", type=int, default=370, help="evaluations per night")
     p.add_argument("--offspring", type=int, default=105,
                    help="offspring per generation (population 70; PCS's setting: 105)")
-    p.add_argument("--seeds", default="0", help="search seeds, comma-separated")
-    p.add_argument("--workers", type=int, default=2, help="Dask LocalCluster workers")
+    p.add_argument("--processes", type=int, default=2, help="pairs of nights run side by side")
     p.add_argument("--png", type=Path, default=Path("bench_retune.png"))
     p.add_argument("--keep", type=Path, help="keep the runs in this (new) folder")
     args = p.parse_args()
-    results = [_one(int(rows), int(seed), args) for rows in args.rows.split(",")
-               for seed in args.seeds.split(",")]
-    for r in results:
-        w, end = r["window"], r["rows"] + args.grow
-        print(f"\nrows {r['rows']}, seed {r['seed']}: window of {w['jobs']} jobs (trace rows "
-              f"{end - w['jobs']}..{end}); night 1 front "
-              f"{r['night1_front']} configs -> {r['seeds_from_night1']} warm-start seeds; "
-              f"wall s: night 1 {r['wall_s'][0]:.0f}, warm {r['wall_s'][1]:.0f}, "
-              f"cold {r['wall_s'][2]:.0f}")
-        print(f"{'evaluations':>12} {'cold HV':>9} {'warm HV':>9}")
-        for n, c, h in zip(r["steps"], r["cold"], r["warm"], strict=True):
-            print(f"{n:>12} {c:>9.4f} {h:>9.4f}")
-        reached = r["reached"]
-        verdict = ("never" if reached is None else
-                   f"after {reached} evaluations ({reached / args.budget:.0%} of the budget)")
-        print(f"cold final HV {r['target']:.4f}; warm reaches it {verdict}; night 1's "
-              f"{r['seeds_from_night1']} seeds alone on the new window: HV {r['carried']:.4f}; "
-              f"distinct objective vectors among the evaluations: warm {r['distinct'][0]}, "
-              f"cold {r['distinct'][1]}")
+    todo = [(int(r), int(s)) for r in args.rows.split(",") for s in args.seeds.split(",")]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.processes) as pool:
+        done = list(pool.map(_pair, *zip(*todo, strict=True), [args] * len(todo)))
+    days = [_day([d for d in done if d["rows"] == rows], args.budget)
+            for rows in dict.fromkeys(r for r, _ in todo)]
+    half = args.budget // 2
+    print(f"{len(done)} pairs of nights in {time.perf_counter() - t0:.0f} s wall; curves: "
+          f"hypervolume of all evaluations so far, each day on its own scale")
     print(f"\n{'rows':>6} {'seed':>4} {'night-1 seeds':>13} {'warm at half':>12} "
           f"{'cold final':>10} {'warm final':>10}  warm reaches cold's final after")
-    for r in results:
-        reached = r["reached"]
-        print(f"{r['rows']:>6} {r['seed']:>4} {r['carried']:>13.4f} {r['half']:>12.4f} "
-              f"{r['target']:>10.4f} {r['warm'][-1]:>10.4f}  "
-              + ("never" if reached is None else f"{reached} ({reached / args.budget:.0%})"))
-    fractions = [r["reached"] / args.budget if r["reached"] else np.inf for r in results]
-    print(f"\nwarm start reaches the cold run's final hypervolume within half the budget on "
-          f"{sum(f <= 0.5 for f in fractions)} of {len(results)} pairs of nights "
-          f"(fractions {', '.join(f'{f:.0%}' for f in fractions)})")
-    _plot(results, args.png)
+    for day in days:
+        for r in day["pairs"]:
+            print(f"{r['rows']:>6} {r['seed']:>4} {r['carried']:>13.4f} {r['half']:>12.4f} "
+                  f"{r['target']:>10.4f} {r['warm_hv'][-1]:>10.4f}  "
+                  f"{_fraction(r['reached'], args.budget)}")
+    print(f"\nmedian over the seeds:\n{'rows':>6} {'cold final':>10} {'warm at half':>12} "
+          f"{'warm final':>10}  median warm reaches median cold final after")
+    for day in days:
+        print(f"{day['rows']:>6} {day['target']:>10.4f} "
+              f"{day['warm'][day['steps'].index(half)]:>12.4f} {day['warm'][-1]:>10.4f}  "
+              f"{_fraction(day['reached'], args.budget)}")
+    pairs = [r for day in days for r in day["pairs"]]
+    within = sum(r["reached"] is not None and r["reached"] <= half for r in pairs)
+    days_within = [day["rows"] for day in days
+                   if day["reached"] is not None and day["reached"] <= half]
+    print(f"\nwithin half the budget: {within} of {len(pairs)} pairs of nights; on the median, "
+          f"{len(days_within)} of {len(days)} days ({', '.join(map(str, days_within)) or 'none'})")
+    _plot(days, args.png)
     print(f"curves plotted to {args.png}")
 
 
-def _plot(results: list[dict[str, Any]], path: Path) -> None:
+def _plot(days: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cols = min(len(results), 4)
-    rows = -(-len(results) // cols)
+    cols = min(len(days), 4)
+    rows = -(-len(days) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
-    for ax in axes.flat[len(results):]:
+    for ax in axes.flat[len(days):]:
         ax.set_visible(False)
-    for ax, r in zip(axes.flat, results, strict=False):
-        ax.plot(r["steps"], r["cold"], label="cold start", color="tab:gray")
-        ax.plot(r["steps"], r["warm"], label="warm start", color="tab:blue")
-        ax.axhline(r["target"], ls=":", color="tab:gray")
-        if r["reached"]:
-            ax.axvline(r["reached"], ls=":", color="tab:blue")
-        ax.set(title=f"rows {r['rows']}, seed {r['seed']}", xlabel="evaluations",
+    for ax, day in zip(axes.flat, days, strict=False):
+        for r in day["pairs"]:
+            ax.plot(r["steps"], r["cold_hv"], color="tab:gray", lw=0.6, alpha=0.5)
+            ax.plot(r["steps"], r["warm_hv"], color="tab:blue", lw=0.6, alpha=0.5)
+        ax.plot(day["steps"], day["cold"], color="tab:gray", lw=2, label="cold start (median)")
+        ax.plot(day["steps"], day["warm"], color="tab:blue", lw=2, label="warm start (median)")
+        ax.axhline(day["target"], ls=":", color="tab:gray")
+        ax.axvline(day["steps"][-1] // 2, ls="--", color="black", lw=0.8)
+        ax.set(title=f"night 1 on {day['rows']} rows", xlabel="evaluations",
                ylabel="hypervolume")
         ax.grid(alpha=0.3)
     axes.flat[0].legend()
