@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from pymoo.algorithms.moo.nsga3 import HyperplaneNormalization
 from pymoo.algorithms.moo.spea2 import SPEA2, SPEA2Survival, spea_binary_tournament
 from pymoo.core.mixed import (
     MixedVariableDuplicateElimination,
@@ -102,11 +103,31 @@ def param_key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True)
 
 
+class _SpanNormalization(HyperplaneNormalization):  # type: ignore[misc]  # pymoo is untyped
+    """pymoo's normalisation for SPEA2, with a unit span on an objective that has not varied.
+
+    pymoo divides by ``nadir - ideal``: an objective every evaluation so far scored alike
+    (no SLO job ever missed, say) made every distance NaN, and SPEA2 then filled its archive
+    in index order instead of by fitness, keeping the worst configurations."""
+
+    ideal_point: FloatArray
+    nadir_point: FloatArray
+
+    def update(self, F: FloatArray, nds: Any = None) -> None:
+        super().update(F, nds=nds)
+        ideal, nadir = self.ideal_point, self.nadir_point
+        self.nadir_point = np.where(nadir > ideal, nadir, ideal + 1.0)
+
+
 class _DistinctSurvival(SPEA2Survival):  # type: ignore[misc]  # pymoo is untyped
     """SPEA2's environmental selection over the first member of each objective vector."""
 
+    norm: _SpanNormalization | None
+
     def _do(self, problem: Problem, pop: Population, *args: Any, n_survive: int,
             **kwargs: Any) -> Population:
+        if self.normalize and self.norm is None:
+            self.norm = _SpanNormalization(problem.n_obj)
         _, first = np.unique(pop.get("F"), axis=0, return_index=True)
         distinct = pop[np.sort(first)]
         return super()._do(problem, distinct, *args, n_survive=min(n_survive, len(distinct)),

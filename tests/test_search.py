@@ -98,3 +98,14 @@ def test_the_archive_keeps_one_member_per_objective_vector() -> None:
     assert kept.get("X").ravel().tolist() == [0.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]
     few = _DistinctSurvival(normalize=True).do(problem, pop[:12], n_survive=8)
     assert sorted(map(tuple, few.get("F"))) == [(0.0, 1.0), (0.5, 0.5), (1.0, 0.0)]
+
+
+def test_an_objective_that_never_varies_keeps_the_archive_ordered_by_fitness() -> None:
+    # the second objective scores 5 everywhere: the first alone orders the points, so the
+    # archive keeps the three best (pymoo's own normalisation divided by zero and kept 1, 10, 9)
+    F = np.column_stack([np.arange(10.0, 0.0, -1.0), np.full(10, 5.0)])
+    pop = Population.new(X=np.arange(10.0)[:, None], F=F)
+    problem = Problem(n_var=1, n_obj=2, xl=0.0, xu=10.0)
+    kept = _DistinctSurvival(normalize=True).do(problem, pop, n_survive=3)
+    assert kept.get("F")[:, 0].tolist() == [1.0, 2.0, 3.0]
+    assert np.isfinite(kept.get("SPEA_F")).all()
