@@ -62,9 +62,12 @@ def _slurmctld(tmp: Path, fragment: Path) -> Iterator[Callable[..., str]]:
     key, sock = tmp / "munge.key", tmp / "m.sock"
     key.write_bytes(os.urandom(1024))
     key.chmod(0o600)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    # hold the port (bound, not listening, SO_REUSEADDR as slurmctld sets it) until slurmctld
+    # has it: a port found free and let go could be taken by another process in between
+    reserve = socket.socket()
+    reserve.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    reserve.bind(("127.0.0.1", 0))
+    port = reserve.getsockname()[1]
     (tmp / "state").mkdir()
     conf = tmp / "slurm.conf"
     conf.write_text("\n".join([
@@ -97,6 +100,7 @@ def _slurmctld(tmp: Path, fragment: Path) -> Iterator[Callable[..., str]]:
             _stop(ctld)
     finally:
         _stop(munged)
+        reserve.close()
 
 
 def _fields(line: str) -> dict[str, str]:
