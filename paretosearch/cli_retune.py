@@ -71,6 +71,9 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
                               f"{about['run']}: {w['jobs']:,} jobs in the window; "
                               + (f"warm start from {warm['from']} ({warm['configs']} configs)"
                                  if warm["from"] else "cold start"))
+                if about.get("not_resumed"):
+                    console.print(f"not resumed: {about['not_resumed']}, an unpublished run on "
+                                  "another window or spec, left as it is")
 
             outcome = retune(spec, on_start=started, on_generation=progress,
                              connect=lambda: open_client(args.scheduler, args.cluster_config,

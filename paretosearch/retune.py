@@ -177,7 +177,7 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
     """Search (or resume), evaluate production, report, then move ``current``."""
     t0 = time.time()
     assert search.cache is not None
-    run, resume = _run_dir(spec.out, search, previous)
+    run, resume, passed_over = _run_dir(spec.out, search, previous)
     search.store = RunStore(run)
     if resume:  # as it began: a kill before the first checkpoint starts it the same way
         about = {**json.loads((run / "retune-start.json").read_text()), "resumed": True}
@@ -185,7 +185,8 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
         seeds = _warm_seeds(previous, spec) if spec.warm_start else []
         about = {"run": str(run), "resumed": False, "window": _window_doc(window),
                  "warm_start": {"from": str(previous) if seeds else None,
-                                "configs": len(seeds), "seeds": seeds}}
+                                "configs": len(seeds), "seeds": seeds},
+                 "not_resumed": str(passed_over) if passed_over else None}
         write_json(about, run / "retune-start.json")
     if on_start is not None:
         on_start(about)
@@ -267,21 +268,25 @@ def _point(link: Path, run: Path) -> None:
         os.close(fd)
 
 
-def _run_dir(out: Path, search: PolicySearch, previous: Path | None) -> tuple[Path, bool]:
-    """The newest run if it was interrupted on this same window (resume it), else a new one."""
+def _run_dir(out: Path, search: PolicySearch,
+             previous: Path | None) -> tuple[Path, bool, Path | None]:
+    """The newest run if it was interrupted on this same window (resume it), else a new one;
+    and the newest run when it is unpublished and not resumed (on another window or spec),
+    which is left as it is."""
     runs = sorted((out / "runs").glob("*")) if (out / "runs").is_dir() else []
     spec = json.loads(json.dumps(search.spec()))
-    if runs and runs[-1].resolve() != previous and (runs[-1] / "run.json").exists():
+    unpublished = runs[-1] if runs and runs[-1].resolve() != previous else None
+    if unpublished is not None and (unpublished / "run.json").exists():
         with contextlib.suppress(ParetoSearchError):
-            if RunStore(runs[-1]).read_spec() == spec:
-                return runs[-1], True
+            if RunStore(unpublished).read_spec() == spec:
+                return unpublished, True, None
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run = out / "runs" / stamp
     n = 1
     while run.exists():
         n += 1
         run = out / "runs" / f"{stamp}-{n}"
-    return run, False
+    return run, False, unpublished
 
 
 def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]:

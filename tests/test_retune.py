@@ -449,6 +449,30 @@ def test_a_write_failing_anywhere_fails_clearly_and_a_rerun_publishes(
     assert (tmp_path / "out" / "current").resolve() != published
 
 
+def test_a_failed_run_on_an_older_window_is_named_and_left_as_it_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    spec, published = _publish_one(tmp_path)
+    write_trace(tmp_path / "trace.csv", 1000)
+    monkeypatch.setattr("paretosearch.store.RunStore.save_checkpoint", _fail(ENOSPC))
+    assert main(["retune", "--spec", str(spec)]) == Exit.FAILED
+    monkeypatch.undo()
+    (failed,) = [r for r in (tmp_path / "out" / "runs").iterdir() if r != published]
+    before = sorted(p.name for p in failed.rglob("*"))
+    write_trace(tmp_path / "trace.csv", 1100)  # the trace grew: the failed run's window is gone
+    capsys.readouterr()
+    assert main(["retune", "--spec", str(spec)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    current = (tmp_path / "out" / "current").resolve()
+    assert current not in (published, failed) and "resuming" not in out
+    assert f"not resumed: {failed}, an unpublished run on another window or spec" in out
+    assert json.loads((current / "retune.json").read_text())["not_resumed"] == str(failed)
+    assert f"- not resumed: `{failed}`" in (current / "report.md").read_text()
+    assert sorted(p.name for p in failed.rglob("*")) == before  # left as it is
+    assert main(["retune", "--spec", str(spec)]) == 0  # the next night: nothing passed over
+    assert json.loads((tmp_path / "out" / "current" / "retune.json").read_text())[
+        "not_resumed"] is None
+
+
 def test_an_unreachable_scheduler_fails_clearly_before_any_run(tmp_path: Path,
                                                                capsys: Any) -> None:
     import dask.config
