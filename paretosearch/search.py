@@ -48,6 +48,7 @@ from paretosearch.evaluation import SearchSpace, Task
 from paretosearch.objectives import Objective
 from paretosearch.runners import Runner
 from paretosearch.store import Evaluation, RunStore
+from simulator.metrics import InvalidObjective
 
 __all__ = ["Progress", "SearchOutcome", "SearchSettings", "param_key", "run_spea2"]
 
@@ -122,16 +123,33 @@ class _SpanNormalization(HyperplaneNormalization):  # type: ignore[misc]  # pymo
 class _DistinctSurvival(SPEA2Survival):  # type: ignore[misc]  # pymoo is untyped
     """SPEA2's environmental selection over the first member of each objective vector."""
 
-    norm: _SpanNormalization | None
+    norm: HyperplaneNormalization | None
 
     def _do(self, problem: Problem, pop: Population, *args: Any, n_survive: int,
             **kwargs: Any) -> Population:
-        if self.normalize and self.norm is None:
-            self.norm = _SpanNormalization(problem.n_obj)
+        if self.normalize and not isinstance(self.norm, _SpanNormalization):
+            norm = _SpanNormalization(problem.n_obj)
+            if self.norm is not None:  # pymoo's own, from a checkpoint: keep what it has seen
+                norm.__dict__.update(self.norm.__dict__)
+            self.norm = norm
         _, first = np.unique(pop.get("F"), axis=0, return_index=True)
         distinct = pop[np.sort(first)]
         return super()._do(problem, distinct, *args, n_survive=min(n_survive, len(distinct)),
                            **kwargs)
+
+
+def _check_defined(F: FloatArray, objectives: Sequence[Objective]) -> None:
+    """Stop on an objective the first generation found undefined (NaN) everywhere: it
+    measures jobs the workload does not have, and would only mislead the search."""
+    undefined = [o.label for o, column in zip(objectives, F.T, strict=True)
+                 if np.isnan(column).all()]
+    if undefined:
+        raise InvalidObjective(
+            f"{', '.join(map(repr, undefined))}: undefined (NaN) for every configuration of the "
+            "first generation, so the workload has no jobs it measures (slo_miss needs SLO "
+            "jobs, be_jct best-effort jobs, pred_err predictions); choose other objectives, or "
+            "give the workload such jobs (--slo-mix, or a spec's slo_mix). The evaluations so far "
+            "are kept")
 
 
 def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings,
@@ -234,6 +252,8 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
 
         runner.map(task, todo, keep)
         F = np.array([losses(p) for p in batch])
+        if ref is None:
+            _check_defined(F, objectives)
         algorithm.evaluator.eval(StaticProblem(algorithm.problem, F=F), pop)
         algorithm.tell(infills=pop)
         opt_F = algorithm.opt.get("F")

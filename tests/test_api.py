@@ -265,6 +265,22 @@ def test_cli_searches_leases_and_rewards_for_slo_objectives(tmp_path: Path) -> N
     assert len(evaluated) == 8 and evaluated["param.be_lease_s"].nunique() >= 4  # searched
 
 
+def test_an_objective_the_workload_cannot_measure_stops_with_a_clear_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # no SLO jobs: slo_miss is NaN for every configuration, and would steer nothing
+    run, trace = tmp_path / "run", tmp_path / "jobs.csv"
+    generate(60, gpus=16, seed=1, median_service_s=600.0).to_frame().to_csv(trace, index=False)
+    assert main(["search", "--trace", str(trace), "--profile", "pcs-testbed-16",
+                 "--objective", "jct:avg", "--objective", "slo_miss:avg", "--budget", "8",
+                 "--pop-size", "4", "--offspring", "4", "--workers", "0",
+                 "--run-dir", str(run)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "'slo_miss:avg': undefined (NaN) for every configuration" in err
+    assert "--slo-mix" in err and "'jct:avg'" not in err
+    assert len((run / "evaluations.jsonl").read_text().splitlines()) == 4  # kept
+    assert not (run / "front.json").exists()
+
+
 def test_split_rebases_the_test_half_and_keeps_slos_and_type_speeds() -> None:
     wl = add_slos(generate(100, seed=1), "MIX2")
     wl = replace(wl, type_speed=TypeSpeeds.uniform({"v100": 1.0, "k80": 0.3},
