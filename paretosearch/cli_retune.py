@@ -72,8 +72,8 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
                               + (f"warm start from {warm['from']} ({warm['configs']} configs)"
                                  if warm["from"] else "cold start"))
                 if about.get("not_resumed"):
-                    console.print(f"not resumed: {about['not_resumed']}, an unpublished run on "
-                                  "another window or spec, left as it is")
+                    console.print(f"not resumed: {about['not_resumed']['run']} "
+                                  f"({about['not_resumed']['why']}), left as it is")
 
             outcome = retune(spec, on_start=started, on_generation=progress,
                              connect=lambda: open_client(args.scheduler, args.cluster_config,

@@ -43,8 +43,9 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: dict[str, Any])
              f"- warm start: {summary['warm_start']['configs']} configurations from "
              f"{summary['warm_start']['from']}" if summary["warm_start"]["from"]
              else "- warm start: none (cold start)",
-             *([f"- not resumed: `{summary['not_resumed']}`, an unpublished run on another "
-                "window or spec, left as it is"] if summary.get("not_resumed") else []),
+             *([f"- not resumed: `{summary['not_resumed']['run']}` "
+                f"({summary['not_resumed']['why']}), left as it is"]
+               if summary.get("not_resumed") else []),
              f"- wall time: {summary['wall_s']:,.0f} s", "", "![front](report.png)", "",
              "## Front", "",
              "| # | " + " | ".join(f"{lab} | test" for lab in labels) + " | parameters |",

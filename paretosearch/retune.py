@@ -186,7 +186,7 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
         about = {"run": str(run), "resumed": False, "window": _window_doc(window),
                  "warm_start": {"from": str(previous) if seeds else None,
                                 "configs": len(seeds), "seeds": seeds},
-                 "not_resumed": str(passed_over) if passed_over else None}
+                 "not_resumed": passed_over}
         write_json(about, run / "retune-start.json")
     if on_start is not None:
         on_start(about)
@@ -269,24 +269,32 @@ def _point(link: Path, run: Path) -> None:
 
 
 def _run_dir(out: Path, search: PolicySearch,
-             previous: Path | None) -> tuple[Path, bool, Path | None]:
+             previous: Path | None) -> tuple[Path, bool, dict[str, str] | None]:
     """The newest run if it was interrupted on this same window (resume it), else a new one;
-    and the newest run when it is unpublished and not resumed (on another window or spec),
-    which is left as it is."""
+    and, when the newest run is not the published one and is not resumed, which and why (it is
+    left as it is)."""
     runs = sorted((out / "runs").glob("*")) if (out / "runs").is_dir() else []
     spec = json.loads(json.dumps(search.spec()))
-    unpublished = runs[-1] if runs and runs[-1].resolve() != previous else None
-    if unpublished is not None and (unpublished / "run.json").exists():
-        with contextlib.suppress(ParetoSearchError):
-            if RunStore(unpublished).read_spec() == spec:
-                return unpublished, True, None
+    passed_over = None
+    if runs and runs[-1].resolve() != previous:
+        newest = runs[-1]
+        if not (newest / "run.json").exists():
+            why = "it stopped before its search began: nothing to resume"
+        else:
+            with contextlib.suppress(ParetoSearchError):
+                if RunStore(newest).read_spec() == spec:
+                    return newest, True, None
+            why = ("it finished on another window or spec, and 'current' does not point at it"
+                   if (newest / "retune.json").exists()
+                   else "it was interrupted on another window or spec")
+        passed_over = {"run": str(newest), "why": why}
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run = out / "runs" / stamp
     n = 1
     while run.exists():
         n += 1
         run = out / "runs" / f"{stamp}-{n}"
-    return run, False, unpublished
+    return run, False, passed_over
 
 
 def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]:

@@ -464,9 +464,11 @@ def test_a_failed_run_on_an_older_window_is_named_and_left_as_it_is(
     out = " ".join(capsys.readouterr().out.split())
     current = (tmp_path / "out" / "current").resolve()
     assert current not in (published, failed) and "resuming" not in out
-    assert f"not resumed: {failed}, an unpublished run on another window or spec" in out
-    assert json.loads((current / "retune.json").read_text())["not_resumed"] == str(failed)
-    assert f"- not resumed: `{failed}`" in (current / "report.md").read_text()
+    why = "it was interrupted on another window or spec"
+    assert f"not resumed: {failed} ({why}), left as it is" in out
+    assert json.loads((current / "retune.json").read_text())["not_resumed"] == {
+        "run": str(failed), "why": why}
+    assert f"- not resumed: `{failed}` ({why})" in (current / "report.md").read_text()
     assert sorted(p.name for p in failed.rglob("*")) == before  # left as it is
     assert main(["retune", "--spec", str(spec)]) == 0  # the next night: nothing passed over
     assert json.loads((tmp_path / "out" / "current" / "retune.json").read_text())[
