@@ -17,7 +17,7 @@ Per day, over the seeds: the median cold final, and when the median warm curve r
 
 Nights run side by side in ``--processes`` processes, each evaluating serially (the same
 results as on Dask: evaluations are pure and seeded). Run from the project root:
-``python benchmarks/bench_retune.py`` (about 40 s a night per process on a 2-core machine:
+``python benchmarks/bench_retune.py`` (about 75 s a night per process on a 2-core machine:
 the default 8 days x 3 seeds x 3 nights took 45 minutes). Writes ``bench_retune.png``.
 """
 
@@ -70,15 +70,13 @@ def _pair(rows: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """Night 1, then night 2 warm and cold: each night's evaluations in order."""
     with tempfile.TemporaryDirectory() as tmp:
         base = args.keep / f"rows{rows}-seed{seed}" if args.keep else Path(tmp)
-        t0 = time.perf_counter()
         _night(base / "warm", rows, args=args, seed=seed, warm=True)  # night 1: nothing before
         warm = _night(base / "warm", rows + args.grow, args=args, seed=seed, warm=True)
         cold = _night(base / "cold", rows + args.grow, args=args, seed=seed, warm=False)
         seeds = json.loads((warm / "retune-start.json").read_text())["warm_start"]["configs"]
         assert seeds > 0, "night 2 did not start from night 1"
         return {"rows": rows, "seed": seed, "warm": _evaluations(warm, args.budget),
-                "cold": _evaluations(cold, args.budget), "seeds": seeds,
-                "wall_s": time.perf_counter() - t0}
+                "cold": _evaluations(cold, args.budget), "seeds": seeds}
 
 
 def _nondominated(F: FloatArray) -> FloatArray:

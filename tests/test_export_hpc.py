@@ -55,19 +55,25 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def _slurmctld(tmp: Path, fragment: Path) -> Iterator[Callable[..., str]]:
-    """munged and slurmctld on localhost with a private key, socket and port, the exported
-    fragment included; yields ``scontrol(*args)``."""
+def _reserved_port() -> Iterator[int]:
+    """A loopback port held (bound, not listening) while the block runs: no other process
+    asking for a free port is given it, and a server that binds with SO_REUSEADDR, as
+    slurmctld does, can still take it. (A port found free and let go could be taken before
+    the server binds it.)"""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _slurmctld(tmp: Path, fragment: Path, port: int) -> Iterator[Callable[..., str]]:
+    """munged and slurmctld on localhost with a private key, socket and ``port``, the
+    exported fragment included; yields ``scontrol(*args)``."""
     assert SLURMCTLD and MUNGED and SCONTROL
     key, sock = tmp / "munge.key", tmp / "m.sock"
     key.write_bytes(os.urandom(1024))
     key.chmod(0o600)
-    # hold the port (bound, not listening, SO_REUSEADDR as slurmctld sets it) until slurmctld
-    # has it: a port found free and let go could be taken by another process in between
-    reserve = socket.socket()
-    reserve.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    reserve.bind(("127.0.0.1", 0))
-    port = reserve.getsockname()[1]
     (tmp / "state").mkdir()
     conf = tmp / "slurm.conf"
     conf.write_text("\n".join([
@@ -100,7 +106,6 @@ def _slurmctld(tmp: Path, fragment: Path) -> Iterator[Callable[..., str]]:
             _stop(ctld)
     finally:
         _stop(munged)
-        reserve.close()
 
 
 def _fields(line: str) -> dict[str, str]:
@@ -118,7 +123,7 @@ def test_slurmctld_loads_the_exported_partitions(name: str, tmp_path: Path,
     exported = {f["PartitionName"]: f for f in map(_fields, fragment.read_text().splitlines())
                 if "PartitionName" in f}
     assert list(exported) == [c.name for c in plan.classes]
-    with _slurmctld(tmp_path, fragment) as scontrol:
+    with _reserved_port() as port, _slurmctld(tmp_path, fragment, port) as scontrol:
         config = dict(re.findall(r"^(\w+)\s+= (\S+)", scontrol("show", "config"), re.M))
         shown = {name: _fields(scontrol("show", "partition", name)) for name in exported}
     assert config["PriorityType"] == "priority/multifactor"

@@ -228,9 +228,12 @@ def test_wfq_classes_on_tied_sizes_are_distinct(pcs_trace: Any) -> None:
     assert class_thresholds(np.array([16.0, 16, 17, 17, 17, 17, 19]), 0.0009) == (17.0, math.inf)
     window = pcs_trace("6c71a0", 13_500).to_frame().iloc[-2000:-1000]  # a window's training half
     train = Workload.from_frame(window, scaling=pcs_trace("6c71a0").scaling)
+    sizes = train.estimated_service_s
     for T in np.logspace(-3, 0, 200):
         th = WFQ(T=T).fit(train).thresholds  # strictly increasing, or the constructor raises
-        assert len(th) == len(class_thresholds(train.estimated_service_s, T))
+        lower = (-math.inf, *th[:-1])  # and every class below the last holds a training job
+        assert all(((sizes > lo) & (sizes <= hi)).any() for lo, hi in zip(lower[:-1], th[:-1],
+                                                                           strict=True))
 
 
 def test_wfq_weights_decay_with_w() -> None:
