@@ -1,0 +1,187 @@
+"""Golden runs of every round-engine policy: 3 fixed seeded workloads each.
+
+Recorded once from the engine as it stood before it was compiled (``python -m
+tests.round_cases``) into ``tests/golden/rounds/<policy>.json``; ``test_round_golden.py``
+replays every case and holds the engine to them: start and finish times and slowdowns within
+1e-9 relative, preemptions exact, and the run's totals (busy and utilized GPU-seconds, devices
+used). A case pins its workload's digest, so a changed generator is told apart from a changed
+engine. Re-record only for a deliberate fix, in the commit that makes it, saying what was wrong
+and how the figures move.
+
+Clusters are the shipped profiles cut down (fewer nodes, same GPU types, speeds, overheads and
+slowdown curves) so that about a hundred jobs contend for GPUs; loads are above 1 for the same
+reason.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from policies import make_policy
+from simulator import ClusterProfile, Workload, generate, load_profile, simulate
+from simulator.generate import add_sharing, add_slos
+from simulator.result import SimulationResult
+from simulator.throughput import ThroughputTable, generate_gavel
+
+__all__ = ["CASES", "GOLDEN", "Case", "record", "run_case"]
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "rounds"
+GAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel" / \
+    "simulation_throughputs.json"
+
+
+def _cut(name: str, nodes: int) -> ClusterProfile:
+    """A shipped profile with ``nodes`` nodes in each of its node groups."""
+    base = load_profile(name)
+    return replace(base, name=f"{name}-cut{nodes}",
+                   node_groups=tuple(replace(g, count=nodes) for g in base.node_groups))
+
+
+@cache
+def _gavel() -> ThroughputTable:
+    return ThroughputTable.from_gavel_json(GAVEL)
+
+
+def _slo(mix: str, seed: int, n: int = 110, load: float = 1.3) -> Workload:
+    return add_slos(generate(n, load=load, gpus=48, seed=seed, median_service_s=1800.0),
+                    mix, seed=seed)
+
+
+def _gavel_jobs(seed: int, n: int, per_hr: float, shrink: float = 1.0) -> Workload:
+    wl = generate_gavel(_gavel(), n, jobs_per_hr=per_hr, seed=seed)
+    if shrink == 1.0:
+        return wl
+    frame = wl.to_frame().assign(service_s=wl.service_s / shrink,
+                                 estimated_service_s=wl.estimated_service_s / shrink)
+    return replace(Workload.from_frame(frame, scaling=wl.scaling, source=wl.source),
+                   type_speed=wl.type_speed, interference=wl.interference)
+
+
+def _shared(seed: int, n: int, gpus: int, memory: float, load: float = 1.2,
+            sigma: float = 2.0) -> Workload:
+    return add_sharing(generate(n, load=load, gpus=gpus, seed=seed, median_service_s=900.0,
+                                sigma=sigma), device_memory_gib=memory, seed=seed)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One golden run: a workload on a cluster under a policy with some parameters."""
+
+    name: str
+    profile: Callable[[], ClusterProfile]
+    workload: Callable[[], Workload]
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _cases() -> dict[str, tuple[Case, ...]]:
+    u6 = lambda: _cut("unisched-c96", 6)  # noqa: E731 - 48 V100s, restarts 30 s
+    g60 = lambda: load_profile("gavel-hetero-60")  # noqa: E731
+    g24 = lambda: _cut("gavel-hetero-60", 2)  # noqa: E731 - 8 V100 + 8 P100 + 8 K80
+    h4 = lambda: _cut("horus-128x8", 4)  # noqa: E731 - 32 RTX 2080
+    o4 = lambda: _cut("ojpp-1080ti", 4)  # noqa: E731 - 16 GTX 1080 Ti
+
+    slo = (lambda: _slo("MIX2", 1), lambda: _slo("MIX1", 2), lambda: _slo("SLO", 3, load=1.6))
+    hetero = (lambda: _gavel_jobs(1, 70, 6.0), lambda: _gavel_jobs(2, 90, 60.0, shrink=10.0),
+              lambda: generate(90, load=4.2, gpus=8, seed=3, median_service_s=1800.0))
+    hetero_profiles = (g60, g60, g24)
+    horus = (lambda: _shared(1, 100, 32, 8.0), lambda: _shared(2, 120, 32, 8.0, load=1.6),
+             lambda: _shared(3, 100, 32, 8.0, sigma=1.0))
+    ojpp = (lambda: _shared(1, 70, 16, 11.0), lambda: _shared(2, 80, 16, 11.0, load=1.5),
+            lambda: add_sharing(_gavel_jobs(3, 60, 12.0, shrink=20.0), device_memory_gib=12.0,
+                                seed=3))
+    ojpp_profiles = (o4, o4, g24)
+    unified = (lambda: add_slos(add_sharing(_gavel_jobs(1, 70, 40.0, shrink=25.0),
+                                            device_memory_gib=12.0, seed=1), "MIX2", seed=1),
+               lambda: add_slos(_shared(2, 70, 16, 11.0), "MIX1", seed=2),
+               lambda: _slo("MIX2", 3))
+    unified_profiles = (g60, o4, u6)
+
+    def three(wls: tuple[Callable[[], Workload], ...],
+              profiles: tuple[Callable[[], ClusterProfile], ...],
+              params: tuple[dict[str, Any], ...] = ({}, {}, {})) -> tuple[Case, ...]:
+        return tuple(Case(f"w{i + 1}", p, w, dict(q))
+                     for i, (w, p, q) in enumerate(zip(wls, profiles, params, strict=True)))
+
+    return {
+        "unisched": three(slo, (u6,) * 3, ({}, {"opportunistic": False},
+                                           {"be_lease_s": 120.0, "slo_lease_multiple": 3})),
+        "llf": three(slo, (u6,) * 3),
+        "hydra": three(slo, (u6,) * 3),
+        "hadar": three(hetero, hetero_profiles,
+                       ({}, {"utility": "ftf", "eta": 4.0},
+                        {"utility": "makespan", "round_s": 240.0})),
+        "gavel": three(hetero, hetero_profiles,
+                       ({}, {"objective": "max_sum"}, {"round_s": 600.0})),
+        "yarn-cs": three(hetero, hetero_profiles),
+        "wfq-hetero": three(hetero, hetero_profiles,
+                            ({}, {"W_1": -1.0, "W_2": 2.0}, {"T": 0.1, "round_s": 120.0})),
+        "horus": three(horus, (h4,) * 3,
+                       ({}, {"k_queues": 1, "buffer": 5},
+                        {"overcommit_limit": 1.5, "w_mem": 0.8})),
+        "fifo-exclusive": three(horus, (h4,) * 3),
+        "obp": three(horus, (h4,) * 3),
+        "pab": three(horus, (h4,) * 3, ({}, {"warmup_s": 0.0, "max_slowdown": 0.5}, {})),
+        "ojpp": three(ojpp, ojpp_profiles,
+                      ({}, {"migration_budget": 0.0},
+                       {"ewma_a": 0.2, "theta_max": 0.1, "tau_max": 0.05})),
+        "ojpp-greedy": three(ojpp, ojpp_profiles),
+        "best-fit": three(ojpp, ojpp_profiles),
+        "c-greedy": three(ojpp, ojpp_profiles, ({}, {"tau_max": 0.02}, {"tau_max": 0.05})),
+        "i-greedy": three(ojpp, ojpp_profiles),
+        "b-greedy": three(ojpp, ojpp_profiles),
+        "unified": three(unified, unified_profiles,
+                         ({}, {"preempt": False, "W_1": -1.0},
+                          {"theta_max": 1.5, "overcommit": 2.0, "be_lease_s": 120.0})),
+    }
+
+
+CASES: dict[str, tuple[Case, ...]] = _cases()
+"""Every round-engine policy's three golden cases."""
+
+
+def run_case(policy: str, case: Case) -> tuple[Workload, SimulationResult]:
+    """Simulate one case (the policy fitted to the case's workload)."""
+    wl = case.workload()
+    pol = make_policy(policy, case.params).fit(wl)
+    return wl, simulate(wl, case.profile(), pol)
+
+
+def _floats(values: np.ndarray) -> list[float | None]:
+    return [None if np.isnan(v) else float(v) for v in values]
+
+
+def _record_one(policy: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"policy": policy, "cases": {}}
+    for case in CASES[policy]:
+        wl, r = run_case(policy, case)
+        out["cases"][case.name] = {
+            "params": case.params, "profile": case.profile().name, "jobs": len(wl),
+            "workload_digest": wl.digest(),
+            "busy_gpu_s": r.busy_gpu_s, "util_gpu_s": None if np.isnan(r.util_gpu_s)
+            else r.util_gpu_s, "gpus_used": r.gpus_used,
+            "start_s": _floats(r.start_s), "finish_s": _floats(r.finish_s),
+            "preemptions": [int(v) for v in r.preemptions], "slowdown": _floats(r.slowdown)}
+    return out
+
+
+def record(policies: list[str]) -> None:
+    """Write the golden file of each policy (atomically)."""
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for policy in policies:
+        path = GOLDEN / f"{policy}.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(_record_one(policy), indent=None, separators=(",", ":")) + "\n")
+        tmp.replace(path)
+        print(f"recorded {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    record(sys.argv[1:] or sorted(CASES))
