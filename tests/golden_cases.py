@@ -1,16 +1,16 @@
-"""Golden runs of every round-engine policy: 3 fixed seeded workloads each.
+"""Golden runs of the simulator's policies: a few fixed seeded workloads each.
 
-Recorded once from the engine as it stood before it was compiled (``python -m
-tests.round_cases``) into ``tests/golden/rounds/<policy>.json``; ``test_round_golden.py``
-replays every case and holds the engine to them: start and finish times and slowdowns within
-1e-9 relative, preemptions exact, and the run's totals (busy and utilized GPU-seconds, devices
-used). A case pins its workload's digest, so a changed generator is told apart from a changed
-engine. Re-record only for a deliberate fix, in the commit that makes it, saying what was wrong
-and how the figures move.
+Recorded from the engines as they stood before they were optimised (``python -m
+tests.golden_cases [POLICY ...]``) into ``tests/golden/<policy>.json``; ``test_golden.py``
+replays every case and holds the engines to them: start and finish times, slowdowns and (for
+cases that predict) predicted start and finish within 1e-9 relative, preemptions exact, and
+the run's totals (busy and utilized GPU-seconds, devices used). A case pins its workload's
+digest, so a changed generator is told apart from a changed engine. Re-record only for a
+deliberate fix, in the commit that makes it, saying what was wrong and how the figures move.
 
-Clusters are the shipped profiles cut down (fewer nodes, same GPU types, speeds, overheads and
-slowdown curves) so that about a hundred jobs contend for GPUs; loads are above 1 for the same
-reason.
+Round-engine clusters are the shipped profiles cut down (fewer nodes, same GPU types, speeds,
+overheads and slowdown curves) so that about a hundred jobs contend for GPUs; loads are above 1
+for the same reason.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from simulator.throughput import ThroughputTable, generate_gavel
 
 __all__ = ["CASES", "GOLDEN", "Case", "record", "run_case"]
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "rounds"
+GOLDEN = Path(__file__).resolve().parent / "golden"
 GAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel" / \
     "simulation_throughputs.json"
 
@@ -79,6 +79,7 @@ class Case:
     profile: Callable[[], ClusterProfile]
     workload: Callable[[], Workload]
     params: dict[str, Any] = field(default_factory=dict)
+    predict: bool = False
 
 
 def _cases() -> dict[str, tuple[Case, ...]]:
@@ -144,14 +145,14 @@ def _cases() -> dict[str, tuple[Case, ...]]:
 
 
 CASES: dict[str, tuple[Case, ...]] = _cases()
-"""Every round-engine policy's three golden cases."""
+"""Each policy's golden cases."""
 
 
 def run_case(policy: str, case: Case) -> tuple[Workload, SimulationResult]:
     """Simulate one case (the policy fitted to the case's workload)."""
     wl = case.workload()
     pol = make_policy(policy, case.params).fit(wl)
-    return wl, simulate(wl, case.profile(), pol)
+    return wl, simulate(wl, case.profile(), pol, predict=case.predict)
 
 
 def _floats(values: np.ndarray) -> list[float | None]:
@@ -168,7 +169,9 @@ def _record_one(policy: str) -> dict[str, Any]:
             "busy_gpu_s": r.busy_gpu_s, "util_gpu_s": None if np.isnan(r.util_gpu_s)
             else r.util_gpu_s, "gpus_used": r.gpus_used,
             "start_s": _floats(r.start_s), "finish_s": _floats(r.finish_s),
-            "preemptions": [int(v) for v in r.preemptions], "slowdown": _floats(r.slowdown)}
+            "preemptions": [int(v) for v in r.preemptions], "slowdown": _floats(r.slowdown),
+            **({"pred_start_s": _floats(r.pred_start_s), "pred_finish_s": _floats(r.pred_finish_s)}
+               if case.predict else {})}
     return out
 
 
