@@ -1,57 +1,74 @@
-"""Placing gang jobs on nodes: whole-demand allocations for the round policies.
+"""Placing gang jobs on nodes: whole-demand allocations for the round policies (compiled).
 
 The round engine takes a ``(jobs, nodes)`` plan. These helpers build one: keep the rows of
 jobs that continue (so they pay no restart), place new gangs on as few nodes as possible, and
-fill GPUs in a priority order. Used by UniSched's work-conserving fill and by the SLO
-baselines (least laxity first, Hydra).
+fill GPUs in a priority order. Used by YARN-CS, WFQ-hetero, Gavel's rounding, UniSched's
+work-conserving fill and the SLO baselines (least laxity first, Hydra); callable from Python
+and from compiled kernels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import Any
 
+import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["fill_in_order", "place_gang", "priority_plan"]
+from simulator.jit import configure_cache
+
+configure_cache()
+
+__all__ = ["fill_in_order", "gang_row", "place_gang", "priority_plan"]
 
 IntArray = npt.NDArray[np.int64]
 
 
-def place_gang(free: IntArray, gpus: int, *, prev: IntArray | None = None) -> IntArray | None:
-    """GPUs per node for a gang of ``gpus``, or None if the nodes cannot hold it.
+@nb.njit(cache=True)
+def gang_row(free: Any, gpus: int, prev: Any, out: Any) -> bool:
+    """GPUs per node for a gang of ``gpus`` into ``out``; False if the nodes cannot hold it.
 
     The job's previous placement ``prev`` if it is a whole gang on GPUs still free (no
-    restart); else one node if any can hold it (best fit: the fullest node with room); else
-    the nodes with the most free GPUs first, so the gang spans as few nodes as possible.
-    Restrict the nodes by zeroing the others in ``free``.
-
-    Args:
-        free: ``(nodes,)`` free GPUs on each node.
-        gpus: the gang size (>= 1).
-        prev: ``(nodes,)`` what the job holds now.
+    restart); else one node if any can hold it (best fit: the fullest node with room, the
+    lowest-numbered on ties); else the nodes with the most free GPUs first (ties: lower
+    number), so the gang spans as few nodes as possible. Restrict the nodes by zeroing the
+    others in ``free``; a ``prev`` of zeros means none.
     """
     if gpus <= 0 or free.sum() < gpus:
-        return None
-    if prev is not None and prev.sum() == gpus and (prev <= free).all():
-        return prev.copy()
-    row = np.zeros_like(free)
-    fits = np.flatnonzero(free >= gpus)
-    if fits.size:
-        row[fits[np.argmin(free[fits])]] = gpus
-        return row
-    order = np.argsort(-free, kind="stable")
-    before = np.cumsum(free[order]) - free[order]
-    row[order] = np.clip(gpus - before, 0, free[order])
-    return row
+        return False
+    if prev.sum() == gpus and np.all(prev <= free):
+        out[:] = prev
+        return True
+    out[:] = 0
+    best = -1
+    for k in range(free.shape[0]):
+        if free[k] >= gpus and (best < 0 or free[k] < free[best]):
+            best = k
+    if best >= 0:
+        out[best] = gpus
+        return True
+    left = gpus
+    for k in np.argsort(-free, kind="mergesort"):
+        take = min(left, free[k])
+        out[k] = take
+        left -= take
+    return True
 
 
-def fill_in_order(plan: IntArray, free: IntArray, order: Iterable[int], gpus: IntArray,
-                  current: IntArray) -> None:
+def place_gang(free: IntArray, gpus: int, *, prev: IntArray | None = None) -> IntArray | None:
+    """:func:`gang_row` for Python callers: the row, or None if the nodes cannot hold it."""
+    free = np.ascontiguousarray(free, dtype=np.int64)
+    out = np.zeros_like(free)
+    before = np.zeros_like(free) if prev is None else np.ascontiguousarray(prev, np.int64)
+    return out if gang_row(free, int(gpus), before, out) else None
+
+
+@nb.njit(cache=True)
+def fill_in_order(plan: Any, free: Any, order: Any, gpus: Any, current: Any) -> None:
     """Give jobs their gang in ``order`` wherever it fits (backfilling past those that do not).
 
     A job that already holds exactly ``gpus[i]`` GPUs on nodes that are still free keeps
-    that row; otherwise it is placed by :func:`place_gang`. ``plan`` and ``free`` are
+    that row; otherwise it is placed by :func:`gang_row`. ``plan`` and ``free`` are
     updated in place; rows already non-zero in ``plan`` are skipped.
 
     Args:
@@ -61,23 +78,22 @@ def fill_in_order(plan: IntArray, free: IntArray, order: Iterable[int], gpus: In
         gpus: GPUs each job should get.
         current: ``(jobs, nodes)`` what each job holds now.
     """
+    row = np.zeros(free.shape[0], dtype=np.int64)
     for i in order:
-        g = int(gpus[i])
-        if g <= 0 or plan[i].any():
+        if gpus[i] <= 0 or np.any(plan[i] != 0):
             continue
-        row = place_gang(free, g, prev=current[i])
-        if row is not None:
-            plan[i] = row
+        if gang_row(free, gpus[i], current[i], row):
+            plan[i, :] = row
             free -= row
 
 
-def priority_plan(order: Iterable[int], gpus: IntArray, current: IntArray, node_gpus: IntArray,
-                  keep: npt.NDArray[np.bool_] | None = None) -> IntArray:
+@nb.njit(cache=True)
+def priority_plan(order: Any, gpus: Any, current: Any, node_gpus: Any, keep: Any) -> Any:
     """A plan giving whole gangs to jobs in ``order``, keeping running jobs where they are.
 
     Jobs are chosen greedily by GPU count (backfilling past gangs that do not fit); chosen
     jobs that already hold their gang keep its nodes, the others are placed with
-    :func:`place_gang`, and GPUs that fragmentation leaves over are backfilled in order.
+    :func:`gang_row`, and GPUs that fragmentation leaves over are backfilled in order.
 
     Args:
         order: job indices, most deserving first.
@@ -87,18 +103,22 @@ def priority_plan(order: Iterable[int], gpus: IntArray, current: IntArray, node_
         keep: ``(jobs,)`` mask of jobs whose current rows are fixed (non-preemptive).
     """
     plan = np.zeros_like(current)
-    if keep is not None:
-        plan[keep] = current[keep]
+    for i in range(current.shape[0]):
+        if keep[i]:
+            plan[i, :] = current[i]
     free = node_gpus - plan.sum(axis=0)
-    order = [i for i in order if not plan[i].any()]
-    left = int(free.sum())
-    chosen = []
-    for i in order:
+    waiting = np.array([i for i in order if not np.any(plan[i] != 0)], dtype=np.int64)
+    left = free.sum()
+    chosen = np.zeros(waiting.shape[0], dtype=np.int64)
+    k = 0
+    for i in waiting:
         if 0 < gpus[i] <= left:
-            chosen.append(i)
-            left -= int(gpus[i])
-    stay = [i for i in chosen if int(current[i].sum()) == gpus[i]]
+            chosen[k] = i
+            k += 1
+            left -= gpus[i]
+    chosen = chosen[:k]
+    stay = np.array([i for i in chosen if current[i].sum() == gpus[i]], dtype=np.int64)
     fill_in_order(plan, free, stay, gpus, current)
     fill_in_order(plan, free, chosen, gpus, current)
-    fill_in_order(plan, free, order, gpus, current)
+    fill_in_order(plan, free, waiting, gpus, current)
     return plan

@@ -66,7 +66,8 @@ class LLF(_EveryLease):
         deadline = np.where(np.isfinite(due), due, last)
         laxity = np.where(slo, deadline - state.now - remaining_time_s(state), np.inf)
         order = np.lexsort((state.arrival_s, laxity))
-        return priority_plan(order, state.demand, state.alloc, state.cluster.node_gpus)
+        return priority_plan(order, state.demand, state.alloc, state.cluster.node_gpus,
+                             np.zeros(len(state), dtype=np.bool_))
 
 
 @register
@@ -83,4 +84,4 @@ class Hydra(_EveryLease):
         order = np.lexsort((remaining_time_s(state), ~slo))
         running = state.alloc.sum(axis=1) > 0
         return priority_plan(order, state.demand, state.alloc, state.cluster.node_gpus,
-                             keep=running)
+                             running)

@@ -195,7 +195,8 @@ class UniSched(RoundPolicy):
         out = np.zeros_like(state.alloc)
         out[locked] = state.alloc[locked]
         free = state.cluster.node_gpus - out.sum(axis=0)
-        stay = [i for i in picked if int(state.alloc[i].sum()) == jobs.gpus[i]]
+        stay = np.array([i for i in picked if int(state.alloc[i].sum()) == jobs.gpus[i]],
+                        dtype=np.int64)
         fill_in_order(out, free, stay, jobs.gpus, state.alloc)
         new = [i for i in picked if not out[i].any()]
         if new:
@@ -207,7 +208,8 @@ class UniSched(RoundPolicy):
                 if row is not None:
                     out[i] = row
                     free -= row
-        rest = [i for i in jobs.order if not locked[i] and i not in picked]
+        rest = np.array([i for i in jobs.order if not locked[i] and i not in picked],
+                        dtype=np.int64)
         fill_in_order(out, free, rest, jobs.gpus, state.alloc)
         return out
 

@@ -11,47 +11,40 @@ waiting application rather than letting later, smaller ones take them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numba as nb
 import numpy as np
-import numpy.typing as npt
 
 from policies.base import EventDriven, register
-from policies.gangs import place_gang
-from simulator.rounds import RoundState
+from policies.gangs import gang_row
+from policies.round_kernel import KernelRoundPolicy
+from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 
-__all__ = ["YarnCS", "yarn_fifo"]
-
-IntArray = npt.NDArray[np.int64]
+__all__ = ["YarnCS"]
 
 
-def yarn_fifo(alloc: IntArray, demand: IntArray, node_gpus: IntArray) -> IntArray:
-    """Keep running jobs; start waiting ones in order until the first that does not fit.
-
-    Args:
-        alloc: ``(jobs, nodes)`` current placements, jobs in arrival order.
-        demand: gang sizes.
-        node_gpus: GPUs per node.
-    """
-    out = alloc.copy()
-    free = node_gpus - out.sum(axis=0)
-    for j in np.flatnonzero(out.sum(axis=1) == 0):
-        row = place_gang(free, int(demand[j]))
-        if row is None:
-            break
-        out[j] = row
-        free -= row
-    return out
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _yarn_fifo(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """Keep running jobs; start waiting ones in arrival order until the first that does not
+    fit."""
+    free = C.node_gpus - E.node_used
+    none, row = np.zeros_like(free), np.zeros_like(free)
+    for r in active_rows(E):
+        if J.held[r] == 0:
+            if not gang_row(free, J.demand[r], none, row):
+                break
+            M.out_alloc[r, :] = row
+            touch(M, r)
+            free -= row
+    return PLAN
 
 
 @register
 @dataclass(frozen=True)
-class YarnCS(EventDriven):
+class YarnCS(KernelRoundPolicy, EventDriven):
     """Non-preemptive FIFO with head-of-line blocking, blind to GPU types."""
 
     name: ClassVar[str] = "yarn-cs"
     summary: ClassVar[str] = "non-preemptive FIFO capacity scheduler, type-agnostic (YARN-CS)"
-
-    def plan(self, state: RoundState) -> IntArray:
-        """Start what fits in arrival order; never move a running job."""
-        return yarn_fifo(state.alloc, state.demand, state.cluster.node_gpus)
+    kernel = staticmethod(_yarn_fifo)

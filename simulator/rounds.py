@@ -24,12 +24,17 @@ Semantics:
   3), and each job runs at ``1 / (1 + slowdown)`` of its exclusive rate, its slowdown being its
   slowest worker's (:mod:`simulator.sharing`). Memory surges are drawn at every decision from
   the run's generator (seeded), and rates are recomputed when a co-located job finishes.
-- No JCT predictions are made (``pred_err`` is NaN).
+- A JCT prediction at a job's arrival plays the state after that instant's decision (if one
+  is due) out with estimated sizes and no later arrivals (SPEC §2), the policy's memory and
+  the memory-surge generator forked with it.
+
+The loop is compiled (:mod:`simulator.round_engine`, state in :mod:`simulator.round_arrays`);
+policies with a compiled kernel decide inside it, others in Python through :class:`RoundState`
+(:mod:`simulator.round_driver`).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
@@ -39,13 +44,10 @@ import numpy.typing as npt
 
 from simulator.errors import ParetoSearchError
 from simulator.profile import ClusterProfile
-from simulator.result import SimulationResult
-from simulator.scaling import ScalingTable, TypeSpeeds
+from simulator.scaling import ScalingTable
 from simulator.sharing import SharingModel
-from simulator.slo import BEST_EFFORT
-from simulator.workload import Workload
 
-__all__ = ["Cluster", "InvalidPlan", "RoundScheduler", "RoundState", "job_rates", "run_rounds"]
+__all__ = ["Cluster", "InvalidPlan", "RoundScheduler", "RoundState", "checked_plan", "job_rates"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -213,127 +215,9 @@ class RoundScheduler(Protocol):
     def plan(self, state: RoundState) -> IntArray: ...
 
 
-class _Jobs:
-    """Per-job state of one run, indexed by workload row."""
-
-    def __init__(self, wl: Workload, cluster: Cluster, shares: bool) -> None:
-        n, devices = len(wl), int(cluster.node_gpus.sum())
-        self.rem = wl.service_s.copy()
-        self.est = wl.estimated_service_s.copy()
-        self.att = np.zeros(n)
-        self.alloc = np.zeros((n, cluster.nodes), dtype=np.int64)
-        self.place = np.zeros((n, devices if shares else 0), dtype=bool)
-        self.surge = np.zeros_like(self.place)
-        self.held = np.zeros(n)  # GPUs each job holds (row sums of alloc)
-        self.alone = np.zeros(n)  # rate under the allocation, were the job alone on its GPUs
-        self.base = np.zeros(n)  # rate under the allocation, ignoring restart pauses
-        self.pause = np.zeros(n)
-        self.started = np.zeros(n, dtype=bool)
-        self.start = np.full(n, np.nan)
-        self.finish = np.full(n, np.nan)
-        self.preempt = np.zeros(n, dtype=np.int64)
-        self.ran = np.zeros((2, n))  # seconds running, and the seconds alone that work needs
-        self.seen = np.zeros((2, n))  # PCS's n_avg: sum of active counts and events seen
-        self.used = np.zeros(devices if shares else cluster.nodes)  # devices ever / node peaks
-        slos = wl.slos
-        self.job_class = (slos.job_class if slos is not None
-                          else np.full(n, BEST_EFFORT, dtype=np.int64))
-        self.deadlines = (wl.arrival_s[:, None] + slos.deadlines_s if slos is not None
-                          else np.zeros((n, 0)))
-        self.rewards = slos.rewards if slos is not None else np.zeros((n, 0))
-
-
-@dataclass
-class _Run:
-    """What one run shares between its steps."""
-
-    wl: Workload
-    cluster: Cluster
-    speeds: FloatArray
-    jobs: _Jobs
-    sharing: SharingModel | None
-    shares: bool
-    rng: np.random.Generator
-    memo: dict[str, Any]
-    occupancy: tuple[float, float] = (0.0, np.nan)
-    """GPUs occupied by the active jobs and their utilization summed (see :meth:`refresh`)."""
-
-    def state(self, active: IntArray, now: float) -> RoundState:
-        wl, jobs = self.wl, self.jobs
-        return RoundState(
-            now=now, cluster=self.cluster, rows=active.copy(), arrival_s=wl.arrival_s[active],
-            demand=wl.gpus[active], min_gpus=wl.min_gpus[active],
-            est_size=wl.estimated_service_s[active], est_remaining=jobs.est[active],
-            attained=jobs.att[active], alloc=jobs.alloc[active], model=wl.model[active],
-            job_class=jobs.job_class[active], deadlines_s=jobs.deadlines[active],
-            rewards=jobs.rewards[active], scaling=wl.scaling, speeds=self.speeds,
-            memo=self.memo, placed=jobs.place[active], sharing=self.sharing)
-
-    def rerate(self, active: IntArray) -> None:
-        """Rates of the active jobs under their placement and the surges drawn."""
-        jobs = self.jobs
-        slow = (self.sharing.slowdowns(active, jobs.place[active], jobs.surge[active])
-                if self.sharing is not None and self.shares else 0.0)
-        jobs.base[active] = jobs.alone[active] / (1.0 + slow)
-
-    def apply(self, plan: IntArray, state: RoundState) -> None:
-        """Adopt a checked plan at ``state.now``; draw the surges until the next decision."""
-        active, now, jobs = state.rows, state.now, self.jobs
-        if self.shares:
-            placed = plan.astype(bool)
-            changed = (placed != state.placed).any(axis=1)
-            plan = self.cluster.on_nodes(placed)
-            jobs.place[active] = placed
-            jobs.used = np.maximum(jobs.used, placed.any(axis=0))
-            if self.sharing is not None:
-                jobs.surge[active] = self.sharing.draw_surges(self.rng, active, placed)
-        else:
-            changed = (plan != state.alloc).any(axis=1)
-            jobs.used = np.maximum(jobs.used, plan.sum(axis=0))
-        holds = plan.sum(axis=1) > 0
-        was = jobs.started[active]
-        jobs.preempt[active[changed & was]] += 1
-        if self.cluster.restart_s > 0:
-            jobs.pause[active[changed & was & holds]] = now + self.cluster.restart_s
-        first = active[~was & holds]
-        jobs.started[first] = True
-        jobs.start[first] = now
-        jobs.alloc[active] = plan
-        jobs.held[active] = plan.sum(axis=1)
-        jobs.alone[active] = state.rate(plan)
-        self.rerate(active)
-        self.refresh(active)
-
-    def refresh(self, active: IntArray) -> None:
-        """Recount :attr:`occupancy` (after a decision or a completion, the only changes):
-        GPUs the active jobs occupy, and their utilization summed, capped at 1 per GPU (NaN
-        without utilization data)."""
-        jobs, sh = self.jobs, self.wl.sharing
-        if not self.shares:
-            used = float(jobs.held[active].sum())
-            self.occupancy = used, (float(jobs.held[active] @ sh.gpu_util[active])
-                                    if sh is not None else np.nan)
-            return
-        placed = jobs.place[active]
-        self.occupancy = (float(placed.any(axis=0).sum()),
-                          float(np.minimum(sh.gpu_util[active] @ placed, 1.0).sum())
-                          if sh is not None else np.nan)
-
-
-def _sharing_model(wl: Workload, cluster: Cluster, profile: ClusterProfile) -> SharingModel | None:
-    if wl.sharing is None:
-        return None
-    matrix = (wl.interference.columns(cluster.types, wl.source)
-              if wl.interference is not None else None)
-    return SharingModel(
-        jobs=wl.sharing, model=wl.model, device_node=cluster.device_node,
-        device_type=cluster.node_type[cluster.device_node],
-        device_mem_gib=cluster.node_mem_gib[cluster.device_node], matrix=matrix,
-        curves=tuple(profile.slowdown_curves.get(t) for t in cluster.types),
-        collision_slowdown=profile.collision_slowdown)
-
-
-def _checked(plan: Any, state: RoundState, policy: RoundScheduler, shares: bool) -> IntArray:
+def checked_plan(plan: Any, state: RoundState, policy: RoundScheduler, shares: bool
+                 ) -> IntArray:
+    """A Python policy's plan as integers, or :class:`InvalidPlan` naming what is wrong."""
     where = f"policy {type(policy).__name__} at t={state.now:g} s"
     cluster = state.cluster
     width, what = ((state.placed.shape[1], "devices") if shares else (cluster.nodes, "nodes"))
@@ -362,92 +246,3 @@ def _checked(plan: Any, state: RoundState, policy: RoundScheduler, shares: bool)
         raise InvalidPlan(f"{where}: job row {state.rows[greedy[0]]} given "
                           f"{out[greedy[0]].sum()} GPUs, demand {state.demand[greedy[0]]}")
     return out
-
-
-def run_rounds(workload: Workload, profile: ClusterProfile, policy: RoundScheduler, *,
-               seed: int = 0) -> SimulationResult:
-    """Replay ``workload`` on ``profile`` under a round policy (semantics: module docstring).
-
-    Args:
-        workload, profile, policy: what to run.
-        seed: seeds the memory-surge draws of jobs sharing GPUs.
-
-    Raises:
-        InvalidPlan: the policy over-allocated, or left jobs waiting with no decision due.
-        InvalidWorkload: the workload has no speed for one of the profile's GPU types.
-    """
-    cpu0 = time.process_time()
-    wl, cluster = workload, Cluster.from_profile(profile)
-    table = wl.type_speed or TypeSpeeds.uniform(profile.relative_speed, len(wl.scaling.models))
-    shares = bool(getattr(policy, "shares_gpus", False))
-    run = _Run(wl, cluster, table.columns(cluster.types, wl.source),
-               _Jobs(wl, cluster, shares), _sharing_model(wl, cluster, profile), shares,
-               np.random.default_rng(seed), {})
-    jobs = run.jobs
-    n, nxt, now = len(wl), 0, 0.0
-    active = np.zeros(0, dtype=np.int64)
-    next_round, anchored = np.inf, False
-    cum = np.zeros(2)  # active counts summed over events, events
-    busy_s, util_s, events, series_t, series_busy = 0.0, 0.0, 0, [], []
-    while nxt < n or active.size:
-        rate = np.where(jobs.pause[active] > now, 0.0, jobs.base[active])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            left = np.where(rate > 0, jobs.rem[active] / rate, np.inf)
-        paused = jobs.pause[active]
-        t = min(wl.arrival_s[nxt] if nxt < n else np.inf, now + left.min(initial=np.inf),
-                next_round, paused[paused > now].min(initial=np.inf))
-        if t == np.inf:
-            raise InvalidPlan(f"policy {type(policy).__name__} left {active.size} jobs without "
-                              f"GPUs at t={now:g} s and no decision is due")
-        dt = t - now
-        if dt > 0 and active.size:
-            work = rate * dt
-            jobs.rem[active] -= work
-            jobs.est[active] -= work
-            jobs.att[active] += work
-            running = rate > 0
-            jobs.ran[0, active[running]] += dt
-            jobs.ran[1, active[running]] += work[running] / jobs.alone[active[running]]
-            used, util = run.occupancy
-            busy_s += used * dt
-            util_s += util * dt
-            series_t.append(now)
-            series_busy.append(used)
-        now, events = t, events + 1
-        done = left <= dt + 1e-9
-        arrived = np.arange(nxt, np.searchsorted(wl.arrival_s, now, side="right"))
-        nxt += arrived.size
-        cum += (active.size + arrived.size, 1)
-        gone = active[done]
-        jobs.finish[gone] = now
-        jobs.seen[:, gone] += cum[:, None]
-        jobs.seen[:, arrived] -= (cum - (active.size + arrived.size, 1))[:, None]
-        if gone.size:
-            jobs.place[gone] = False
-            if shares:
-                run.rerate(active[~done])
-            run.refresh(active[~done])
-        active = np.concatenate([active[~done], arrived])
-        if not active.size:
-            next_round, anchored = np.inf, False
-            continue
-        due = not anchored or now >= next_round
-        if due or (policy.reacts and (gone.size or arrived.size)):
-            if due:
-                next_round, anchored = now + policy.round_s, True
-            state = run.state(active, now)
-            run.apply(_checked(policy.plan(state), state, policy, shares), state)
-            if nxt == n and not jobs.held[active].any():
-                raise InvalidPlan(f"policy {type(policy).__name__} left {active.size} jobs "
-                                  f"waiting on an idle cluster at t={now:g} s with no arrival "
-                                  f"to come (can any of them ever be placed?)")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        slowdown = np.where(jobs.ran[1] > 0, jobs.ran[0] / jobs.ran[1] - 1.0, 0.0)
-    return SimulationResult(
-        workload=wl, total_gpus=profile.total_gpus, start_s=jobs.start, finish_s=jobs.finish,
-        pred_start_s=np.full(n, np.nan), pred_finish_s=np.full(n, np.nan),
-        seen_avg=jobs.seen[0] / jobs.seen[1], preemptions=jobs.preempt, busy_gpu_s=busy_s,
-        series_t=np.array(series_t), series_busy=np.array(series_busy), events=events,
-        playout_events=0, cpu_s=time.process_time() - cpu0, slowdown=np.maximum(slowdown, 0.0),
-        gpus_used=float(jobs.used.sum()), util_gpu_s=util_s if wl.sharing is not None
-        else np.nan)

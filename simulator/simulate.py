@@ -13,7 +13,8 @@ import numpy as np
 from simulator.engine import run_engine
 from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
-from simulator.rounds import RoundScheduler, run_rounds
+from simulator.round_driver import run_rounds
+from simulator.rounds import RoundScheduler
 from simulator.view import Scheduler
 from simulator.workload import Workload
 
@@ -34,8 +35,7 @@ def simulate(
         workload: the jobs (every job must fit the cluster).
         profile: the cluster; its size and restart overhead apply.
         policy: the scheduler.
-        predict: make a JCT prediction at each arrival by playout (SPEC §2); kernel
-            policies only (round policies make none: ``pred_err`` is NaN).
+        predict: make a JCT prediction at each arrival by playout (SPEC §2).
         seed: seeds the run's random draws (memory surges of jobs sharing GPUs); default:
             from the workload's digest, so every policy faces the same draws.
 
@@ -45,7 +45,7 @@ def simulate(
     workload.check_fits(profile.total_gpus, profile.name)
     if isinstance(policy, RoundScheduler):
         return run_rounds(workload, profile, policy, seed=seed if seed is not None
-                          else int(workload.digest()[:8], 16))
+                          else int(workload.digest()[:8], 16), predict=predict)
     cpu0 = time.process_time()
     n = len(workload)
     start, finish = np.full(n, np.nan), np.full(n, np.nan)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies import FIFO, RoundPolicy, param
+from policies import FIFO, RoundPolicy, YarnCS, param
 from simulator import Workload, generate, load_profile, simulate
 from simulator.profile import ClusterProfile, NodeGroup
 from simulator.rounds import Cluster, InvalidPlan, RoundState
@@ -157,3 +157,12 @@ def test_work_is_conserved_and_every_job_finishes(seed: int, round_s: float,
     fastest = wl.service_s / wl.scaling.speed(wl.model, wl.gpus.astype(float))
     assert (res.finish_s - res.start_s >= fastest * (1 - 1e-9)).all()
     assert 0 < res.busy_gpu_s <= 8 * (res.finish_s.max() - wl.arrival_s.min()) + 1e-6
+
+
+def test_a_remainder_below_the_clock_resolution_still_finishes() -> None:
+    # at t = 1e8 s a double resolves 1.5e-8 s: a job 5e-9 s from its end kept the clock at t
+    # (dt = 0, never within 1e-9 of done) and the run never ended; now it ends at t
+    wl = _jobs([(1e8, 1, 5e-9), (1e8, 1, 100.0)])
+    r = simulate(wl, _profile([(1, 4, "v100")]), YarnCS())
+    assert r.finish_s[0] == 1e8
+    assert r.finish_s[1] == pytest.approx(1e8 + 100.0)
