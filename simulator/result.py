@@ -40,6 +40,9 @@ class SimulationResult:
             shares are fractional, the peak of allocated GPUs rounded up.
         util_gpu_s: integral over time of the busy GPUs' utilization (co-located jobs'
             utilizations summed, capped at 1 per GPU); NaN without utilization data.
+        decisions: the policy's decisions (the fluid engine decides after every event).
+        skipped_rounds: round boundaries jumped over because the policy would have decided
+            the same there (round engine).
     """
 
     workload: Workload
@@ -59,6 +62,8 @@ class SimulationResult:
     slowdown: FloatArray
     gpus_used: float
     util_gpu_s: float
+    decisions: int = 0
+    skipped_rounds: int = 0
 
     @property
     def jct_s(self) -> FloatArray:

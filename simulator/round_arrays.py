@@ -35,6 +35,11 @@ such row once with :func:`touch`; rows it does not list keep their plan. It retu
 :data:`PLAN`, or :data:`HOST` before writing anything if its policy's Python
 ``host_step(cluster, jobs, memory, state, now)`` must run first (a solver, say), after which it
 is asked again. Rows that are not active may hold stale values in a kernel's memory.
+
+A kernel may also set ``memory.quiet[0]`` (reset to -inf before every call) to a time until
+which, unless a job arrives or finishes first, it would decide the same plan at every round
+boundary and leave its memory as it is (``np.inf``: until then). The engine then skips those
+boundaries (:func:`simulator.round_engine.run_loop`).
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ PLAN, HOST = 0, 2
 NOW, NEXT_ROUND, ANCHORED, BUSY, UTIL, OCC_USED, OCC_UTIL, CUM0, CUM1, ERR_X = range(10)
 # state.cnt entries
 (NXT, N_ACTIVE, N_HOLD, EVENTS, DECISIONS, PHASE, SERIES_K, ARR_LO, ARR_HI, GONE, ERR_A,
- ERR_B) = range(12)
+ ERR_B, SKIPPED, SURGING) = range(14)
 
 ClusterArrays = namedtuple("ClusterArrays", [
     "node_type", "node_gpus", "node_first", "type_gpus",
@@ -94,8 +99,10 @@ run and the seconds alone that work needed; ``seen0``/``seen1`` PCS's active-cou
 worker)."""
 
 PolicyMemory = namedtuple("PolicyMemory", ["params", "f", "i", "g", "gi", "out_alloc",
-                                           "out_nw", "out_wdev", "touched", "ntouched"])
-"""A kernel's parameters, its memory, and the plan it writes (module docstring)."""
+                                           "out_nw", "out_wdev", "touched", "ntouched",
+                                           "quiet"])
+"""A kernel's parameters, its memory, the plan it writes and how long it stays quiet (module
+docstring)."""
 
 EngineState = namedtuple("EngineState", [
     "clk", "cnt", "active", "pos", "hold", "inhold", "rng", "series_t", "series_busy",
@@ -133,7 +140,7 @@ def empty_memory(jobs: JobArrays, nodes: int, *, params: Any = None, f: int = 0,
     n = jobs.arrival.shape[0]
     return PolicyMemory(np.zeros(0) if params is None else np.asarray(params, np.float64),
                         _f(n, f), _i(n, i), _f(g), _i(gi), jobs.alloc.copy(), jobs.nw.copy(),
-                        jobs.wdev.copy(), _i(n), _i(1))
+                        jobs.wdev.copy(), _i(n), _i(1), np.full(1, -np.inf))
 
 
 def _types() -> tuple[Any, Any, Any, Any]:
@@ -144,7 +151,7 @@ def _types() -> tuple[Any, Any, Any, Any]:
                        + [_f(1)] * 4 + [_i(2), _i(1)] + [_f(1)] * 12
                        + [b, _i(1), _f(1), _i(1, 1), _i(1), _i(1), b, _f(1)]))
     mem = PolicyMemory(_f(1), _f(1, 1), _i(1, 1), _f(1), _i(1), _i(1, 1), _i(1), _i(1), _i(1),
-                       _i(1))
+                       _i(1), _f(1))
     state = EngineState(_f(1), _i(1), _i(1), _i(1), _i(1), b, np.zeros(4, np.uint64), _f(1),
                         _f(1), _f(1), _f(1), _i(1), _i(1), _i(1), _i(1), _f(1), _i(1))
     return nb.typeof(cl), nb.typeof(jobs), nb.typeof(mem), nb.typeof(state)
@@ -269,7 +276,7 @@ def engine_state(jobs: JobArrays, nodes: int, devices: int, seed_state: Any) -> 
     n, pool = jobs.arrival.shape[0], jobs.wdev.shape[0]
     clk = np.zeros(12)
     clk[NEXT_ROUND] = np.inf
-    return EngineState(clk, _i(12), _i(n), _i(n), _i(n), np.zeros(n, dtype=np.bool_),
+    return EngineState(clk, _i(16), _i(n), _i(n), _i(n), np.zeros(n, dtype=np.bool_),
                        np.array(seed_state, dtype=np.uint64), _f(max(16, 2 * n)),
                        _f(max(16, 2 * n)), _f(n), _f(n), _i(nodes), _i(devices),
                        _i(devices + 1), _i(pool), _f(pool), _i(pool))

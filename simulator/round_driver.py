@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator import round_arrays as ra
 from simulator import round_engine as eng
 from simulator.pcg64 import from_generator
 from simulator.profile import ClusterProfile
@@ -86,11 +87,11 @@ class _Run:
                 return status
             if self.kernel is host_kernel:
                 self._decide(J, M, E, memo)
-                E.cnt[eng.PHASE] = eng.APPLIED
+                E.cnt[ra.PHASE] = eng.APPLIED
             else:
                 step = self.policy.host_step  # type: ignore[attr-defined]
-                step(self.C, J, M, E, float(E.clk[eng.NOW]))
-                E.cnt[eng.PHASE] = eng.REDECIDE
+                step(self.C, J, M, E, float(E.clk[ra.NOW]))
+                E.cnt[ra.PHASE] = eng.REDECIDE
 
     def _decide(self, J: Any, M: Any, E: Any, memo: dict[str, Any]) -> None:
         state = self.state(J, E, memo)
@@ -108,13 +109,13 @@ class _Run:
 
     def state(self, J: Any, E: Any, memo: dict[str, Any]) -> RoundState:
         """What a Python policy sees at the loop's current decision."""
-        wl, n = self.wl, int(E.cnt[eng.N_ACTIVE])
+        wl, n = self.wl, int(E.cnt[ra.N_ACTIVE])
         rows = E.active[:n].copy()
         placed = np.zeros((n, self.C.device_node.shape[0] if self.shares else 0), dtype=bool)
         for i, r in enumerate(rows):
             placed[i, J.wdev[J.woff[r]:J.woff[r] + J.nw[r]]] = True
         return RoundState(
-            now=float(E.clk[eng.NOW]), cluster=self.cluster, rows=rows,
+            now=float(E.clk[ra.NOW]), cluster=self.cluster, rows=rows,
             arrival_s=wl.arrival_s[rows], demand=wl.gpus[rows], min_gpus=wl.min_gpus[rows],
             est_size=wl.estimated_service_s[rows], est_remaining=J.est[rows],
             attained=J.att[rows], alloc=J.alloc[rows], model=wl.model[rows],
@@ -127,17 +128,17 @@ class _Run:
         if self._space is None:
             self._space = workspace(self.J, self.M, self.E)
         J2, M2, E2 = self._space
-        for r in range(int(self.E.cnt[eng.ARR_LO]), int(self.E.cnt[eng.ARR_HI])):
+        for r in range(int(self.E.cnt[ra.ARR_LO]), int(self.E.cnt[ra.ARR_HI])):
             eng.fork(self.J, self.M, self.E, J2, M2, E2)
             status = self.loop(J2, M2, E2, copy.deepcopy(self.memo), eng.PLAYOUT, r)
             self.pred[0, r] = J2.start[r]
             self.pred[1, r] = J2.finish[r] if status == eng.DONE else np.inf
-            self.playout_events += int(E2.cnt[eng.EVENTS] - self.E.cnt[eng.EVENTS])
+            self.playout_events += int(E2.cnt[ra.EVENTS] - self.E.cnt[ra.EVENTS])
 
     def fail(self, status: int) -> InvalidPlan:
         """The error for a failed run's status."""
         E, name = self.E, type(self.policy).__name__
-        n, now = int(E.cnt[eng.N_ACTIVE]), float(E.clk[eng.NOW])
+        n, now = int(E.cnt[ra.N_ACTIVE]), float(E.clk[ra.NOW])
         if status == eng.ERR_NO_DECISION:
             return InvalidPlan(f"policy {name} left {n} jobs without GPUs at t={now:g} s and "
                                f"no decision is due")
@@ -145,8 +146,8 @@ class _Run:
             return InvalidPlan(f"policy {name} left {n} jobs waiting on an idle cluster at "
                                f"t={now:g} s with no arrival to come (can any of them ever be "
                                f"placed?)")
-        where, code, at = f"policy {name} at t={now:g} s", E.cnt[eng.ERR_A], int(E.cnt[eng.ERR_B])
-        amount = float(E.clk[eng.ERR_X])
+        where, code, at = f"policy {name} at t={now:g} s", E.cnt[ra.ERR_A], int(E.cnt[ra.ERR_B])
+        amount = float(E.clk[ra.ERR_X])
         if code == eng.OVER_NODE:
             what = "device" if self.shares else "node"
             cap = 1 if self.shares else int(self.C.node_gpus[at])
@@ -165,16 +166,17 @@ class _Run:
         J, E, wl = self.J, self.E, self.wl
         with np.errstate(invalid="ignore", divide="ignore"):
             slowdown = np.where(J.ran1 > 0, J.ran0 / J.ran1 - 1.0, 0.0)
-        k = int(E.cnt[eng.SERIES_K])
+        k = int(E.cnt[ra.SERIES_K])
         return SimulationResult(
             workload=wl, total_gpus=int(self.C.node_gpus.sum()), start_s=J.start,
             finish_s=J.finish, pred_start_s=self.pred[0], pred_finish_s=self.pred[1],
-            seen_avg=J.seen0 / J.seen1, preemptions=J.preempt, busy_gpu_s=float(E.clk[eng.BUSY]),
+            seen_avg=J.seen0 / J.seen1, preemptions=J.preempt, busy_gpu_s=float(E.clk[ra.BUSY]),
             series_t=E.series_t[:k].copy(), series_busy=E.series_busy[:k].copy(),
-            events=int(E.cnt[eng.EVENTS]), playout_events=self.playout_events,
+            events=int(E.cnt[ra.EVENTS]), playout_events=self.playout_events,
             cpu_s=time.process_time() - cpu0, slowdown=np.maximum(slowdown, 0.0),
             gpus_used=float(J.used.sum()),
-            util_gpu_s=float(E.clk[eng.UTIL]) if wl.sharing is not None else np.nan)
+            util_gpu_s=float(E.clk[ra.UTIL]) if wl.sharing is not None else np.nan,
+            decisions=int(E.cnt[ra.DECISIONS]), skipped_rounds=int(E.cnt[ra.SKIPPED]))
 
 
 def run_rounds(workload: Workload, profile: ClusterProfile, policy: RoundScheduler, *,

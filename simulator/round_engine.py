@@ -8,7 +8,8 @@ stopped. A prediction forks the state (:func:`fork`, the active rows only) and p
 
 Costs follow what moves, not the queue: events and decisions touch the jobs holding GPUs
 (``state.hold``) and the rows a plan rewrote, so a long waiting queue costs only its share of
-the kernel's own work.
+the kernel's own work; and round boundaries at which a kernel said it would decide the same
+are jumped over (``memory.quiet``), so quiet stretches cost nothing.
 """
 
 from __future__ import annotations
@@ -46,44 +47,14 @@ from simulator.round_arrays import (  # noqa: E402
     OCC_UTIL,
     PHASE,
     SERIES_K,
+    SKIPPED,
+    SURGING,
     UTIL,
 )
 
-__all__ = [
-    "APPLIED",
-    "ARRIVED",
-    "ARR_HI",
-    "ARR_LO",
-    "BUSY",
-    "DONE",
-    "ERR_A",
-    "ERR_B",
-    "ERR_IDLE",
-    "ERR_NO_DECISION",
-    "ERR_PLAN",
-    "ERR_X",
-    "EVENTS",
-    "GROW",
-    "HOST_DUE",
-    "MAIN",
-    "NOW",
-    "N_ACTIVE",
-    "OVER_DEMAND",
-    "OVER_MEMORY",
-    "OVER_NODE",
-    "PHASE",
-    "PLAYOUT",
-    "PREDICT",
-    "REDECIDE",
-    "SERIES_K",
-    "STUCK",
-    "UTIL",
-    "apply_plan",
-    "fork",
-    "index_devices",
-    "job_rate",
-    "run_loop",
-]
+__all__ = ["APPLIED", "ARRIVED", "DONE", "ERR_IDLE", "ERR_NO_DECISION", "ERR_PLAN", "GROW",
+           "HOST_DUE", "MAIN", "OVER_DEMAND", "OVER_MEMORY", "OVER_NODE", "PLAYOUT", "PREDICT",
+           "REDECIDE", "STUCK", "apply_plan", "fork", "index_devices", "job_rate", "run_loop"]
 
 # modes
 MAIN, PREDICT, PLAYOUT = 0, 1, 2
@@ -211,6 +182,7 @@ def _draw_surges(C: Any, J: Any, E: Any) -> None:
                 if J.surge_p[J.wrow[s]] > 0.0:
                     E.keys[k] = E.pos[J.wrow[s]] * D + d
                     k += 1
+    E.cnt[SURGING] = k > 0 and C.collision_slowdown > 0
     order = np.argsort(E.keys[:k])
     cur = 0
     for o in order:
@@ -367,7 +339,27 @@ def check_plan(C: Any, J: Any, M: Any, E: Any, shares: bool) -> int:
 
 
 @nb.njit(cache=True)
-def _event(C: Any, J: Any, E: Any, shares: bool, mode: int, target: int) -> int:
+def _skip_quiet_rounds(C: Any, M: Any, E: Any, shares: bool, round_s: float,
+                       other: float) -> None:
+    """Jump past the round boundaries before ``other`` (the next arrival, completion or
+    pause end) at which the kernel declared it would decide the same (``M.quiet``), moving
+    the surge generator past the draws those decisions would make; not while a surge could
+    change a rate, nor with nothing else to come."""
+    clk, cnt = E.clk, E.cnt
+    if clk[ANCHORED] == 0.0 or cnt[SURGING] or other == _INF:
+        return
+    k = 0
+    while clk[NEXT_ROUND] < other and clk[NEXT_ROUND] < M.quiet[0]:
+        clk[NEXT_ROUND] = clk[NEXT_ROUND] + round_s  # what a decision there would set
+        k += 1
+    cnt[SKIPPED] += k
+    if k and shares and C.has_sharing:
+        pcg64.skip(E.rng, k * cnt[N_ACTIVE] * C.device_node.shape[0])
+
+
+@nb.njit(cache=True)
+def _event(C: Any, J: Any, M: Any, E: Any, shares: bool, round_s: float, mode: int,
+           target: int) -> int:
     """Advance to the next event; finish and admit jobs there. -1, or a status to return."""
     clk, cnt, N = E.clk, E.cnt, J.arrival.shape[0]
     n, nxt, now = cnt[N_ACTIVE], cnt[NXT], clk[NOW]
@@ -388,7 +380,10 @@ def _event(C: Any, J: Any, E: Any, shares: bool, mode: int, target: int) -> int:
             pmin = min(pmin, J.pause[r])
         nh += 1
     cnt[N_HOLD] = nh
-    t = min(J.arrival[nxt] if nxt < N else _INF, now + lmin, clk[NEXT_ROUND], pmin)
+    other = min(J.arrival[nxt] if nxt < N else _INF, now + lmin, pmin)
+    if M.quiet[0] > clk[NEXT_ROUND]:
+        _skip_quiet_rounds(C, M, E, shares, round_s, other)
+    t = min(other, clk[NEXT_ROUND])
     if t == _INF:
         return STUCK if mode == PLAYOUT else ERR_NO_DECISION
     dt = t - now
@@ -452,6 +447,8 @@ def _event(C: Any, J: Any, E: Any, shares: bool, mode: int, target: int) -> int:
         E.pos[r] = keep
         keep += 1
     cnt[N_ACTIVE], cnt[NXT], cnt[GONE] = keep, hi, gone
+    if gone or hi > nxt:
+        M.quiet[0] = -_INF
     if gone:
         if shares:
             index_devices(J, E)
@@ -479,6 +476,7 @@ def _after_decision(J: Any, E: Any, mode: int) -> int:
 def _decide(kernel: Any, C: Any, J: Any, M: Any, E: Any, shares: bool, mode: int) -> int:
     """Ask the kernel and put its plan in force: -1, or a status to return."""
     M.ntouched[0] = 0
+    M.quiet[0] = -_INF
     if kernel(C, J, M, E, E.clk[NOW]) == HOST:
         E.cnt[PHASE] = PENDING
         return HOST_DUE
@@ -504,7 +502,7 @@ def run_loop(kernel: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts
         if st >= 0:
             return st
     while cnt[NXT] < N or cnt[N_ACTIVE] > 0:
-        st = _event(C, J, E, shares, mode, target)
+        st = _event(C, J, M, E, shares, round_s, mode, target)
         if st >= 0:
             return st
         if cnt[N_ACTIVE] == 0:
@@ -538,6 +536,7 @@ def fork(J: Any, M: Any, E: Any, J2: Any, M2: Any, E2: Any) -> None:
     E2.cnt[PHASE] = 0
     M2.g[:] = M.g
     M2.gi[:] = M.gi
+    M2.quiet[:] = M.quiet
     for a in range(E.cnt[N_ACTIVE]):
         r = E.active[a]
         E2.active[a], E2.pos[r], E2.inhold[r] = r, a, E.inhold[r]
