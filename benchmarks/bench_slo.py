@@ -25,11 +25,12 @@ import numpy as np
 import scipy
 
 from policies import make_policy
-from policies.unisched import UniSched
+from policies.unisched import F_PROF, G_FALLBACKS, G_SOLVE_S, UniSched
 from simulator import ScalingTable, Workload, load_profile, read_chronus, simulate
 from simulator.generate import add_slos
 from simulator.metrics import METRICS
 from simulator.profile import ClusterProfile, NodeGroup
+from simulator.round_arrays import N_ACTIVE, cluster_arrays, job_arrays_from
 from simulator.rounds import Cluster, RoundState
 from simulator.workload import read_pcs_trace
 
@@ -47,13 +48,11 @@ class TimedUniSched(UniSched):
 
     name: ClassVar[str] = "unisched-timed"
 
-    def plan(self, state: RoundState) -> Any:
-        before = len(state.memo.get("solve_s", ()))
-        cached = state.memo.get("fallbacks", 0)
-        out = super().plan(state)
-        SOLVES.extend((len(state), t) for t in state.memo.get("solve_s", [])[before:])
-        FALLBACKS.extend([1] * (state.memo.get("fallbacks", 0) - cached))
-        return out
+    def host_step(self, cluster: Any, jobs: Any, memory: Any, state: Any, now: float) -> None:
+        cached = memory.g[G_FALLBACKS]
+        super().host_step(cluster, jobs, memory, state, now)
+        SOLVES.append((int(state.cnt[N_ACTIVE]), float(memory.g[G_SOLVE_S])))
+        FALLBACKS.extend([1] * int(memory.g[G_FALLBACKS] - cached))
 
 
 def cluster_profile(nodes: int) -> ClusterProfile:
@@ -122,14 +121,18 @@ def pending_state(wl: Workload, n: int, nodes: int, rng: np.random.Generator) ->
     slos = wl.slos
     assert slos is not None
     now = float(rng.uniform(0.0, 600.0))
-    return RoundState(
+    state = RoundState(
         now=now, cluster=cl, rows=rows, arrival_s=np.zeros(n), demand=wl.gpus[rows],
         min_gpus=wl.min_gpus[rows], est_size=wl.estimated_service_s[rows], est_remaining=left,
         attained=wl.estimated_service_s[rows] - left, alloc=np.zeros((n, nodes), np.int64),
         model=wl.model[rows], job_class=slos.job_class[rows],
         deadlines_s=slos.deadlines_s[rows], rewards=slos.rewards[rows], scaling=wl.scaling,
-        speeds=np.ones((len(wl.scaling.models), 1)),
-        memo={"profiled_s": {int(r): 1e9 for r in rows}})
+        speeds=np.ones((len(wl.scaling.models), 1)), memo={})
+    memory = UniSched().memory(cluster_arrays(state.cluster, state.speeds, state.scaling, None),
+                               job_arrays_from(state, False))
+    memory.f[rows, F_PROF] = 1e9  # past profiling
+    state.memo["kernel_memory"] = memory
+    return state
 
 
 def latency(wl: Workload, n: int, nodes: int, cycles: int, limit: float, seed: int) -> None:
@@ -141,8 +144,9 @@ def latency(wl: Workload, n: int, nodes: int, cycles: int, limit: float, seed: i
         t0 = time.perf_counter()
         plan = policy.plan(state)
         whole.append(time.perf_counter() - t0)
-        solve.extend(state.memo.get("solve_s", []))
-        gone += state.memo.get("fallbacks", 0)
+        memory = state.memo["kernel_memory"]
+        solve.append(float(memory.g[G_SOLVE_S]))
+        gone += int(memory.g[G_FALLBACKS])
         assert (plan.sum(axis=0) <= state.cluster.node_gpus).all()
     print(f"\nMILP latency, {cycles} cycles of {n} pending jobs ({wl.source}) on {nodes} x 8 GPUs,"
           f" time limit {limit:g} s:")

@@ -64,7 +64,7 @@ def place_gang(free: IntArray, gpus: int, *, prev: IntArray | None = None) -> In
 
 
 @nb.njit(cache=True)
-def fill_in_order(plan: Any, free: Any, order: Any, gpus: Any, current: Any) -> None:
+def fill_in_order(plan: Any, free: Any, order: Any, gpus: Any, current: Any) -> Any:
     """Give jobs their gang in ``order`` wherever it fits (backfilling past those that do not).
 
     A job that already holds exactly ``gpus[i]`` GPUs on nodes that are still free keeps
@@ -77,14 +77,22 @@ def fill_in_order(plan: Any, free: Any, order: Any, gpus: Any, current: Any) -> 
         order: job indices, most deserving first.
         gpus: GPUs each job should get.
         current: ``(jobs, nodes)`` what each job holds now.
+
+    Returns:
+        The indices placed, in order.
     """
     row = np.zeros(free.shape[0], dtype=np.int64)
+    placed = np.zeros(len(order), dtype=np.int64)
+    k = 0
     for i in order:
         if gpus[i] <= 0 or np.any(plan[i] != 0):
             continue
         if gang_row(free, gpus[i], current[i], row):
             plan[i, :] = row
             free -= row
+            placed[k] = i
+            k += 1
+    return placed[:k]
 
 
 @nb.njit(cache=True)

@@ -87,10 +87,9 @@ class KernelRoundPolicy(RoundPolicy):
         fresh = self.memory(cluster, jobs)
         kept: PolicyMemory | None = state.memo.get("kernel_memory")
         if kept is not None:
-            rows = min(kept.f.shape[0], fresh.f.shape[0])
-            fresh.f[:rows] = kept.f[:rows]
-            fresh.i[:rows] = kept.i[:rows]
-            fresh.g[:] = kept.g
-            fresh.gi[:] = kept.gi
+            for name in ("f", "i", "g", "gi"):  # rows (or sized-by-rows vectors) kept
+                old, new = getattr(kept, name), getattr(fresh, name)
+                rows = min(old.shape[0], new.shape[0])
+                new[:rows] = old[:rows]
         state.memo["kernel_memory"] = fresh
         return fresh

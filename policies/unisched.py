@@ -32,18 +32,40 @@ wait for a later cycle (the Chronus artifact caps its search at 1,200 jobs).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from policies.base import RoundPolicy, param, register
-from policies.cells import fits_cells, place_cells
-from policies.gangs import fill_in_order, place_gang
-from policies.unisched_estimate import Outlook, expected_sr_overhead, expected_suspensions
-from policies.unisched_milp import Selection, solve_selector
+from policies.base import param, register
+from policies.cells import fits_cells, node_cells, place_cells
+from policies.gangs import fill_in_order, gang_row
+from policies.round_kernel import KernelRoundPolicy
+from policies.unisched_estimate import (
+    BE_LEASE,
+    F_LEASE,
+    MULTIPLE,
+    PROFILE_S,
+    expected_sr_overhead,
+    expected_suspensions,
+    outlook,
+)
+from policies.unisched_milp import selector_input, solve_selector
 from simulator.profile import ClusterProfile
-from simulator.rounds import RoundState
+from simulator.round_arrays import (
+    HOST,
+    N_ACTIVE,
+    PLAN,
+    ROUND_KERNEL_SIG,
+    ClusterArrays,
+    EngineState,
+    JobArrays,
+    PolicyMemory,
+    active_rows,
+    empty_memory,
+    touch,
+)
 from simulator.slo import SOFT, STRICT
 from simulator.workload import Workload
 
@@ -52,10 +74,167 @@ __all__ = ["UniSched", "expected_sr_overhead", "expected_suspensions"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+MAX_JOBS = 7  # params after the estimator's
+# memory: per row (f) lease end, profiled seconds, reward now, work per deadline step; per row
+# (i) profiling at the last decision, cached cells, this decision's pick (rank, cells), gang,
+# locked, profiling; globally (g) the next BE lease boundary, the last decision, when the host
+# last solved the MILP, cache fallbacks, the last solve's seconds in HiGHS; (gi) the MILP's
+# members and the urgency order
+F_PROF, F_NOW, F_WORK = 1, 2, 3
+I_PROFILED, I_CACHED, I_CACHE, I_RANK, I_PICK, I_GPUS, I_LOCKED, I_PROFILING = (
+    0, 1, 2, 6, 7, 11, 12, 13)
+G_NEXT, G_LAST, G_SOLVED, G_FALLBACKS, G_SOLVE_S = range(5)
+
+
+@nb.njit(cache=True)
+def _trim(row: Any, gpus: int) -> Any:
+    """A cell placement cut down to the gang's size (a round-up cell keeps its spare GPUs free)."""
+    row = row.copy()
+    extra = row.sum() - gpus
+    for node in np.argsort(row, kind="mergesort"):
+        cut = min(extra, row[node])
+        row[node] -= cut
+        extra -= cut
+    return row
+
+
+@nb.njit(cache=True)
+def _top_level(C: Any) -> int:
+    return int(min(3, np.floor(np.log2(C.node_gpus.max()))))
+
+
+@nb.njit(cache=True)
+def _select(C: Any, J: Any, M: Any, active: Any, now: float, gpus: Any, locked: Any,
+            work: Any, order: Any, free: Any) -> bool:
+    """Picks for this BE lease boundary (``memory.i`` rank and cells): everyone consolidated
+    if all fit (the MILP's optimum, without the solver), else the host's solution. False if
+    the host must solve first (the MILP's members and the order are left in ``memory.gi``)."""
+    N, top = J.arrival.shape[0], _top_level(C)
+    members = np.zeros(active.shape[0], dtype=np.int64)
+    k = 0
+    for a in order:
+        reach = False
+        for f in range(work.shape[1]):
+            reach = reach or np.isfinite(work[a, f])
+        if (not locked[a] or reach) and k < M.params[MAX_JOBS]:
+            members[k] = a
+            k += 1
+    members = np.sort(members[:k])
+    taken = np.zeros(4, dtype=np.int64)
+    for a in members:
+        if not locked[a]:
+            taken += _consolidated(gpus[a], top)
+    if fits_cells(taken, node_cells(free).sum(axis=0)):
+        for a in range(active.shape[0]):
+            r = active[a]
+            M.i[r, I_RANK] = M.i[r, I_CACHED] = 0
+        for rank, a in enumerate(members[~locked[members]]):
+            r = active[a]
+            M.i[r, I_RANK], M.i[r, I_CACHED] = rank + 1, 1
+            M.i[r, I_PICK:I_PICK + 4] = _consolidated(gpus[a], top)
+            M.i[r, I_CACHE:I_CACHE + 4] = M.i[r, I_PICK:I_PICK + 4]
+        return True
+    if M.g[G_SOLVED] == now:
+        return True
+    M.gi[0] = k
+    M.gi[1:1 + k] = active[members]
+    M.gi[1 + N:1 + N + active.shape[0]] = active[order]
+    return False
+
+
+@nb.njit(cache=True)
+def _consolidated(gpus: int, top: int) -> Any:
+    """The smallest cell multiset holding the gang in one piece (``candidates(...)[0]``)."""
+    out = np.zeros(4, dtype=np.int64)
+    size = 2 ** top
+    if gpus <= size:
+        out[int(np.ceil(np.log2(gpus)))] = 1
+    else:
+        out[top] = -(-gpus // size)
+    return out
+
+
+@nb.njit(cache=True)
+def _place(C: Any, J: Any, M: Any, active: Any, locked: Any, order: Any, free: Any) -> None:
+    """Nodes for the picked cells; continuing jobs stay put; leftovers filled by reward."""
+    gpus = M.i[:, I_GPUS]
+    picks = np.array([r for r in active if M.i[r, I_RANK] > 0], dtype=np.int64)
+    picks = picks[np.argsort(M.i[picks, I_RANK], kind="mergesort")]
+    stay = np.array([r for r in picks if J.alloc[r].sum() == gpus[r]], dtype=np.int64)
+    fill_in_order(M.out_alloc, free, stay, gpus, J.alloc)
+    new = np.array([r for r in picks if not np.any(M.out_alloc[r] != 0)], dtype=np.int64)
+    if new.size:
+        rows, ok = place_cells(free, M.i[new, I_PICK:I_PICK + 4].copy())
+        none, row = np.zeros_like(free), np.zeros_like(free)
+        for j, r in enumerate(new):
+            fits = ok[j]
+            if fits:
+                row[:] = _trim(rows[j], gpus[r])
+                fits = not np.any(row > free)
+            if fits or gang_row(free, gpus[r], none, row):
+                M.out_alloc[r, :] = row
+                free -= row
+    rest = np.array([active[a] for a in order if not locked[a] and M.i[active[a], I_RANK] == 0],
+                    dtype=np.int64)
+    fill_in_order(M.out_alloc, free, rest, gpus, J.alloc)
+
+
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _unisched(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """Select jobs and cells at a BE lease boundary; between boundaries only fill idle GPUs."""
+    p, active = M.params, active_rows(E)
+    n = active.shape[0]
+    boundary = now >= M.g[G_NEXT] - 1e-6
+    boundary_next = now + p[BE_LEASE] if boundary else M.g[G_NEXT]
+    last = now if np.isnan(M.g[G_LAST]) else M.g[G_LAST]
+    profiled, profiling, locked = np.empty(n), np.empty(n, np.bool_), np.empty(n, np.bool_)
+    free = C.node_gpus.copy()
+    for a in range(n):
+        r = active[a]
+        profiled[a] = M.f[r, F_PROF] + now - last if M.i[r, I_PROFILED] else M.f[r, F_PROF]
+        profiling[a] = profiled[a] < p[PROFILE_S] - 1e-6
+        locked[a] = M.f[r, F_LEASE] > now + 1e-6 and J.held[r] > 0
+        if locked[a]:
+            free -= J.alloc[r]
+    gpus, now_value, work, _, order = outlook(C, J, M, active, now, profiling, locked)
+    for a in range(n):
+        r = active[a]
+        M.i[r, I_GPUS], M.i[r, I_LOCKED], M.i[r, I_PROFILING] = gpus[a], locked[a], profiling[a]
+        M.f[r, F_NOW] = now_value[a]
+        M.f[r, F_WORK:F_WORK + work.shape[1]] = work[a]
+    if boundary:
+        if not _select(C, J, M, active, now, gpus, locked, work, order, free.copy()):
+            return HOST
+        for a in range(n):
+            if not locked[a]:
+                M.out_alloc[active[a], :] = 0
+                touch(M, active[a])
+        _place(C, J, M, active, locked, order, free)
+    else:  # the artifact's opportunistic run: every lease holds, idle GPUs go by reward
+        for r in fill_in_order(M.out_alloc, C.node_gpus - E.node_used, active[order],
+                               M.i[:, I_GPUS], J.alloc):
+            touch(M, r)
+    # SLO jobs (past profiling) that start a lease hold it for m BE leases; it ends with a
+    # BE lease (§III-C1), so one started between boundaries ends m - 1 leases after the next
+    end = boundary_next + (p[MULTIPLE] - 1) * p[BE_LEASE]
+    for a in range(n):
+        r = active[a]
+        held = np.any(M.out_alloc[r] != 0)
+        slo = (J.job_class[r] == STRICT or J.job_class[r] == SOFT) and not profiling[a]
+        if not locked[a]:
+            if slo and held and (boundary or J.held[r] == 0):
+                M.f[r, F_LEASE] = end
+            elif not held or boundary:
+                M.f[r, F_LEASE] = -np.inf
+        M.f[r, F_PROF] = profiled[a]
+        M.i[r, I_PROFILED] = profiling[a] and held
+    M.g[G_NEXT], M.g[G_LAST], M.g[G_SOLVED] = boundary_next, now, -np.inf
+    return PLAN
+
 
 @register
 @dataclass(frozen=True)
-class UniSched(RoundPolicy):
+class UniSched(KernelRoundPolicy):
     """UniSched's lease-based, reward-maximising scheduler (module docstring)."""
 
     name = "unisched"
@@ -107,119 +286,67 @@ class UniSched(RoundPolicy):
     def reacts(self) -> bool:
         return self.opportunistic
 
-    def plan(self, state: RoundState) -> IntArray:
-        """Select jobs and cells at a BE lease boundary; between boundaries only fill idle GPUs."""
-        memo, now = state.memo, state.now
-        leases: dict[int, float] = memo.setdefault("lease_end", {})
-        boundary = now >= memo.get("next_boundary", -np.inf) - 1e-6
-        if boundary:
-            memo["next_boundary"] = now + self.be_lease_s
-        locked = np.array([leases.get(int(r), -np.inf) > now + 1e-6 for r in state.rows],
-                          dtype=bool) & (state.alloc.sum(axis=1) > 0)
-        profiling = self._profiling(state)
-        jobs = Outlook.build(self, state, locked, profiling)
-        if boundary:
-            picked, sel = self._select(state, jobs, locked)
-            out = self._place(state, jobs, locked, picked)
-            if sel is not None:
-                memo.setdefault("solve_s", []).append(sel.solve_s)
-        else:  # the artifact's opportunistic run: every lease holds, idle GPUs go by reward
-            out = state.alloc.copy()
-            free = state.cluster.node_gpus - out.sum(axis=0)
-            fill_in_order(out, free, jobs.order, jobs.gpus, state.alloc)
-        # SLO jobs (past profiling) that start a lease hold it for m BE leases; it ends with
-        # a BE lease (§III-C1), so one started between boundaries ends m - 1 leases after next
-        slo = np.isin(state.job_class, (STRICT, SOFT)) & ~profiling
-        held = out.sum(axis=1) > 0
-        end = memo["next_boundary"] + (self.slo_lease_multiple - 1) * self.be_lease_s
-        started = held & (boundary | (state.alloc.sum(axis=1) == 0))
-        for i in np.flatnonzero(~locked):
-            row = int(state.rows[i])
-            if slo[i] and started[i]:
-                leases[row] = end
-            elif not held[i] or boundary:
-                leases.pop(row, None)
-        memo["profiling_rows"] = {int(r) for r in state.rows[profiling & held]}
-        memo["last_now"] = now
-        active = set(state.rows.tolist())
-        memo["lease_end"] = {r: t for r, t in leases.items() if r in active}
-        return out
+    kernel = staticmethod(_unisched)
 
-    def _profiling(self, state: RoundState) -> npt.NDArray[np.bool_]:
-        """Jobs still in their profiling phase; credits the last lease's profiling."""
-        done: dict[int, float] = state.memo.setdefault("profiled_s", {})
-        last = state.memo.get("last_now", state.now)
-        for r in state.memo.get("profiling_rows", ()):
-            done[r] = done.get(r, 0.0) + state.now - last
-        active = set(state.rows.tolist())
-        state.memo["profiled_s"] = done = {r: s for r, s in done.items() if r in active}
-        seen = np.array([done.get(int(r), 0.0) for r in state.rows])
-        return seen < self.profile_s - 1e-6
+    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+        """Leases, profiling, the MILP's cache and scratch (module constants)."""
+        n, steps = jobs.arrival.shape[0], jobs.deadlines.shape[1]
+        mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
+            self.be_lease_s, self.slo_lease_multiple, self.slo_reward, self.be_reward_scale,
+            self.profiler_reward, self.reward_decay, self.profile_s, self.milp_max_jobs],
+            f=F_WORK + steps, i=I_PROFILING + 1, g=5, gi=1 + 2 * n)
+        mem.f[:, F_LEASE] = -np.inf
+        mem.g[:] = (-np.inf, np.nan, -np.inf, 0.0, np.nan)
+        return mem
 
-    def _select(self, state: RoundState, jobs: Outlook, locked: npt.NDArray[np.bool_]
-                ) -> tuple[dict[int, IntArray], Selection | None]:
-        """Cells for each chosen job: the MILP's answer, or the cached one on a timeout."""
-        memo = state.memo
-        inp, members = jobs.selector_input(state, locked, self)
-        cache: dict[int, tuple[int, ...]] = memo.setdefault("cache", {})
-        picked: dict[int, IntArray] = {}
-        first = np.searchsorted(inp.cand_job, np.arange(members.size))
-        starting = first[inp.may_start]
-        if fits_cells(inp.cand_cells[starting].sum(axis=0), inp.free_now):
-            # everyone fits consolidated now, so every job runs at full speed from now on:
-            # the MILP's optimum, without the solver
-            for k in np.flatnonzero(inp.may_start):
-                picked[int(members[k])] = inp.cand_cells[first[k]]
-            memo["cache"] = {int(state.rows[i]): tuple(c) for i, c in picked.items()}
-            return picked, None
+    def host_step(self, cluster: ClusterArrays, jobs: JobArrays, memory: PolicyMemory,
+                  state: EngineState, now: float) -> None:
+        """Solve the selector MILP (HiGHS) for this boundary and leave its picks in memory;
+        if it finds no usable solution, reuse the last cycle's cells (the paper's cache)."""
+        M, n, N = memory, int(state.cnt[N_ACTIVE]), jobs.arrival.shape[0]
+        active = state.active[:n]
+        members = M.gi[1:1 + M.gi[0]].copy()
+        order = M.gi[1 + N:1 + N + n].copy()
+        locked = M.i[active, I_LOCKED].astype(bool)
+        free = cluster.node_gpus - jobs.alloc[active[locked]].sum(axis=0)
+        steps = jobs.deadlines.shape[1]
+        inp = selector_input(
+            cluster, gpus=M.i[members, I_GPUS], profiling=M.i[members, I_PROFILING] > 0,
+            now_value=M.f[members, F_NOW], may_start=M.i[members, I_LOCKED] == 0,
+            work_s=M.f[members, F_WORK:F_WORK + steps],
+            deadline_s=jobs.deadlines[members] - now,
+            step_value=self.slo_reward * (jobs.rewards[members] / 100.0) ** self.reward_decay,
+            node_free=free, lease_s=self.slo_lease_s, slots=self.horizon_slots)
         sel = solve_selector(inp, time_limit_s=self.milp_time_limit_s)
+        M.g[G_SOLVE_S] = sel.solve_s
+        M.i[active, I_RANK] = 0
+        picks: list[tuple[int, IntArray]] = []
         if sel.usable:
-            for k in np.flatnonzero(sel.choice >= 0):
-                picked[int(members[k])] = inp.cand_cells[sel.choice[k]]
-            memo["cache"] = {int(state.rows[i]): tuple(c) for i, c in picked.items()}
-            return picked, sel
-        memo["fallbacks"] = memo.get("fallbacks", 0) + 1
-        taken = np.zeros(4, dtype=np.int64)  # the paper's cache: last cycle's cells, if they fit
-        for i in jobs.order:
-            cells = cache.get(int(state.rows[i]))
-            if locked[i] or cells is None or sum(np.array(cells) * [1, 2, 4, 8]) < jobs.gpus[i]:
-                continue
-            if fits_cells(taken + cells, inp.free_now):
-                taken += cells
-                picked[int(i)] = np.array(cells, dtype=np.int64)
-        return picked, sel
+            picks = [(int(members[k]), inp.cand_cells[sel.choice[k]])
+                     for k in np.flatnonzero(sel.choice >= 0)]
+            M.i[active, I_CACHED] = 0
+        else:
+            M.g[G_FALLBACKS] += 1
+            taken, free_now = np.zeros(4, dtype=np.int64), inp.free_now
+            for r in order:
+                cells = M.i[r, I_CACHE:I_CACHE + 4]
+                if (M.i[r, I_LOCKED] or not M.i[r, I_CACHED]
+                        or int(cells @ (1, 2, 4, 8)) < M.i[r, I_GPUS]):
+                    continue
+                if fits_cells(taken + cells, free_now):
+                    taken += cells
+                    picks.append((int(r), cells.copy()))
+        for rank, (r, cells) in enumerate(picks):
+            M.i[r, I_RANK] = rank + 1
+            M.i[r, I_PICK:I_PICK + 4] = cells
+            if sel.usable:
+                M.i[r, I_CACHED] = 1
+                M.i[r, I_CACHE:I_CACHE + 4] = cells
+        M.g[G_SOLVED] = now
 
-    def _place(self, state: RoundState, jobs: Outlook, locked: npt.NDArray[np.bool_],
-               picked: dict[int, IntArray]) -> IntArray:
-        """Nodes for the chosen cells; continuing jobs stay put; leftovers filled by reward."""
-        out = np.zeros_like(state.alloc)
-        out[locked] = state.alloc[locked]
-        free = state.cluster.node_gpus - out.sum(axis=0)
-        stay = np.array([i for i in picked if int(state.alloc[i].sum()) == jobs.gpus[i]],
-                        dtype=np.int64)
-        fill_in_order(out, free, stay, jobs.gpus, state.alloc)
-        new = [i for i in picked if not out[i].any()]
-        if new:
-            rows = place_cells(free, np.array([picked[i] for i in new]))
-            for i, row in zip(new, rows, strict=True):
-                row = _trim(row, int(jobs.gpus[i])) if row is not None else None
-                if row is None or (row > free).any():
-                    row = place_gang(free, int(jobs.gpus[i]))
-                if row is not None:
-                    out[i] = row
-                    free -= row
-        rest = np.array([i for i in jobs.order if not locked[i] and i not in picked],
-                        dtype=np.int64)
-        fill_in_order(out, free, rest, jobs.gpus, state.alloc)
-        return out
-
-
-def _trim(row: IntArray, gpus: int) -> IntArray:
-    """A cell placement cut down to the gang's size (a round-up cell keeps its spare GPUs free)."""
-    row = row.copy()
-    extra = int(row.sum()) - gpus
-    for node in np.argsort(row, kind="stable"):
-        cut = min(extra, int(row[node]))
-        row[node] -= cut
-        extra -= cut
-    return row
+    @staticmethod
+    def lease_ends(memo: dict[str, Any]) -> dict[int, float]:
+        """The SLO leases held after the last decision of a run of ``plan`` calls sharing
+        ``memo``: workload row -> lease end (s)."""
+        ends = memo["kernel_memory"].f[:, F_LEASE]
+        return {int(r): float(ends[r]) for r in np.flatnonzero(np.isfinite(ends))}

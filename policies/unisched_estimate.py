@@ -1,32 +1,32 @@
 """UniSched's Estimator and reward generator (papers/unisched.md §III-B, §III-C2).
 
-At each decision, for every active job: its GPUs (at most 2 while profiling), its speed at the
-consolidated allocation, its reward for running now, and, for SLO jobs, the work each deadline
-step needs by the SR-aware duration estimate (eqs. 1, 3) - everything the selector MILP
-(:mod:`policies.unisched_milp`) is built from.
+At each decision, for every active job: its GPUs (at most 2 while profiling), its reward for
+running now, and, for SLO jobs, the work each deadline step needs by the SR-aware duration
+estimate (eqs. 1, 3), the laxity that leaves, and the order of urgency - everything the
+selector MILP (:mod:`policies.unisched_milp`) and the placement are built from. Compiled
+(:func:`outlook`), for the UniSched kernel.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from math import ceil, comb, floor
-from typing import TYPE_CHECKING
+import math
+from math import comb
+from typing import Any
 
+import numba as nb
 import numpy as np
-import numpy.typing as npt
 
-from policies.cells import candidates, node_cells
-from policies.unisched_milp import SelectorInput
-from simulator.rounds import RoundState
+from simulator.jit import configure_cache
 from simulator.slo import PROFILER, SOFT, STRICT
 
-if TYPE_CHECKING:
-    from policies.unisched import UniSched
+configure_cache()
 
-__all__ = ["Outlook", "expected_sr_overhead", "expected_suspensions"]
+__all__ = ["BE_LEASE", "BE_SCALE", "F_LEASE", "MULTIPLE", "PROFILER_REWARD", "expected_sr_overhead",
+           "expected_suspensions", "outlook"]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+# UniSched's kernel parameters (memory.params) and the per-row lease end (memory.f column)
+BE_LEASE, MULTIPLE, SLO_REWARD, BE_SCALE, PROFILER_REWARD, DECAY, PROFILE_S = range(7)
+F_LEASE = 0
 
 
 def expected_sr_overhead(n_leases: int, deadline_leases: int, t_sr: float, *,
@@ -56,6 +56,7 @@ def expected_sr_overhead(n_leases: int, deadline_leases: int, t_sr: float, *,
                       for k in range(min(n - 1, m - n) + 1)) / total
 
 
+@nb.njit(cache=True)
 def expected_suspensions(n: int, m: int) -> float:
     """Eq. 3 divided by ``t_sr``, in closed form: ``n (m - n + 1) / m - 1``.
 
@@ -65,103 +66,69 @@ def expected_suspensions(n: int, m: int) -> float:
     return n * (m - n + 1) / m - 1.0
 
 
-@dataclass(frozen=True, eq=False)
-class Outlook:
-    """What the reward generator and the Estimator say about each active job.
+@nb.njit(cache=True)
+def _gang_rate(C: Any, J: Any, r: int) -> float:
+    """Reference work per second at the consolidated allocation on the slowest type (eq. 8's
+    ``A*``), spread over nodes if the gang exceeds every node."""
+    m, d = J.model[r], J.demand[r]
+    top = C.speedup.shape[1] - 1
+    g = min(float(d), float(top))
+    lo = int(g)
+    gang = C.speedup[m, lo] + (g - lo) * (C.speedup[m, min(lo + 1, top)] - C.speedup[m, lo])
+    rate = np.inf
+    for t in range(C.speeds.shape[1]):
+        rate = min(rate, gang * C.speeds[m, t])
+    return rate * (C.inter_node_factor if d > C.node_gpus.max() else 1.0)
 
-    Attributes:
-        gpus: GPUs the job runs on now (at most 2 while profiling).
-        rate: reference work per second at the consolidated allocation (eq. 8's ``A*``).
-        now_value: reward for running in the current lease (profiler / best-effort rule).
-        work_s: ``(jobs, steps)`` SR-aware seconds at ``rate`` still needed (eqs. 1, 3),
-            less what a held SLO lease will still do; inf: the step is out of reach; NaN: no
-            such step or it has passed. Equal across a job's steps.
-        deadline_s: ``(jobs, steps)`` deadlines, seconds from now.
-        step_value: ``(jobs, steps)`` ``slo_reward * (reward / 100) ** reward_decay``.
-        order: most deserving first: SLO jobs that can still meet a step by laxity, then the
-            rest by ``now_value``.
-        profiling: jobs in their profiling phase.
+
+@nb.njit(cache=True)
+def outlook(C: Any, J: Any, M: Any, active: Any, now: float, profiling: Any,
+            locked: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """Rewards (§III-C2) and SR-aware durations (eqs. 1, 3) of the active jobs (by position).
+
+    Returns:
+        ``gpus`` each job runs on now (at most 2 while profiling); ``now_value``, its reward
+        for running in the current lease (profiler rule, or ``be_reward_scale x lease /
+        (remaining time + lease)``); ``work``, per deadline step, the SR-aware seconds at the
+        consolidated rate still needed less what a held SLO lease will still do (inf: out of
+        reach, NaN: no such step or past); ``laxity``, the slack to the nearest reachable
+        step; and ``order``, the positions most deserving first (least laxity, then the
+        largest reward).
     """
-
-    gpus: IntArray
-    rate: FloatArray
-    now_value: FloatArray
-    work_s: FloatArray
-    deadline_s: FloatArray
-    step_value: FloatArray
-    order: IntArray
-    profiling: npt.NDArray[np.bool_]
-
-    @classmethod
-    def build(cls, p: UniSched, state: RoundState, locked: npt.NDArray[np.bool_],
-              profiling: npt.NDArray[np.bool_]) -> Outlook:
-        """Rewards (§III-C2) and SR-aware durations (eqs. 1, 3) at this decision."""
-        cl = state.cluster
-        gpus = np.where(profiling, np.minimum(state.demand, 2), state.demand).astype(np.int64)
-        spread = state.demand > cl.node_gpus.max()
-        rate = state.gang_rates().min(axis=1) * np.where(spread, cl.inter_node_factor, 1.0)
-        left_s = state.est_remaining.clip(0.0) / rate
-        now_value = np.where(profiling | (state.job_class == PROFILER), p.profiler_reward,
-                             p.be_reward_scale * p.be_lease_s / (left_s + p.be_lease_s))
-        deadline = state.deadlines_s - state.now
-        slo = np.isin(state.job_class, (STRICT, SOFT)) & ~profiling
-        work = np.full(deadline.shape, np.nan)
-        rate_now = state.rate(state.alloc)
-        leases: dict[int, float] = state.memo.get("lease_end", {})
-        for i in np.flatnonzero(slo):
-            credit = 0.0
-            if locked[i]:  # work its running lease still does, in consolidated seconds
-                credit = (leases[int(state.rows[i])] - state.now) * rate_now[i] / rate[i]
-            ahead = np.flatnonzero(deadline[i] > 0)
-            if not ahead.size:
-                continue
-            # eq. 3 over the leases to the next deadline; the later (soft) steps need the same
-            n = max(1, ceil(left_s[i] / p.slo_lease_s))
-            m = max(n, floor(deadline[i, ahead[0]] / p.slo_lease_s))
-            need = max(left_s[i] + cl.restart_s * expected_suspensions(n, m) - credit, 0.0)
-            work[i, ahead] = np.where(need <= deadline[i, ahead], need, np.inf)
-        value = p.slo_reward * (state.rewards / 100.0) ** p.reward_decay
-        reach = np.isfinite(work)
-        laxity = np.where(reach, deadline - np.nan_to_num(work, posinf=0.0), np.inf).min(
-            axis=1, initial=np.inf)
-        order = np.lexsort((-now_value, laxity))
-        return cls(gpus, rate, now_value, work, deadline, value, order.astype(np.int64),
-                   profiling)
-
-    def selector_input(self, state: RoundState, locked: npt.NDArray[np.bool_], p: UniSched
-                       ) -> tuple[SelectorInput, IntArray]:
-        """The MILP for the jobs up for decision (and locked ones that still need leases)."""
-        reach = np.isfinite(self.work_s).any(axis=1)
-        keep = self.order[(~locked | reach)[self.order]][: p.milp_max_jobs]
-        members = np.sort(keep)
-        cl = state.cluster
-        top = int(min(3, np.floor(np.log2(cl.node_gpus.max()))))
-        cells, owner, phi = [], [], []
-        for k, i in enumerate(members):
-            options = candidates(int(self.gpus[i]), top)[:1 if self.profiling[i] else None]
-            cells.append(options)
-            owner.append(np.full(options.shape[0], k))
-            whole = (np.arange(options.shape[0]) == 0) | (self.gpus[i] > 2 ** top)
-            phi.append(np.where(whole, 1.0, cl.inter_node_factor))
-        node_free = cl.node_gpus - np.where(locked[:, None], state.alloc, 0).sum(axis=0)
-        dl = self.deadline_s[members]
-        horizon = float(np.where(np.isfinite(self.work_s[members]), dl, 0.0).max(initial=0.0))
-        inp = SelectorInput(
-            cand_cells=np.concatenate(cells) if cells else np.zeros((0, 4), dtype=np.int64),
-            cand_job=np.concatenate(owner).astype(np.int64) if owner else np.zeros(0, np.int64),
-            cand_phi=np.concatenate(phi) if phi else np.zeros(0),
-            now_value=self.now_value[members], may_start=~locked[members],
-            work_s=self.work_s[members], deadline_s=dl, step_value=self.step_value[members],
-            slot_s=_slots(p.slo_lease_s, horizon, p.horizon_slots),
-            free_now=node_cells(node_free).sum(axis=0),
-            free_later=node_cells(cl.node_gpus).sum(axis=0))
-        return inp, members
-
-
-def _slots(lease_s: float, horizon_s: float, most: int) -> FloatArray:
-    """Slot lengths: one SLO lease, then doubling, the last reaching ``horizon_s``."""
-    slots = [lease_s]
-    while sum(slots) < horizon_s and len(slots) < most:
-        slots.append(lease_s * 2 ** (len(slots) - 1))
-    slots[-1] = max(slots[-1], horizon_s - sum(slots[:-1]))
-    return np.array(slots)
+    p, n, S = M.params, active.shape[0], J.deadlines.shape[1]
+    be_lease = p[BE_LEASE]
+    slo_lease = be_lease * p[MULTIPLE]
+    gpus = np.empty(n, dtype=np.int64)
+    now_value, laxity = np.empty(n), np.full(n, np.inf)
+    work = np.full((n, S), np.nan)
+    for a in range(n):
+        r = active[a]
+        gpus[a] = min(J.demand[r], 2) if profiling[a] else J.demand[r]
+        rate = _gang_rate(C, J, r)
+        left = max(J.est[r], 0.0) / rate
+        if profiling[a] or J.job_class[r] == PROFILER:
+            now_value[a] = p[PROFILER_REWARD]
+        else:
+            now_value[a] = p[BE_SCALE] * be_lease / (left + be_lease)
+        first = -1
+        for f in range(S):
+            if first < 0 and J.deadlines[r, f] - now > 0:
+                first = f
+        slo = J.job_class[r] == STRICT or J.job_class[r] == SOFT
+        if not slo or profiling[a] or first < 0:
+            continue
+        # the work a running SLO lease still does, in consolidated seconds
+        credit = (M.f[r, F_LEASE] - now) * J.alone[r] / rate if locked[a] else 0.0
+        # eq. 3 over the leases to the next deadline; the later (soft) steps need the same
+        k = max(1, math.ceil(left / slo_lease))
+        m = max(k, math.floor((J.deadlines[r, first] - now) / slo_lease))
+        need = max(left + C.restart_s * expected_suspensions(k, m) - credit, 0.0)
+        for f in range(first, S):
+            deadline = J.deadlines[r, f] - now
+            if deadline > 0:
+                work[a, f] = need if need <= deadline else np.inf
+                if need <= deadline:
+                    laxity[a] = min(laxity[a], deadline - need)
+    by_value = np.argsort(-now_value, kind="mergesort")
+    order = by_value[np.argsort(laxity[by_value], kind="mergesort")]
+    return gpus, now_value, work, laxity, order

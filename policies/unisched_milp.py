@@ -36,15 +36,16 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
-from policies.cells import LEVELS, NEST
+from policies.cells import LEVELS, NEST, candidates, node_cells
 
-__all__ = ["USABLE_GAP", "Selection", "SelectorInput", "solve_selector"]
+__all__ = ["USABLE_GAP", "Selection", "SelectorInput", "selector_input", "solve_selector"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -105,6 +106,43 @@ class Selection:
     status: int
     usable: bool
     solve_s: float
+
+
+def selector_input(cluster: Any, *, gpus: IntArray, profiling: BoolArray,
+                   now_value: FloatArray, may_start: BoolArray, work_s: FloatArray,
+                   deadline_s: FloatArray, step_value: FloatArray, node_free: IntArray,
+                   lease_s: float, slots: int) -> SelectorInput:
+    """The MILP of one cycle for its member jobs (per-job arrays as :class:`SelectorInput`).
+
+    Each job brings its buddy-cell candidates (only the consolidated one while profiling),
+    spread ones running at the cluster's ``inter_node_factor``; slots are one SLO lease
+    (``lease_s``), then doubling, the last reaching the latest deadline still reachable.
+    """
+    top = int(min(3, np.floor(np.log2(cluster.node_gpus.max()))))
+    cells, owner, phi = [], [], []
+    for k in range(gpus.shape[0]):
+        options = candidates(int(gpus[k]), top)[:1 if profiling[k] else None]
+        cells.append(options)
+        owner.append(np.full(options.shape[0], k))
+        whole = (np.arange(options.shape[0]) == 0) | (gpus[k] > 2 ** top)
+        phi.append(np.where(whole, 1.0, cluster.inter_node_factor))
+    horizon = float(np.where(np.isfinite(work_s), deadline_s, 0.0).max(initial=0.0))
+    return SelectorInput(
+        cand_cells=np.concatenate(cells) if cells else np.zeros((0, 4), dtype=np.int64),
+        cand_job=np.concatenate(owner).astype(np.int64) if owner else np.zeros(0, np.int64),
+        cand_phi=np.concatenate(phi) if phi else np.zeros(0), now_value=now_value,
+        may_start=may_start, work_s=work_s, deadline_s=deadline_s, step_value=step_value,
+        slot_s=_slots(lease_s, horizon, slots), free_now=node_cells(node_free).sum(axis=0),
+        free_later=node_cells(cluster.node_gpus).sum(axis=0))
+
+
+def _slots(lease_s: float, horizon_s: float, most: int) -> FloatArray:
+    """Slot lengths: one SLO lease, then doubling, the last reaching ``horizon_s``."""
+    slots = [lease_s]
+    while sum(slots) < horizon_s and len(slots) < most:
+        slots.append(lease_s * 2 ** (len(slots) - 1))
+    slots[-1] = max(slots[-1], horizon_s - sum(slots[:-1]))
+    return np.array(slots)
 
 
 def solve_selector(inp: SelectorInput, *, time_limit_s: float = 10.0,

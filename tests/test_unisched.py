@@ -4,6 +4,7 @@ FIFO, Themis, LLF and Hydra (§V: UniSched misses fewer deadlines)."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -19,12 +20,20 @@ from scipy.optimize import linprog
 from policies import FIFO, Themis
 from policies.cells import CELL_GPUS, NEST, candidates, fits_cells, node_cells, place_cells
 from policies.slo_baselines import LLF, Hydra
-from policies.unisched import UniSched, expected_sr_overhead, expected_suspensions
+from policies.unisched import (
+    F_PROF,
+    G_FALLBACKS,
+    G_NEXT,
+    UniSched,
+    expected_sr_overhead,
+    expected_suspensions,
+)
 from policies.unisched_milp import SelectorInput, solve_selector
 from simulator import Workload, load_profile, simulate
 from simulator.generate import add_slos
 from simulator.metrics import METRICS
 from simulator.profile import NodeGroup
+from simulator.round_arrays import cluster_arrays, job_arrays_from
 from simulator.rounds import Cluster, RoundState
 from simulator.scaling import parametric_table
 from simulator.slo import BEST_EFFORT, STRICT
@@ -81,9 +90,8 @@ def test_proposition_1_against_bin_packing(free: list[int], want: list[tuple[int
     ok = fits_cells(requests.sum(axis=0), node_cells(node_free).sum(axis=0))
     assert ok == packs(list(free), cells)
     if ok:
-        rows = place_cells(node_free, requests)
-        assert all(r is not None for r in rows)
-        placed = np.array(rows)
+        placed, placed_ok = place_cells(node_free, requests)
+        assert placed_ok.all()
         assert (placed.sum(axis=0) <= node_free).all()
         assert (placed.sum(axis=1) == requests @ CELL_GPUS).all()
 
@@ -236,12 +244,12 @@ def test_reward_order_on_one_gpu() -> None:
     remaining = np.array([10 * hour, hour, hour, hour])
     kind = np.array([BEST_EFFORT, BEST_EFFORT, BEST_EFFORT, STRICT])
     deadline = np.array([np.nan, np.nan, np.nan, 1.1 * hour])
-    profiled = {"profiled_s": {0: 1e9, 1: 1e9, 3: 1e9}, "profiling_rows": set()}
 
     def winner(keep: list[int], slack: float = 1.0) -> int:
         idx = np.array(keep)
         st_ = make_state(cl, 0.0, demand[idx], remaining[idx], kind[idx], deadline[idx] * slack,
-                         memo={k: v.copy() for k, v in profiled.items()}, rows=idx)
+                         rows=idx)
+        profiled(st_, [r for r in (0, 1, 3) if r in keep])
         plan = UniSched().plan(st_)
         assert plan.sum() == 1
         return int(idx[np.flatnonzero(plan.sum(axis=1))[0]])
@@ -250,6 +258,21 @@ def test_reward_order_on_one_gpu() -> None:
     assert winner([0, 1, 2, 3], slack=2.0) == 2  # the SLO job can run from the next lease
     assert winner([0, 1, 2]) == 2  # job 2 has not been profiled yet
     assert winner([0, 1]) == 1
+
+
+def profiled(state: RoundState, rows: list[int]) -> None:
+    """Mark ``rows`` as past their profiling phase in UniSched's memory for ``state``."""
+    memory = UniSched().memory(
+        cluster_arrays(state.cluster, state.speeds, state.scaling, None),
+        job_arrays_from(state, False))
+    memory.f[rows, F_PROF] = 1e9
+    state.memo["kernel_memory"] = memory
+
+
+def fallbacks(memo: dict[str, Any]) -> int:
+    """Times UniSched reused its cached cells because the MILP found no usable solution."""
+    kept = memo.get("kernel_memory")
+    return 0 if kept is None else int(kept.g[G_FALLBACKS])
 
 
 def contended(seed: int, n: int = 48) -> tuple[Cluster, np.ndarray, np.ndarray, np.ndarray,
@@ -268,7 +291,7 @@ def test_timeout_reuses_the_cached_solution() -> None:
     memo: dict[str, Any] = {}
     first = UniSched(profile_s=0).plan(make_state(cl, 0.0, demand, remaining, kind, deadline,
                                                   memo=memo))
-    assert first.sum() == cl.node_gpus.sum() and memo.get("fallbacks", 0) == 0
+    assert first.sum() == cl.node_gpus.sum() and fallbacks(memo) == 0
     # urgent newcomers: a working solver makes room for them
     urgent = np.array([1, 1, 1, 1])
     demand2 = np.concatenate([demand, urgent])
@@ -278,15 +301,15 @@ def test_timeout_reuses_the_cached_solution() -> None:
     alloc2 = np.vstack([first, np.zeros((4, cl.nodes), np.int64)])
 
     def second(limit: float) -> tuple[np.ndarray, dict[str, Any]]:
-        m = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in memo.items()}
+        m = copy.deepcopy(memo)
         st_ = make_state(cl, 300.0, demand2, remaining2, kind2, deadline2, alloc=alloc2, memo=m)
         return UniSched(profile_s=0, milp_time_limit_s=limit).plan(st_), m
 
     solved, m_ok = second(10.0)
-    assert m_ok.get("fallbacks", 0) == 0
+    assert fallbacks(m_ok) == 0
     assert solved[-4:].sum() == 4  # the urgent jobs run
     cached, m_to = second(1e-4)
-    assert m_to["fallbacks"] == 1
+    assert fallbacks(m_to) == 1
     held = first.sum(axis=1) > 0
     assert np.array_equal(cached[:-4][held], first[held])  # everyone keeps the cached cells
     assert cached[-4:].sum() == 0
@@ -310,7 +333,7 @@ def test_plans_fit_and_leases_hold(seed: int, n: int, nodes: int) -> None:
         if step:  # SLO leases (3 BE leases) started at step 0 still hold at 1 and 2
             locked = np.array([held.get(i, -1.0) > 300.0 * step for i in range(n)])
             assert np.array_equal(plan[locked], alloc[locked])
-        held = dict(memo["lease_end"])
+        held = UniSched.lease_ends(memo)
         alloc = plan
 
 
@@ -336,9 +359,10 @@ class Recorded(UniSched):
     name: ClassVar[str] = "test-unisched-recorded"
 
     def plan(self, state: RoundState) -> np.ndarray:
-        boundary = state.now >= state.memo.get("next_boundary", -np.inf) - 1e-6
+        kept = state.memo.get("kernel_memory")
+        boundary = state.now >= (kept.g[G_NEXT] if kept is not None else -np.inf) - 1e-6
         out = super().plan(state)
-        LOG.append((state.now, state.rows.copy(), out.copy(), dict(state.memo["lease_end"]),
+        LOG.append((state.now, state.rows.copy(), out.copy(), UniSched.lease_ends(state.memo),
                     boundary))
         return out
 
