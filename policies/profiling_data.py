@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from simulator import libm
 from simulator.errors import ParetoSearchError, located
 
 __all__ = [
@@ -194,20 +195,20 @@ def synthetic_utilization_profiles(n: int, rng: np.random.Generator, *,
     ``0.05 + 0.93 (1 − exp(−flops_g · batch_size / (60 (1 + 0.5 recurrent_layers))))``, times
     ``exp(noise · N(0, 1))``, clipped to ``[0.001, 1]``. Every row has ``source="synthetic"``.
     """
-    flops = np.exp(rng.uniform(np.log(0.01), np.log(20.0), n))
+    flops = libm.exp(rng.uniform(math.log(0.01), math.log(20.0), n))
     batch = rng.choice(np.array([8, 16, 32, 64, 128, 256]), n)
     recurrent = np.where(rng.random(n) < 0.8, 0, rng.integers(1, 5, n))
     load = flops * batch / (60.0 * (1.0 + 0.5 * recurrent))
-    util = 0.05 + 0.93 * (1.0 - np.exp(-load))
+    util = 0.05 + 0.93 * (1.0 - libm.exp(-load))
     return pd.DataFrame({
         "flops_g": flops,
-        "params_m": flops * np.exp(rng.normal(1.8, 0.8, n)),
+        "params_m": flops * libm.exp(rng.normal(1.8, 0.8, n)),
         "batch_size": batch,
-        "activations_m": flops * np.exp(rng.normal(1.0, 0.5, n)),
+        "activations_m": flops * libm.exp(rng.normal(1.0, 0.5, n)),
         "conv_layers": rng.integers(0, 160, n),
         "linear_layers": rng.integers(1, 12, n),
         "recurrent_layers": recurrent,
-        "gpu_util": np.clip(util * np.exp(noise * rng.standard_normal(n)), UTIL_FLOOR, 1.0),
+        "gpu_util": np.clip(util * libm.exp(noise * rng.standard_normal(n)), UTIL_FLOOR, 1.0),
         "source": "synthetic",
     })
 

@@ -46,6 +46,7 @@ from policies.gangs import place_gang
 from policies.ojpp_placement import Bounds, DeviceLoad, place_workers
 from policies.wfq import with_classes
 from policies.wfq_hetero import share_by_weight
+from simulator import libm
 from simulator.errors import InvalidPolicyParams
 from simulator.profile import ClusterProfile
 from simulator.rounds import RoundState
@@ -189,7 +190,7 @@ class Unified(RoundPolicy):
 
     def weights(self, tier: int, k: int) -> FloatArray:
         """Class weights on the ``tier``-th fastest GPU type."""
-        w = np.exp(-(self.W_1, self.W_2, self.W_3)[min(tier, 2)] * np.arange(k))
+        w = libm.exp(-(self.W_1, self.W_2, self.W_3)[min(tier, 2)] * np.arange(k))
         out: FloatArray = w / w.sum()
         return out
 

@@ -52,6 +52,7 @@ from policies.unisched_estimate import (
     outlook,
 )
 from policies.unisched_milp import selector_input, solve_selector
+from simulator import libm
 from simulator.profile import ClusterProfile
 from simulator.round_arrays import (
     HOST,
@@ -315,7 +316,8 @@ class UniSched(KernelRoundPolicy):
             now_value=M.f[members, F_NOW], may_start=M.i[members, I_LOCKED] == 0,
             work_s=M.f[members, F_WORK:F_WORK + steps],
             deadline_s=jobs.deadlines[members] - now,
-            step_value=self.slo_reward * (jobs.rewards[members] / 100.0) ** self.reward_decay,
+            step_value=self.slo_reward * libm.power(jobs.rewards[members] / 100.0,
+                                                    self.reward_decay),
             node_free=free, lease_s=self.slo_lease_s, slots=self.horizon_slots)
         sel = solve_selector(inp, time_limit_s=self.milp_time_limit_s)
         M.g[G_SOLVE_S] = sel.solve_s

@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from policies.base import KernelPolicy, param, register
 from policies.baselines import water_fill
+from simulator import libm
 from simulator.engine import KERNEL_SIG
 from simulator.errors import InvalidPolicyParams
 from simulator.scaling import ScalingTable
@@ -95,7 +96,7 @@ def with_classes(policy: _Classed, workload: Workload) -> _Classed:
 
 def _weights(W: float, k: int) -> tuple[float, ...]:
     """``w_i ∝ exp(-W i)``, normalised; floored so that no class's share underflows to 0."""
-    w = np.exp(-W * (np.arange(k) - (k - 1 if W < 0 else 0)))
+    w = libm.exp(-W * (np.arange(k) - (k - 1 if W < 0 else 0)))
     w = np.maximum(w / w.sum(), 1e-300)
     return tuple(float(v) for v in w / w.sum())
 

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from policies.base import RoundPolicy, param, register
 from policies.gangs import place_gang
 from policies.wfq import with_classes
+from simulator import libm
 from simulator.errors import InvalidPolicyParams
 from simulator.profile import ClusterProfile
 from simulator.rounds import RoundState
@@ -91,7 +92,7 @@ class WFQHetero(RoundPolicy):
         speed = state.speeds.mean(axis=0)
         for tier, t in enumerate(np.argsort(-speed, kind="stable")):
             on_t = cluster.node_type == t
-            w = np.exp(-(self.W_1, self.W_2, self.W_3)[min(tier, 2)] * np.arange(k))
+            w = libm.exp(-(self.W_1, self.W_2, self.W_3)[min(tier, 2)] * np.arange(k))
             need = np.bincount(cls, weights=np.where(waiting, state.demand, 0), minlength=k)
             held = np.bincount(cls, weights=plan[:, on_t].sum(axis=1), minlength=k)
             share = share_by_weight(cluster.node_gpus[on_t].sum(), w,

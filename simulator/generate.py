@@ -7,6 +7,7 @@ the cluster's GPUs, i.e. mean interarrival = ``mean(service) / (load * gpus)`` a
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from simulator import libm
 from simulator.colocation import JobSharing
 from simulator.errors import InvalidWorkload, located
 from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
@@ -73,7 +75,7 @@ def generate(
     sizes = np.array(list(PHILLY_GPU_MIX))
     probs = np.array(list(PHILLY_GPU_MIX.values()))
     demand = np.minimum(rng.choice(sizes, size=n_jobs, p=probs / probs.sum()), gpus)
-    per_gpu = np.exp(rng.normal(np.log(median_service_s), sigma, size=n_jobs))
+    per_gpu = libm.exp(rng.normal(math.log(median_service_s), sigma, size=n_jobs))
     service = np.clip(per_gpu * demand, 60.0, 60 * 86400.0)
     names = list(MODEL_MIX)
     shares = np.array(list(MODEL_MIX.values()))

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from simulator import libm
 from simulator.colocation import Interference, fill_unmeasured
 from simulator.errors import InvalidWorkload
 from simulator.scaling import ScalingTable, TypeSpeeds
@@ -162,7 +163,8 @@ def generate_gavel(table: ThroughputTable, n_jobs: int, *, jobs_per_hr: float,
     kinds = np.asarray(table.job_types, dtype=object)[rng.integers(0, len(table.job_types),
                                                                      n_jobs)]
     short = rng.random(n_jobs) < 0.8
-    duration = 60 * 10 ** np.where(short, rng.uniform(1.5, 3, n_jobs), rng.uniform(3, 4, n_jobs))
+    duration = 60 * libm.power(10.0, np.where(short, rng.uniform(1.5, 3, n_jobs),
+                                             rng.uniform(3, 4, n_jobs)))
     gpus = rng.choice([1, 2, 4, 8], size=n_jobs, p=[0.7, 0.1, 0.15, 0.05])
     model = np.array([scaling.index(k) for k in kinds])
     arrival = np.cumsum(np.r_[0.0, rng.exponential(3600 / jobs_per_hr, n_jobs - 1)])
