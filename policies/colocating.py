@@ -1,141 +1,216 @@
 """Shared machinery of the co-locating policies: Horus (:mod:`policies.horus`) and its
-baselines FIFO-exclusive, OBP and PAB (:mod:`policies.horus_baselines`).
+baselines FIFO-exclusive, OBP and PAB (:mod:`policies.horus_baselines`), compiled.
 
-Holds the device-load bookkeeping of a plan being built (:class:`Usage`), the greedy placement
-loop (:func:`greedy`) with its device picker (:func:`pick_devices`), the sharing-columns check
-(:func:`require_sharing`) and the base class :class:`Colocating`.
-
-All four policies place workers on devices (``shares_gpus``) and decide at arrivals and
-completions; all but FIFO read each job's predicted utilization and memory from the workload's
-sharing columns. None moves a running job, except PAB's evictions.
+All four place workers on devices (``shares_gpus``) and decide at arrivals and completions;
+all but FIFO read each job's predicted utilization and memory from the workload's sharing
+columns. None moves a running job, except PAB's evictions. A decision builds the devices' load
+(:class:`Load`) from the engine's workers per device, then places jobs one at a time
+(:func:`place`), each on the cheapest devices that can take it (:func:`cheapest`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import namedtuple
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numba as nb
 import numpy as np
-import numpy.typing as npt
 
 from policies.base import EventDriven
+from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload
-from simulator.rounds import RoundState
-from simulator.sharing import SharingModel
+from simulator.jit import configure_cache
+from simulator.round_arrays import (
+    N_ACTIVE,
+    ClusterArrays,
+    JobArrays,
+    PolicyMemory,
+    active_rows,
+    empty_memory,
+    touch,
+)
 
-__all__ = ["Chooser", "Colocating", "Usage", "greedy", "pending_jobs", "pick_devices",
-           "require_sharing"]
+configure_cache()
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+__all__ = ["Colocating", "Load", "cheapest", "curve_slowdown", "device_load", "fits",
+           "least_memory", "pending_rows", "place"]
+
+Load = namedtuple("Load", ["mem", "surge", "util", "count", "head", "nxt", "who", "size"])
+"""The devices' load under the plan being built: base memory (gamma) summed, largest surge
+(delta), utilization summed and workers, per device. With an interference matrix, also the
+workers on each device in arrival order: entries ``head[d]``, ``nxt[e]`` (-1 ends), each a
+row ``who[e]``; ``size[0]`` entries used. Without one, those arrays are empty."""
 
 
-def require_sharing(state: RoundState, policy: str) -> SharingModel:
-    """The run's sharing model; an error naming the missing workload columns if it has none."""
-    if state.sharing is None:
+@nb.njit(cache=True)
+def pending_rows(J: Any, E: Any) -> Any:
+    """The active rows with no worker placed, in arrival order."""
+    out = np.empty(E.cnt[N_ACTIVE], dtype=np.int64)
+    n = 0
+    for r in active_rows(E):
+        if J.nw[r] == 0:
+            out[n] = r
+            n += 1
+    return out[:n]
+
+
+@nb.njit(cache=True)
+def device_load(C: Any, J: Any, E: Any, flags: Any, skip: int, extra: int) -> Any:
+    """The load of the plan in force, leaving out rows ``r`` with ``flags[r] == skip`` (no
+    flags: none); room for ``extra`` more workers in the per-device lists."""
+    D = C.device_node.shape[0]
+    mem, surge, util = np.zeros(D), np.zeros(D), np.zeros(D)
+    count = np.zeros(D, dtype=np.int64)
+    lists = C.has_matrix
+    cap = E.dev_start[D] + extra if lists else 0
+    head = np.full(D if lists else 0, -1, dtype=np.int64)
+    nxt, who = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+    size = np.zeros(1, dtype=np.int64)
+    for d in range(D):
+        for x in range(E.dev_start[d], E.dev_start[d + 1]):  # arrival order, as rows add up
+            r = J.wrow[E.dev_rows[x]]
+            if flags.shape[0] and flags[r] == skip:
+                continue
+            mem[d] += J.mem[r]
+            util[d] += J.util[r]
+            surge[d] = max(surge[d], J.surge_gib[r])
+            count[d] += 1
+        if not lists:
+            continue
+        for x in range(E.dev_start[d + 1] - 1, E.dev_start[d] - 1, -1):
+            r = J.wrow[E.dev_rows[x]]  # pushed last first, so the list runs in arrival order
+            if not (flags.shape[0] and flags[r] == skip):
+                who[size[0]], nxt[size[0]], head[d] = r, head[d], size[0]
+                size[0] += 1
+    return Load(mem, surge, util, count, head, nxt, who, size)
+
+
+@nb.njit(cache=True, inline="always")
+def fits(C: Any, J: Any, load: Any, r: int, d: int) -> bool:
+    """Whether device ``d`` can take a worker of row ``r``: memory (OJPP eq. 3) and, where
+    others already run, a slowdown model for sharing."""
+    peak = load.mem[d] + J.mem[r] + max(load.surge[d], J.surge_gib[r])
+    return peak <= C.device_mem[d] + 1e-10 and (load.count[d] == 0 or C.shareable[d])
+
+
+@nb.njit(cache=True, inline="always")
+def curve_slowdown(C: Any, t: int, u: float) -> float:
+    """Type ``t``'s utilization curve at cumulative utilization ``u`` (``SlowdownCurve``)."""
+    a, b, c = C.curves[t, 0], C.curves[t, 1], C.curves[t, 2]
+    out = a * u * u + b * u + c - 1.0 if u > 1.0 else C.curves[t, 3] * u + C.curves[t, 4]
+    return max(out, 0.0)
+
+
+@nb.njit(cache=True)
+def cheapest(cost: Any, need: int, out: Any) -> bool:
+    """The ``need`` devices of least finite ``cost`` (ties: lower number) into ``out[:need]``,
+    ascending; False if fewer than ``need`` are finite."""
+    if need > 32:
+        order = np.argsort(cost, kind="mergesort")
+        if not cost[order[need - 1]] < np.inf:
+            return False
+        out[:need] = np.sort(order[:need])
+        return True
+    best, at = np.empty(need), np.empty(need, dtype=np.int64)
+    m = 0
+    for d in range(cost.shape[0]):
+        c = cost[d]
+        if not c < np.inf or (m == need and not c < best[m - 1]):
+            continue
+        m = min(m + 1, need)
+        j = m - 1
+        while j > 0 and c < best[j - 1]:  # strictly: an equal cost stays behind
+            best[j], at[j] = best[j - 1], at[j - 1]
+            j -= 1
+        best[j], at[j] = c, d
+    if m < need:
+        return False
+    out[:need] = np.sort(at)
+    return True
+
+
+@nb.njit(cache=True)
+def place(J: Any, M: Any, E: Any, load: Any, r: int, devices: Any) -> None:
+    """Plan one worker of row ``r`` on each of ``devices`` (ascending) and add it to the
+    load."""
+    need = J.demand[r]
+    M.out_nw[r] = need
+    for k in range(need):
+        d = devices[k]
+        M.out_wdev[J.woff[r] + k] = d
+        load.mem[d] += J.mem[r]
+        load.util[d] += J.util[r]
+        load.surge[d] = max(load.surge[d], J.surge_gib[r])
+        load.count[d] += 1
+        if load.head.shape[0]:
+            e = load.size[0]
+            load.size[0] += 1
+            load.who[e] = r
+            prev, cur = -1, load.head[d]
+            while cur >= 0 and E.pos[load.who[cur]] < E.pos[r]:
+                prev, cur = cur, load.nxt[cur]
+            load.nxt[e] = cur
+            if prev < 0:
+                load.head[d] = e
+            else:
+                load.nxt[prev] = e
+    touch(M, r)
+
+
+@nb.njit(cache=True)
+def least_memory(C: Any, J: Any, M: Any, E: Any, load: Any, order: Any) -> None:
+    """OBP's placement: each row of ``order`` in turn onto the devices where its worker fits,
+    least base memory used first; one that fits nowhere waits, the rest still try."""
+    D = C.device_node.shape[0]
+    cost = np.empty(D)
+    devices = np.empty(D, dtype=np.int64)
+    for r in order:
+        for d in range(D):
+            cost[d] = load.mem[d] if fits(C, J, load, r, d) else np.inf
+        if cheapest(cost, J.demand[r], devices):
+            place(J, M, E, load, r, devices)
+
+
+def require_sharing(cluster: ClusterArrays, policy: str) -> None:
+    """An error naming the missing workload columns if the run has no sharing model."""
+    if not cluster.has_sharing:
         raise InvalidWorkload(
             f"policy {policy!r} places jobs by their GPU utilization and memory, but the "
             f"workload has no sharing columns (gpu_util, gpu_mem_gib, mem_surge_gib, "
             f"mem_surge_p): add them, or generate them with simulator.generate.add_sharing")
-    return state.sharing
 
 
-@dataclass(eq=False)
-class Usage:
-    """The devices' load under a plan being built (a ``(jobs, devices)`` 0/1 array).
-
-    Without a sharing model (FIFO on a workload without sharing columns) only ``count`` is
-    known and jobs never share a device.
-    """
-
-    state: RoundState
-    sharing: SharingModel | None
-    plan: IntArray
-    mem: FloatArray  # sum of base memory (gamma) per device
-    surge: FloatArray  # largest surge (delta) per device
-    util: FloatArray  # cumulative utilization per device
-    count: IntArray  # workers per device
-
-    @classmethod
-    def of(cls, state: RoundState, placed: BoolArray | None = None) -> Usage:
-        """The load of ``placed`` (default: the current placement)."""
-        plan = (state.placed if placed is None else placed).astype(np.int64)
-        sh, devices = state.sharing, plan.shape[1]
-        if sh is None:
-            zero = np.zeros(devices)
-            return cls(state, None, plan, zero, zero.copy(), zero.copy(), plan.sum(axis=0))
-        jobs, on = sh.jobs.take(state.rows), plan.astype(bool)
-        fit_alone = jobs.mem_gib + jobs.surge_gib <= sh.device_mem_gib.max() + 1e-10
-        if not fit_alone.all():
-            i = int(np.flatnonzero(~fit_alone)[0])
-            raise InvalidWorkload(
-                f"workload row {state.rows[i] + 1}: a worker needs "
-                f"{jobs.mem_gib[i] + jobs.surge_gib[i]:g} GiB (gpu_mem_gib + mem_surge_gib), "
-                f"more than any device's {sh.device_mem_gib.max():g} GiB; it could never start")
-        surge = np.where(on, jobs.surge_gib[:, None], 0.0).max(axis=0, initial=0.0)
-        return cls(state, sh, plan, jobs.mem_gib @ plan, surge, jobs.gpu_util @ plan,
-                   plan.sum(axis=0))
-
-    def fits(self, i: int) -> BoolArray:
-        """Devices that can take a worker of job ``i``: memory (OJPP eq. 3) and, where others
-        already run, a slowdown model for sharing."""
-        sh = self.sharing
-        if sh is None:
-            out: BoolArray = self.count == 0
-            return out
-        r = self.state.rows[i]
-        peak = self.mem + sh.jobs.mem_gib[r] + np.maximum(self.surge, sh.jobs.surge_gib[r])
-        ok: BoolArray = (peak <= sh.device_mem_gib + 1e-10) & ((self.count == 0) | sh.shareable)
-        return ok
-
-    def add(self, i: int, devices: IntArray) -> None:
-        """Place one worker of job ``i`` on each of ``devices``."""
-        self.plan[i, devices] = 1
-        self.count[devices] += 1
-        if self.sharing is not None:
-            r = self.state.rows[i]
-            self.mem[devices] += self.sharing.jobs.mem_gib[r]
-            self.util[devices] += self.sharing.jobs.gpu_util[r]
-            self.surge[devices] = np.maximum(self.surge[devices], self.sharing.jobs.surge_gib[r])
-
-
-Chooser = Callable[[Usage, int], IntArray | None]
-"""Picks the devices for job ``i`` under the current load, or None if it does not fit now."""
-
-
-def pick_devices(cost: FloatArray, need: int) -> IntArray | None:
-    """The ``need`` cheapest devices with a finite cost (ties: lower number), or None."""
-    cand = np.flatnonzero(np.isfinite(cost))
-    if cand.size < need:
-        return None
-    out: IntArray = cand[np.argsort(cost[cand], kind="stable")[:need]]
-    return out
-
-
-def greedy(usage: Usage, order: IntArray, choose: Chooser, *, blocking: bool = False) -> IntArray:
-    """Place the jobs in ``order`` one by one; one that does not fit waits (and, if
-    ``blocking``, every job behind it too). Returns the plan."""
-    for i in order:
-        devices = choose(usage, int(i))
-        if devices is None:
-            if blocking:
-                break
-            continue
-        usage.add(int(i), devices)
-    return usage.plan
-
-
-def pending_jobs(state: RoundState) -> IntArray:
-    """Jobs with no worker placed."""
-    out: IntArray = np.flatnonzero(~state.placed.any(axis=1))
-    return out
+def require_fit_alone(cluster: ClusterArrays, jobs: JobArrays) -> None:
+    """An error naming the first job whose worker no device could hold, even alone."""
+    need = jobs.mem + jobs.surge_gib
+    big = float(cluster.device_mem.max())
+    over = np.flatnonzero(~(need <= big + 1e-10))
+    if over.size:
+        raise InvalidWorkload(
+            f"workload row {over[0] + 1}: a worker needs {need[over[0]]:g} GiB (gpu_mem_gib + "
+            f"mem_surge_gib), more than any device's {big:g} GiB; it could never start")
 
 
 @dataclass(frozen=True)
-class Colocating(EventDriven):
-    """Shared by the co-locating policies: device plans, decisions at arrivals and completions."""
+class Colocating(KernelRoundPolicy, EventDriven):
+    """Shared by the co-locating policies: device plans, decisions at arrivals and completions.
+
+    A run is refused up front if the policy reads sharing columns the workload lacks, or if a
+    job's worker fits no device even alone.
+    """
 
     shares_gpus: ClassVar[bool] = True
+    reads_sharing: ClassVar[bool] = True
 
+    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+        """:meth:`fresh_memory`, once the workload is known to suit the policy."""
+        if self.reads_sharing:
+            require_sharing(cluster, self.name)
+        if cluster.has_sharing:
+            require_fit_alone(cluster, jobs)
+        return self.fresh_memory(cluster, jobs)
+
+    def fresh_memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+        """The kernel's initial memory (default: none, and :meth:`kernel_params`)."""
+        return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params())

@@ -22,7 +22,8 @@ less work together than one alone, and on the testbed-style batches of
 Where the paper leaves a choice open, this module takes:
 
 - k-means: SciPy's ``kmeans2``, Euclidean (the paper names L1), k-means++ seeded from a fixed
-  generator so decisions are deterministic; recomputed only when the pending jobs change.
+  generator so decisions are deterministic, reproduced in compiled code
+  (:mod:`policies.horus_queues`); recomputed only when the pending jobs change.
 - Counts: rounding half up; an excess over ``beta`` is taken back from the queues rounded up
   most; slots a queue is too short to fill go to the others by weight, so ``min(beta,
   pending)`` jobs enter the buffer (at most ``beta`` pending: all of them, unclustered). One
@@ -30,117 +31,167 @@ Where the paper leaves a choice open, this module takes:
 - Cost: used memory is the base memory ``gamma`` (eq. 2; surges only enter the capacity
   check); ties go to the lower device number; types without a fitted curve cost their
   cumulative utilization (§3.2's proxy) and are not shared. With a workload interference
-  matrix, ``f`` is the predicted slowdown of the worst worker on the device after placing.
+  matrix, ``f`` is the predicted slowdown of the worst worker on the device after placing
+  (partners summed in arrival order).
   Line 11's σ-node test holds for any ``demand`` distinct devices, so it needs no check.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
-from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numba as nb
 import numpy as np
 import numpy.typing as npt
 
 from policies.base import param, register
 from policies.colocating import (
     Colocating,
-    Usage,
-    greedy,
-    pending_jobs,
-    pick_devices,
-    require_sharing,
+    cheapest,
+    curve_slowdown,
+    device_load,
+    fits,
+    pending_rows,
+    place,
 )
-from simulator.rounds import RoundState
-from simulator.sharing import SharingModel
+from policies.horus_queues import cluster_queues, fair_buffer, queue_counts, queue_weights
+from simulator.round_arrays import (
+    PLAN,
+    ROUND_KERNEL_SIG,
+    ClusterArrays,
+    JobArrays,
+    PolicyMemory,
+    empty_memory,
+)
 
 __all__ = ["Horus", "cluster_queues", "fair_buffer", "horus_costs", "queue_counts",
            "queue_weights"]
 
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+_NO_FLAGS = np.zeros(0, dtype=np.int64)
+# memory: per row, its queue and the clustering that gave it (stamp); globally, the latest
+# stamp, how many jobs that clustering had and into how many queues
+_LABEL, _STAMP = range(2)
+_LAST_STAMP, _CLUSTERED, _QUEUES = range(3)
+_W_MEM, _W_UTIL, _K_QUEUES, _BUFFER, _LIMIT = range(5)
 
 
-def horus_costs(usage: Usage, sh: SharingModel, i: int, w_mem: float,
-                w_util: float) -> FloatArray:
-    """Eq. 7-10: ``w_mem (used_mem + mem_j) / cap + w_util f_type(used_util + util_j)`` on
-    every device. Types without a fitted curve cost their cumulative utilization (§3.2's
-    proxy); with an interference matrix, ``f`` is the worst predicted worker slowdown."""
-    r = usage.state.rows[i]
-    mem_cost = (usage.mem + sh.jobs.mem_gib[r]) / sh.device_mem_gib
-    if sh.matrix is not None:
-        trial = usage.plan.astype(bool)
-        trial[i] = True  # slowdowns on one device do not depend on the others
-        slow: FloatArray = sh.worker_slowdowns(usage.state.rows, trial).max(axis=0)
+@nb.njit(cache=True)
+def _matrix_worst(C: Any, J: Any, E: Any, load: Any, r: int, d: int) -> float:
+    """The worst predicted worker slowdown on device ``d`` once row ``r`` joins it: each
+    worker's pairwise slowdowns summed over its partners, in arrival order."""
+    if load.count[d] == 0:
+        return 0.0
+    t, mr = C.device_type[d], J.model[r]
+    own = 0.0
+    e = load.head[d]
+    while e >= 0:
+        own += C.matrix[mr, J.model[load.who[e]], t]
+        e = load.nxt[e]
+    worst = max(own, 0.0)
+    e = load.head[d]
+    while e >= 0:
+        mw, s, joined = J.model[load.who[e]], 0.0, False
+        q = load.head[d]
+        while q >= 0:
+            if not joined and E.pos[r] < E.pos[load.who[q]]:
+                s += C.matrix[mw, mr, t]
+                joined = True
+            if q != e:
+                s += C.matrix[mw, J.model[load.who[q]], t]
+            q = load.nxt[q]
+        if not joined:
+            s += C.matrix[mw, mr, t]
+        worst = max(worst, s)
+        e = load.nxt[e]
+    return worst
+
+
+@nb.njit(cache=True)
+def _device_cost(C: Any, J: Any, E: Any, load: Any, r: int, d: int, w_mem: float,
+                 w_util: float) -> float:
+    """Eq. 7-10 on one device (:func:`horus_costs`)."""
+    mem_cost = (load.mem[d] + J.mem[r]) / C.device_mem[d]
+    if C.has_matrix:
+        slow = _matrix_worst(C, J, E, load, r, d)
     else:
-        u = usage.util + sh.jobs.gpu_util[r]
-        slow = u.copy()
-        for t, curve in enumerate(sh.curves):
-            on = sh.device_type == t
-            if curve is not None and on.any():
-                slow[on] = curve(u[on])
-    out: FloatArray = w_mem * mem_cost + w_util * slow
+        u, t = load.util[d] + J.util[r], C.device_type[d]
+        slow = curve_slowdown(C, t, u) if C.curves[t, 5] > 0 else u
+    return w_mem * mem_cost + w_util * slow
+
+
+@nb.njit(cache=True)
+def horus_costs(C: Any, J: Any, E: Any, load: Any, r: int, w_mem: float,
+                w_util: float) -> Any:
+    """Eq. 7-10: ``w_mem (used_mem + mem_j) / cap + w_util f_type(used_util + util_j)`` on
+    every device for a worker of row ``r`` under ``load`` (:class:`policies.colocating.Load`).
+    Types without a fitted curve cost their cumulative utilization (§3.2's proxy); with an
+    interference matrix, ``f`` is the worst predicted worker slowdown."""
+    out = np.empty(C.device_node.shape[0])
+    for d in range(out.shape[0]):
+        out[d] = _device_cost(C, J, E, load, r, d, w_mem, w_util)
     return out
 
 
-def queue_weights(lengths: IntArray, median_wait_s: FloatArray) -> FloatArray:
-    """§4.2.2: ``w_x = max(len, median wait x len)`` (waits in seconds)."""
-    out: FloatArray = np.maximum(lengths, median_wait_s * lengths).astype(np.float64)
-    return out
+@nb.njit(cache=True)
+def _choose(C: Any, J: Any, M: Any, E: Any, load: Any, r: int, cost: Any, out: Any) -> bool:
+    """Row ``r``'s ``demand`` cheapest devices among those passing the capacity check (memory,
+    and cumulative utilization within the limit) into ``out``; False if too few pass."""
+    p = M.params
+    limit = p[_LIMIT] + 1e-12
+    for d in range(cost.shape[0]):
+        ok = fits(C, J, load, r, d) and load.util[d] + J.util[r] <= limit
+        cost[d] = _device_cost(C, J, E, load, r, d, p[_W_MEM], p[_W_UTIL]) if ok else np.inf
+    return cheapest(cost, J.demand[r], out)
 
 
-def queue_counts(weights: FloatArray, lengths: IntArray, beta: int) -> IntArray:
-    """Jobs taken from each queue: ``round(beta w_x / sum w)`` (half up), within the queue's
-    length and ``beta`` in all; spare slots go to queues with jobs left, heaviest first."""
-    raw = beta * weights / weights.sum()
-    counts = np.minimum(np.floor(raw + 0.5), lengths).astype(np.int64)
-    while counts.sum() > beta:
-        counts[np.argmax(np.where(counts > 0, counts - raw, -np.inf))] -= 1
-    spare = min(beta, int(lengths.sum())) - int(counts.sum())
-    for q in np.argsort(-weights, kind="stable"):
-        take = min(spare, int(lengths[q] - counts[q]))
-        counts[q] += take
-        spare -= take
-    out: IntArray = counts
-    return out
+@nb.njit(cache=True)
+def _queues(J: Any, M: Any, pending: Any, k: int) -> Any:
+    """Algorithm 1 line 2: the pending jobs' queues, kept while the pending jobs stay the
+    same (the clustering depends on nothing else)."""
+    n = pending.shape[0]
+    stamp = M.gi[_LAST_STAMP]
+    same = stamp > 0 and M.gi[_CLUSTERED] == n and M.gi[_QUEUES] == k
+    for r in pending:
+        if not same:
+            break
+        same = M.i[r, _STAMP] == stamp
+    labels = np.empty(n, dtype=np.int64)
+    if same:
+        for a in range(n):
+            labels[a] = M.i[pending[a], _LABEL]
+        return labels
+    features = np.empty((n, 4))
+    for a in range(n):
+        r = pending[a]
+        features[a, 0], features[a, 1] = J.demand[r], J.util[r]
+        features[a, 2], features[a, 3] = 1.0, J.mem[r]
+    labels[:] = cluster_queues(features, k)
+    M.gi[_LAST_STAMP], M.gi[_CLUSTERED], M.gi[_QUEUES] = stamp + 1, n, k
+    for a in range(n):
+        M.i[pending[a], _LABEL], M.i[pending[a], _STAMP] = labels[a], stamp + 1
+    return labels
 
 
-def cluster_queues(features: FloatArray, k: int) -> IntArray:
-    """Queue of each job: k-means (k-means++ seeded from a fixed generator, so deterministic)
-    on standardized features; labels 0..k'-1 with k' <= k non-empty queues."""
-    scale = features.std(axis=0)
-    z = (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
-    k = min(k, int(np.unique(z, axis=0).shape[0]))
-    if k <= 1:
-        return np.zeros(features.shape[0], dtype=np.int64)
-    from scipy.cluster.vq import kmeans2
-
-    with warnings.catch_warnings():  # an emptied cluster is dropped below
-        warnings.simplefilter("ignore", UserWarning)
-        labels = kmeans2(z, k, iter=20, minit="++", seed=np.random.default_rng(0))[1]
-    compact: IntArray = np.unique(labels, return_inverse=True)[1].astype(np.int64)
-    return compact
-
-
-def fair_buffer(labels: IntArray, wait_s: FloatArray, beta: int) -> IntArray:
-    """Algorithm 1 line 4: which pending jobs (given oldest first, with their queues) enter the
-    buffer, as positions in arrival order."""
-    if not labels.size:
-        return np.zeros(0, dtype=np.int64)
-    queues = [np.flatnonzero(labels == q) for q in range(int(labels.max()) + 1)]
-    lengths = np.array([q.size for q in queues], dtype=np.int64)
-    medians = np.array([np.median(wait_s[q]) for q in queues])
-    counts = queue_counts(queue_weights(lengths, medians), lengths, beta)
-    return np.sort(np.concatenate([q[:c] for q, c in zip(queues, counts, strict=True)]))
-
-
-def _horus_choice(usage: Usage, i: int, *, sh: SharingModel, policy: Horus) -> IntArray | None:
-    r = usage.state.rows[i]
-    ok = usage.fits(i) & (usage.util + sh.jobs.gpu_util[r] <= policy.overcommit_limit + 1e-12)
-    cost = np.where(ok, horus_costs(usage, sh, i, policy.w_mem, policy.w_util), np.inf)
-    return pick_devices(cost, int(usage.state.demand[i]))
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _horus(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """Keep placed jobs; place the buffer's jobs on their cheapest feasible devices."""
+    pending = pending_rows(J, E)
+    n = pending.shape[0]
+    if n == 0:
+        return PLAN
+    beta = int(M.params[_BUFFER])
+    labels = (_queues(J, M, pending, int(M.params[_K_QUEUES])) if n > beta
+              else np.zeros(n, dtype=np.int64))  # all fit the buffer anyway
+    chosen = pending[fair_buffer(labels, now - J.arrival[pending], beta)]
+    load = device_load(C, J, E, _NO_FLAGS, 0, J.demand[chosen].sum())
+    D = C.device_node.shape[0]
+    cost, devices = np.empty(D), np.empty(D, dtype=np.int64)
+    for r in chosen:
+        if _choose(C, J, M, E, load, r, cost, devices):
+            place(J, M, E, load, r, devices)
+    return PLAN
 
 
 @register
@@ -160,26 +211,14 @@ class Horus(Colocating):
                                     help="max cumulative GPU utilization on a device")
     round_s: float = param(60.0, low=1.0, high=3600.0, searchable=False,
                            help="seconds between decisions")
+    kernel = staticmethod(_horus)
 
-    def plan(self, state: RoundState) -> IntArray:
-        """Keep placed jobs; place the buffer's jobs on their cheapest feasible devices."""
-        sh = require_sharing(state, self.name)
-        usage, pending = Usage.of(state), pending_jobs(state)
-        labels = (self._queues(state, sh, pending) if pending.size > self.buffer
-                  else np.zeros(pending.size, dtype=np.int64))  # all fit the buffer anyway
-        chosen = fair_buffer(labels, state.now - state.arrival_s[pending], self.buffer)
-        return greedy(usage, pending[chosen], partial(_horus_choice, sh=sh, policy=self))
+    def kernel_params(self) -> FloatArray:
+        """``w_mem``, ``w_util``, ``k_queues``, ``buffer``, ``overcommit_limit``."""
+        return np.array([self.w_mem, self.w_util, self.k_queues, self.buffer,
+                         self.overcommit_limit], dtype=np.float64)
 
-    def _queues(self, state: RoundState, sh: SharingModel, pending: IntArray) -> IntArray:
-        """Algorithm 1 line 2, cached in the memo while the pending jobs stay the same."""
-        rows = state.rows[pending]
-        key = (self.k_queues, tuple(rows.tolist()))
-        cached = state.memo.get("horus_queues")
-        if cached is not None and cached[0] == key:
-            labels: IntArray = cached[1]
-            return labels
-        features = np.column_stack([state.demand[pending], sh.jobs.gpu_util[rows],
-                                    np.ones(pending.size), sh.jobs.mem_gib[rows]])
-        labels = cluster_queues(features, self.k_queues)
-        state.memo["horus_queues"] = (key, labels)
-        return labels
+    def fresh_memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+        """No clustering yet."""
+        return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params(),
+                            i=2, gi=3)

@@ -20,48 +20,81 @@ terms (``(t_shared - t_alone) / t_alone``), the default bound.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numba as nb
 import numpy as np
 import numpy.typing as npt
 
 from policies.base import param, register
 from policies.colocating import (
     Colocating,
-    Usage,
-    greedy,
-    pending_jobs,
-    pick_devices,
-    require_sharing,
+    curve_slowdown,
+    device_load,
+    least_memory,
+    pending_rows,
 )
-from policies.gangs import place_gang
-from simulator.rounds import RoundState
-from simulator.sharing import SharingModel
+from policies.gangs import gang_row
+from simulator.round_arrays import (
+    N_HOLD,
+    PLAN,
+    ROUND_KERNEL_SIG,
+    ClusterArrays,
+    JobArrays,
+    PolicyMemory,
+    active_rows,
+    empty_memory,
+    touch,
+)
 
 __all__ = ["OBP", "PAB", "FifoExclusive"]
 
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+_NO_FLAGS = np.zeros(0, dtype=np.int64)
 
 
-def _least_memory(usage: Usage, i: int) -> IntArray | None:
-    """OBP: devices where the worker fits, least base memory used first."""
-    return pick_devices(np.where(usage.fits(i), usage.mem, np.inf), int(usage.state.demand[i]))
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _fifo_exclusive(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """Start waiting jobs in arrival order on idle devices (whole gangs, on the nodes YARN-CS
+    would choose, each node's lowest idle devices) until the first that does not fit."""
+    pending = pending_rows(J, E)
+    if pending.shape[0] == 0:
+        return PLAN
+    D, nodes = C.device_node.shape[0], C.node_gpus.shape[0]
+    idle = np.empty(D, dtype=np.bool_)
+    free = np.zeros(nodes, dtype=np.int64)
+    for d in range(D):
+        idle[d] = E.dev_start[d + 1] == E.dev_start[d]
+        if idle[d]:
+            free[C.device_node[d]] += 1
+    none, per_node = np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.int64)
+    for r in pending:
+        if not gang_row(free, J.demand[r], none, per_node):
+            break
+        k = J.woff[r]
+        for node in range(nodes):
+            d, left = C.node_first[node], per_node[node]
+            while left > 0:
+                if idle[d]:
+                    idle[d] = False
+                    M.out_wdev[k] = d
+                    k += 1
+                    left -= 1
+                d += 1
+        M.out_nw[r] = J.demand[r]
+        touch(M, r)
+        free -= per_node
+    return PLAN
 
 
-def _idle_gang(usage: Usage, i: int) -> IntArray | None:
-    """FIFO: idle devices only, on the nodes YARN-CS would choose (:func:`place_gang`)."""
-    cluster, idle = usage.state.cluster, usage.count == 0
-    per_node = place_gang(np.add.reduceat(idle.astype(np.int64), cluster.node_first),
-                          int(usage.state.demand[i]))
-    if per_node is None:
-        return None
-    return np.concatenate([np.flatnonzero(idle & (cluster.device_node == k))[:g]
-                           for k, g in enumerate(per_node) if g > 0])
-
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _obp(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """Place waiting jobs in arrival order wherever their memory fits."""
+    pending = pending_rows(J, E)
+    if pending.shape[0]:
+        least_memory(C, J, M, E, device_load(C, J, E, _NO_FLAGS, 0, 0), pending)
+    return PLAN
 
 
 @register
@@ -71,10 +104,8 @@ class FifoExclusive(Colocating):
 
     name: ClassVar[str] = "fifo-exclusive"
     summary: ClassVar[str] = "FIFO onto idle GPUs, never co-locating (Horus's FIFO baseline)"
-
-    def plan(self, state: RoundState) -> IntArray:
-        """Start waiting jobs in arrival order until the first that finds too few idle GPUs."""
-        return greedy(Usage.of(state), pending_jobs(state), _idle_gang, blocking=True)
+    reads_sharing: ClassVar[bool] = False
+    kernel = staticmethod(_fifo_exclusive)
 
 
 @register
@@ -84,11 +115,136 @@ class OBP(Colocating):
 
     name: ClassVar[str] = "obp"
     summary: ClassVar[str] = "opportunistic bin packing by GPU memory (Horus's OBP baseline)"
+    kernel = staticmethod(_obp)
 
-    def plan(self, state: RoundState) -> IntArray:
-        """Place waiting jobs in arrival order wherever their memory fits."""
-        require_sharing(state, self.name)
-        return greedy(Usage.of(state), pending_jobs(state), _least_memory)
+
+# PAB's memory: per row, when it was last placed (NaN: never) and re-queued (-inf: never),
+# and scratch for one decision: when its placement started, its slowdown, its state
+# (_KEPT: holds devices and keeps them, _EVICTED: loses them now, _WAITING: holds none) and
+# whether it is settled (every job on its devices past the warm-up).
+_PLACED_AT, _QUEUED_AT, _SINCE, _SLOW = range(4)
+_STATE, _SETTLED = range(2)
+_WAITING, _KEPT, _EVICTED = range(3)
+
+
+@nb.njit(cache=True)
+def _mark(C: Any, J: Any, M: Any, E: Any, now: float, warmup_s: float) -> None:
+    """Each active row's state and placement start; each holding row's settledness."""
+    for r in active_rows(E):
+        held = J.nw[r] > 0
+        if held and np.isnan(M.f[r, _PLACED_AT]):
+            M.f[r, _PLACED_AT] = now
+        M.f[r, _SINCE] = M.f[r, _PLACED_AT] if held else now
+        M.i[r, _STATE] = _KEPT if held else _WAITING
+    unsettled = np.zeros(C.device_node.shape[0], dtype=np.bool_)
+    holding = E.hold[:E.cnt[N_HOLD]]
+    for r in holding:
+        if M.f[r, _SINCE] > now - warmup_s:
+            for s in range(J.woff[r], J.woff[r] + J.nw[r]):
+                unsettled[J.wdev[s]] = True
+    for r in holding:
+        M.i[r, _SETTLED] = J.nw[r] > 0
+        for s in range(J.woff[r], J.woff[r] + J.nw[r]):
+            if unsettled[J.wdev[s]]:
+                M.i[r, _SETTLED] = 0
+
+
+@nb.njit(cache=True)
+def _kept_slowdowns(C: Any, J: Any, M: Any, E: Any) -> None:
+    """Each kept row's slowdown: its slowest worker's among the kept jobs, collisions aside
+    (``SharingModel.slowdowns``)."""
+    for r in E.hold[:E.cnt[N_HOLD]]:
+        M.f[r, _SLOW] = 0.0
+    for d in range(C.device_node.shape[0]):
+        lo, hi = E.dev_start[d], E.dev_start[d + 1]
+        if hi - lo < 2:
+            continue
+        kept, u, t = 0, 0.0, C.device_type[d]
+        for x in range(lo, hi):
+            r = J.wrow[E.dev_rows[x]]
+            if M.i[r, _STATE] == _KEPT:
+                kept += 1
+                u += J.util[r]
+        if kept < 2:
+            continue
+        w = curve_slowdown(C, t, u)
+        for x in range(lo, hi):
+            r = J.wrow[E.dev_rows[x]]
+            if M.i[r, _STATE] != _KEPT:
+                continue
+            if C.has_matrix:
+                w = 0.0
+                for y in range(lo, hi):
+                    q = J.wrow[E.dev_rows[y]]
+                    if y != x and M.i[q, _STATE] == _KEPT:
+                        w += C.matrix[J.model[r], J.model[q], t]
+            M.f[r, _SLOW] = max(M.f[r, _SLOW], w)
+
+
+@nb.njit(cache=True, inline="always")
+def _later(M: Any, E: Any, r: int, q: int) -> bool:
+    """Whether row ``r`` goes before row ``q``: placed later, then slowed more, then arrived
+    later."""
+    a, b = M.f[r, _SINCE], M.f[q, _SINCE]
+    if a != b:
+        return a > b
+    a, b = M.f[r, _SLOW], M.f[q, _SLOW]
+    if a != b:
+        return a > b
+    return E.pos[r] > E.pos[q]
+
+
+@nb.njit(cache=True)
+def _evict(C: Any, J: Any, M: Any, E: Any, now: float, bound: float) -> None:
+    """Evict settled jobs slowed past ``bound`` one at a time, re-checking after each: the
+    latest placed first (then the most slowed, then the latest to arrive)."""
+    while True:
+        _kept_slowdowns(C, J, M, E)
+        worst = -1
+        for r in E.hold[:E.cnt[N_HOLD]]:
+            if not (M.i[r, _STATE] == _KEPT and M.i[r, _SETTLED] and M.f[r, _SLOW] > bound):
+                continue
+            if worst < 0 or _later(M, E, r, worst):
+                worst = r
+        if worst < 0:
+            return
+        M.i[worst, _STATE] = _EVICTED
+        M.f[worst, _QUEUED_AT] = now
+        M.out_nw[worst] = 0
+        touch(M, worst)
+
+
+@nb.njit(cache=True)
+def _queue(J: Any, M: Any, E: Any, now: float) -> Any:
+    """The rows waiting to be placed, by when each (re)joined the queue: its arrival, or its
+    latest eviction; rows evicted at ``now`` wait for the next decision."""
+    rows = np.empty(active_rows(E).shape[0], dtype=np.int64)
+    n = 0
+    for r in active_rows(E):
+        if M.i[r, _STATE] != _KEPT and M.f[r, _QUEUED_AT] < now:
+            rows[n] = r
+            n += 1
+    rows = rows[:n]
+    joined = np.empty(n)
+    for a in range(n):
+        q = M.f[rows[a], _QUEUED_AT]
+        joined[a] = J.arrival[rows[a]] if q == -np.inf else q
+    return rows[np.argsort(joined, kind="mergesort")]  # ties: arrival order
+
+
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _pab(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """Evict jobs over the bound, then pack the queue (evicted jobs at its tail)."""
+    _mark(C, J, M, E, now, M.params[0])
+    _evict(C, J, M, E, now, M.params[1])
+    order = _queue(J, M, E, now)
+    if order.shape[0]:
+        states = M.i[:, _STATE]
+        least_memory(C, J, M, E, device_load(C, J, E, states, _EVICTED, 0), order)
+        for r in order:
+            if M.out_nw[r] > 0:
+                M.f[r, _PLACED_AT] = now
+    return PLAN
 
 
 @register
@@ -105,41 +261,16 @@ class PAB(Colocating):
                                      "1.0 = steps/s halved, Horus's 50 % drop")
     round_s: float = param(60.0, low=1.0, high=3600.0, searchable=False,
                            help="seconds between slowdown checks")
+    kernel = staticmethod(_pab)
 
-    def plan(self, state: RoundState) -> IntArray:
-        """Evict jobs over the bound, then pack the queue (evicted jobs at its tail)."""
-        sh = require_sharing(state, self.name)
-        placed_at: dict[int, float] = state.memo.setdefault("pab_placed_at", {})
-        queued_at: dict[int, float] = state.memo.setdefault("pab_queued_at", {})
-        rows, now = state.rows.tolist(), state.now
-        held = (state.placed.sum(axis=1) > 0).tolist()
-        since = np.array([placed_at.setdefault(r, now) if h else now
-                          for r, h in zip(rows, held, strict=True)])
-        keep = state.placed.copy()
-        for i in self._evictions(state, sh, keep, since):
-            queued_at[rows[i]] = now
-        waiting = [i for i in np.flatnonzero(~keep.any(axis=1))
-                   if queued_at.get(rows[i], -math.inf) < now]
-        order = np.array(sorted(waiting, key=lambda i: (  # by when each (re)joined the queue
-            queued_at.get(rows[i], state.arrival_s[i]), state.arrival_s[i], i)), dtype=np.int64)
-        plan = greedy(Usage.of(state, keep), order, _least_memory)
-        for j in np.flatnonzero((plan != state.placed).any(axis=1) & plan.any(axis=1)):
-            placed_at[rows[j]] = now
-        return plan
+    def kernel_params(self) -> FloatArray:
+        """``warmup_s``, ``max_slowdown``."""
+        return np.array([self.warmup_s, self.max_slowdown])
 
-    def _evictions(self, state: RoundState, sh: SharingModel, keep: BoolArray,
-                   since: FloatArray) -> list[int]:
-        """Jobs to evict, one at a time: among settled jobs over the bound, the latest placed
-        (then the most slowed, then the latest to arrive). ``keep`` is updated in place."""
-        fresh = since > state.now - self.warmup_s
-        out: list[int] = []
-        while True:
-            unsettled = (keep & fresh[:, None]).sum(axis=0) > 0
-            settled = keep.any(axis=1) & ~(keep & unsettled[None, :]).any(axis=1)
-            slow = sh.slowdowns(state.rows, keep)
-            bad = np.flatnonzero(settled & (slow > self.max_slowdown))
-            if not bad.size:
-                return out
-            worst = int(bad[np.lexsort((bad, slow[bad], since[bad]))[-1]])
-            keep[worst] = False
-            out.append(worst)
+    def fresh_memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+        """Never placed, never re-queued."""
+        memory = empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params(),
+                              f=4, i=2)
+        memory.f[:, _PLACED_AT] = np.nan
+        memory.f[:, _QUEUED_AT] = -np.inf
+        return memory

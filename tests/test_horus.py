@@ -7,6 +7,7 @@ model for batch makespans; memory and over-commitment bounds as properties of ev
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import OBP, PAB, FifoExclusive, Horus, RoundPolicy, make_policy
-from policies.colocating import Usage
+from policies.colocating import device_load
 from policies.horus import (
     cluster_queues,
     fair_buffer,
@@ -31,6 +32,7 @@ from simulator.colocation import Interference
 from simulator.generate import add_sharing
 from simulator.profile import ClusterProfile, NodeGroup
 from simulator.result import SimulationResult
+from simulator.round_arrays import cluster_arrays, decision_state, job_arrays_from
 from simulator.rounds import Cluster, RoundState
 from simulator.sharing import SharingModel
 from simulator.slo import BEST_EFFORT
@@ -150,10 +152,15 @@ def test_top_lambda_takes_the_cheapest_devices() -> None:
     assert state.sharing is not None
     f = RTX(np.array([0.5, 1.2, 1.3, 0.4]))
     want = 0.5 * np.array([5.0, 3.0, 3.0, 2.0]) / 8.0 + 0.5 * f
-    np.testing.assert_allclose(horus_costs(Usage.of(state), state.sharing, 3, 0.5, 0.5), want)
+    C = cluster_arrays(state.cluster, state.speeds, state.scaling, state.sharing)
+    J = job_arrays_from(state, True)
+    E = decision_state(J, state.rows, C, True)
+    load = device_load(C, J, E, np.zeros(0, dtype=np.int64), 0, 0)
+    np.testing.assert_allclose(horus_costs(C, J, E, load, 3, 0.5, 0.5), want)
     assert want.argsort()[:2].tolist() == [3, 0]  # the hand numbers: 0.158, 0.353, 0.526, 0.671
 
     def taken(policy: RoundPolicy) -> list[int]:
+        state.memo.clear()  # each policy decides afresh (a kernel keeps its memory there)
         plan = np.asarray(policy.plan(state))
         assert (plan[:3] == state.placed[:3]).all()
         return sorted(np.flatnonzero(plan[3]).tolist())
@@ -200,6 +207,35 @@ def test_fair_buffer_takes_each_queues_share_oldest_first() -> None:
     for kind, count in ((0, 8), (2, 7)):
         oldest = np.flatnonzero(kinds == kind)[:count]
         assert chosen[kinds[chosen] == kind].tolist() == oldest.tolist()
+
+
+def _scipy_queues(features: np.ndarray, k: int) -> np.ndarray:
+    """The oracle: Horus's queues with SciPy's own ``kmeans2`` (k-means++ from default_rng(0),
+    20 rounds), empty clusters dropped and the rest renumbered in label order."""
+    from scipy.cluster.vq import kmeans2
+
+    scale = features.std(axis=0)
+    z = (features - features.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
+    k = min(k, int(np.unique(z, axis=0).shape[0]))
+    if k <= 1:
+        return np.zeros(features.shape[0], dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # an emptied cluster
+        labels = kmeans2(z, k, iter=20, minit="++", seed=np.random.default_rng(0))[1]
+    out: np.ndarray = np.unique(labels, return_inverse=True)[1]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 70), k=st.integers(1, 6), seed=st.integers(0, 2**32 - 1),
+       tied=st.booleans())
+def test_compiled_clustering_is_scipys_kmeans2(n: int, k: int, seed: int, tied: bool) -> None:
+    """The kernel's k-means reproduces SciPy's draw for draw, duplicate rows included."""
+    rng = np.random.default_rng(seed)
+    features = rng.lognormal(0.0, 1.0, (n, 4))
+    if tied:  # few distinct jobs, as when a batch holds copies of one model
+        features = features[rng.integers(0, max(1, n // 4), n)]
+    np.testing.assert_array_equal(cluster_queues(features, k), _scipy_queues(features, k))
 
 
 def test_one_queue_takes_jobs_in_arrival_order() -> None:
