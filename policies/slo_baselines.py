@@ -9,35 +9,100 @@ as few nodes as possible, backfilling past gangs that do not fit.
   preemptive.
 - **Hydra**: SLO jobs before best-effort jobs, shortest remaining time first within each;
   non-preemptive ("Hydra does not consider preemptive scheduling"), so a running job keeps
-  its GPUs until it finishes.
+  its GPUs until it finishes (and the engine skips the leases between arrivals and
+  completions: nothing can change there).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
+import numba as nb
 import numpy as np
-import numpy.typing as npt
 
-from policies.base import RoundPolicy, param, register
+from policies.base import param, register
 from policies.gangs import priority_plan
-from simulator.rounds import RoundState
+from policies.round_kernel import KernelRoundPolicy
+from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.slo import SOFT, STRICT
 
-__all__ = ["LLF", "Hydra", "remaining_time_s"]
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+__all__ = ["LLF", "Hydra"]
 
 
-def remaining_time_s(state: RoundState) -> FloatArray:
-    """Each job's estimated remaining time at its full demand on the slowest GPU type."""
-    return np.asarray(state.est_remaining.clip(0.0) / state.gang_rates().min(axis=1),
-                      dtype=np.float64)
+@nb.njit(cache=True)
+def _remaining_s(C: Any, J: Any, r: int) -> float:
+    """Row ``r``'s estimated remaining time at its full demand on the slowest GPU type."""
+    m = J.model[r]
+    gang = C.speedup[m, min(J.demand[r], C.speedup.shape[1] - 1)]
+    slowest = np.inf
+    for t in range(C.speeds.shape[1]):
+        slowest = min(slowest, gang * C.speeds[m, t])
+    return max(J.est[r], 0.0) / slowest
+
+
+@nb.njit(cache=True)
+def _laxity(J: Any, r: int, now: float, remaining_s: float) -> float:
+    """``deadline - now - remaining`` for an SLO job, with the first deadline step not yet
+    passed (else the last one); infinite for a best-effort job."""
+    if J.job_class[r] != STRICT and J.job_class[r] != SOFT:
+        return np.inf
+    due, last = np.inf, -np.inf
+    for d in J.deadlines[r]:
+        if d > now:
+            due = min(due, d)
+        if not np.isnan(d):
+            last = max(last, d)
+    return (due if np.isfinite(due) else last) - now - remaining_s
+
+
+@nb.njit(cache=True)
+def _apply(C: Any, J: Any, M: Any, rows: Any, order: Any, keep: Any) -> int:
+    """Write the whole-gang plan for ``order`` (positions in ``rows``), touching the rows
+    whose placement changes."""
+    plan = priority_plan(order, J.demand[rows], J.alloc[rows], C.node_gpus, keep)
+    for a in range(rows.shape[0]):
+        r = rows[a]
+        if np.any(plan[a] != J.alloc[r]):
+            M.out_alloc[r, :] = plan[a]
+            touch(M, r)
+    return PLAN
+
+
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _llf(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """SLO jobs by least laxity (then arrival), best-effort jobs after them; preemptive."""
+    rows = active_rows(E).copy()
+    laxity = np.empty(rows.shape[0])
+    for a in range(rows.shape[0]):
+        laxity[a] = _laxity(J, rows[a], now, _remaining_s(C, J, rows[a]))
+    order = np.argsort(laxity, kind="mergesort")  # rows are in arrival order
+    return _apply(C, J, M, rows, order, np.zeros(rows.shape[0], dtype=np.bool_))
+
+
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _hydra(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """Running jobs keep their GPUs; SLO jobs then best-effort ones, shortest remaining time
+    first (then arrival)."""
+    rows = active_rows(E).copy()
+    n = rows.shape[0]
+    remaining, best_effort = np.empty(n), np.empty(n, dtype=np.int64)
+    keep = np.empty(n, dtype=np.bool_)
+    for a in range(n):
+        r = rows[a]
+        remaining[a] = _remaining_s(C, J, r)
+        best_effort[a] = J.job_class[r] != STRICT and J.job_class[r] != SOFT
+        keep[a] = J.held[r] > 0
+    by_time = np.argsort(remaining, kind="mergesort")
+    order = by_time[np.argsort(best_effort[by_time], kind="mergesort")]
+    # waiting jobs do not progress and running ones are kept, so the plan stands until a job
+    # arrives or finishes
+    M.quiet[0] = np.inf
+    return _apply(C, J, M, rows, order, keep)
 
 
 @dataclass(frozen=True)
-class _EveryLease(RoundPolicy):
+class _EveryLease(KernelRoundPolicy):
     """A baseline that re-decides every ``lease_s``."""
 
     lease_s: float = param(300.0, low=1.0, high=86400.0, log=True,
@@ -53,21 +118,9 @@ class _EveryLease(RoundPolicy):
 class LLF(_EveryLease):
     """Least laxity first for SLO jobs, best-effort jobs last (GENIE-like; module docstring)."""
 
-    name = "llf"
-    summary = "least laxity first for SLO jobs, then best-effort FIFO (GENIE-like)"
-
-    def plan(self, state: RoundState) -> IntArray:
-        """Whole gangs by laxity, preemptively."""
-        slo = np.isin(state.job_class, (STRICT, SOFT))
-        ahead = np.where(state.deadlines_s > state.now, state.deadlines_s, np.inf)
-        due = ahead.min(axis=1, initial=np.inf)
-        last = np.nanmax(np.where(np.isnan(state.deadlines_s), -np.inf, state.deadlines_s),
-                         axis=1, initial=-np.inf)
-        deadline = np.where(np.isfinite(due), due, last)
-        laxity = np.where(slo, deadline - state.now - remaining_time_s(state), np.inf)
-        order = np.lexsort((state.arrival_s, laxity))
-        return priority_plan(order, state.demand, state.alloc, state.cluster.node_gpus,
-                             np.zeros(len(state), dtype=np.bool_))
+    name: ClassVar[str] = "llf"
+    summary: ClassVar[str] = "least laxity first for SLO jobs, then best-effort FIFO (GENIE-like)"
+    kernel = staticmethod(_llf)
 
 
 @register
@@ -75,13 +128,7 @@ class LLF(_EveryLease):
 class Hydra(_EveryLease):
     """SLO jobs first, shortest remaining time first, non-preemptive (module docstring)."""
 
-    name = "hydra"
-    summary = "SLO jobs before best-effort, shortest remaining time first, non-preemptive"
-
-    def plan(self, state: RoundState) -> IntArray:
-        """Running jobs keep their GPUs; waiting ones fill the rest by class and remaining time."""
-        slo = np.isin(state.job_class, (STRICT, SOFT))
-        order = np.lexsort((remaining_time_s(state), ~slo))
-        running = state.alloc.sum(axis=1) > 0
-        return priority_plan(order, state.demand, state.alloc, state.cluster.node_gpus,
-                             running)
+    name: ClassVar[str] = "hydra"
+    summary: ClassVar[str] = ("SLO jobs before best-effort, shortest remaining time first, "
+                              "non-preemptive")
+    kernel = staticmethod(_hydra)
