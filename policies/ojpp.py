@@ -1,10 +1,10 @@
 """OJPP: opportunistic job placement on shared GPUs (papers/ojpp.md §4), and its baselines.
 
-Every policy here decides at each arrival and completion (and every ``round_s``): running jobs
-keep their devices; waiting jobs are taken in the policy's order and placed by
-:func:`~policies.ojpp_placement.place_workers` (Algorithm 2) under the policy's bounds; a job
-that does not fit waits for a later decision (no head-of-line blocking). They differ only in
-bounds, device ranking and queue order (Table 4):
+Every policy here decides, in one compiled kernel, at each arrival and completion (and every
+``round_s``): running jobs keep their devices; waiting jobs are taken in the policy's order and
+placed by :func:`~policies.ojpp_placement.place_pack` (Algorithm 2) under the policy's bounds;
+a job that does not fit waits for a later decision (no head-of-line blocking). They differ only
+in bounds, device ranking and queue order (Table 4):
 
 =========== ===================================== ================ ==============
 policy      bounds                                device ranking   queue
@@ -27,7 +27,9 @@ Choices the paper leaves open:
   collide with probability ``p_i p_q``, so ``tau(i, V) = p_i max_{q != i} p_q``: the re-sort
   before each pick (kept, as Algorithm 3 says) gives the same order as one sort up front.
 - A job that found no room is retried only after some worker has left a device (every check
-  only tightens as workers are added), which keeps long queues cheap.
+  only tightens as workers are added), which keeps long queues cheap. So a decision with no
+  arrival or completion changes nothing, and the engine skips those round boundaries
+  (``memory.quiet``), except for ``ojpp`` with a migration budget, which observes every one.
 - A device to open is one that hosted a job before if there is one (it costs no new bin),
   else the lowest-numbered empty device.
 - Online adjustment (``ojpp`` only; off when ``migration_budget`` is 0): at each decision the
@@ -35,9 +37,9 @@ Choices the paper leaves open:
   interval (a synchronous job's workers all progress at the job's rate), measured from their
   progress (collisions included); predicted by the sharing model at a job's first decision
   under this policy, or after a move that paused it. Its EWMA (eq. 18,
-  kept in ``state.memo``) above ``theta_max`` triggers Algorithm 4
-  (:func:`~policies.ojpp_placement.adjust`): migration cost ``c_i`` is the worker's base memory
-  ``gamma`` in GiB (parameter size is what a checkpoint moves; §3.5 only says it is estimated
+  kept in the kernel's memory) above ``theta_max`` triggers Algorithm 4
+  (:func:`~policies.ojpp_placement.adjust_pack`): migration cost ``c_i`` is the worker's base
+  memory ``gamma`` in GiB (parameter size is what a checkpoint moves; §3.5 only says it is estimated
   offline), at most ``migration_budget`` GiB per adjustment. A migrated job pays the profile's
   restart overhead and counts a preemption.
 - Without sharing columns in the workload, every worker gets a device of its own.
@@ -48,28 +50,225 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from policies.base import RoundPolicy, param, register
+from policies.base import param, register
 from policies.ojpp_placement import (
     EPS,
+    THETA,
     Bounds,
-    DeviceLoad,
-    adjust,
+    Pack,
+    adjust_pack,
     bfd_order,
     gregarious_order,
-    place_workers,
+    place_pack,
+    resum,
+    slowdown,
 )
+from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload
-from simulator.rounds import RoundState
-from simulator.sharing import SharingModel
+from simulator.jit import configure_cache
+from simulator.round_arrays import (
+    PLAN,
+    ROUND_KERNEL_SIG,
+    ClusterArrays,
+    JobArrays,
+    PolicyMemory,
+    active_rows,
+    empty_memory,
+    touch,
+)
+
+configure_cache()
 
 __all__ = ["OJPP", "BGreedy", "BestFit", "CGreedy", "IGreedy", "OJPPGreedy"]
 
-IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+
+GREG, EWMA_A, BUDGET = 5, 6, 7
+"""Parameters after the bounds vector: gregarious queue (1) or BFD (0), the EWMA's weight of
+the past and the migration budget (0: no adjustment)."""
+F_ATT0, F_SEEN = 0, 1
+"""Per-row floats: work attained at the last decision, and that decision's time if it saw the
+row."""
+I_FAILED, I_MOVED, I_TOUCH = 0, 1, 2
+"""Per-row ints: found no room at the last decision; placement changed by the last decision;
+placed or moved by this one."""
+HAVE_LAST, N_PLACED = 0, 1
+"""Global ints: a decision with sharing happened; the rows it left with workers."""
+_INF = np.inf
+
+
+@nb.njit(cache=True)
+def _pack(C: Any, J: Any, M: Any, E: Any) -> Any:
+    """The plan in force as a :data:`Pack` over workload rows; a job's devices are its plan
+    rows ``M.out_wdev``, so placements write the plan."""
+    D, n = C.device_node.shape[0], E.active.shape[0]
+    cnt = np.zeros(D, dtype=np.int64)
+    members = np.empty((D, max(n, 1)), dtype=np.int64)
+    for d in range(D):
+        for x in range(E.dev_start[d], E.dev_start[d + 1]):  # arrival order
+            members[d, cnt[d]] = J.wrow[E.dev_rows[x]]
+            cnt[d] += 1
+    P = Pack(E.pos, J.util, J.mem, J.surge_gib, J.surge_p, J.model, C.device_type,
+             C.device_mem, C.shareable, C.matrix, C.curves, C.has_matrix, np.zeros(D),
+             np.zeros(D), np.zeros(D), cnt, members, M.out_nw, J.woff, M.out_wdev,
+             np.empty(n + 1, dtype=np.int64))
+    for d in range(D):
+        resum(P, d)
+    return P
+
+
+@nb.njit(cache=True)
+def _observed(C: Any, J: Any, M: Any, E: Any, P: Any, now: float) -> Any:
+    """``(devices,)`` the largest slowdown of the jobs on each device since the last decision:
+    measured from progress (``alone rate x elapsed / work done - 1``) for jobs that kept
+    their placement over the whole interval (and were not restarted by the last decision if
+    restarts cost time); predicted (worker slowdowns, no collisions) for the others, and for
+    all on a first decision."""
+    D = C.device_node.shape[0]
+    t0 = M.g[2 * D]
+    have = M.gi[HAVE_LAST] == 1 and now > t0
+    out = np.zeros(D)
+    for r in active_rows(E):
+        s0, s1 = J.woff[r], J.woff[r] + M.out_nw[r]
+        slow = 0.0
+        for s in range(s0, s1):
+            slow = max(slow, slowdown(P, r, M.out_wdev[s], -1))
+        if have and s1 > s0 and M.f[r, F_SEEN] == t0 and (
+                C.restart_s <= 0 or M.i[r, I_MOVED] == 0):
+            alone = J.alone[r] * (now - t0)
+            work = J.att[r] - M.f[r, F_ATT0]
+            if work > 0 and alone > 0:
+                slow = max(alone / work - 1.0, 0.0)
+        for s in range(s0, s1):
+            out[M.out_wdev[s]] = max(out[M.out_wdev[s]], slow)
+    return out
+
+
+@nb.njit(cache=True)
+def _rearrange(C: Any, J: Any, M: Any, E: Any, P: Any, now: float, opening: Any) -> int:
+    """``ojpp``'s online adjustment: update the interference EWMA (eq. 18); past
+    ``theta_max`` anywhere, Algorithm 4. Returns the number of workers moved."""
+    D = C.device_node.shape[0]
+    observed = _observed(C, J, M, E, P, now)
+    ewma, a = M.g[D:2 * D], M.params[EWMA_A]
+    over = False
+    for d in range(D):
+        ewma[d] = a * ewma[d] + (1 - a) * observed[d] if P.cnt[d] > 0 else 0.0
+        over = over or ewma[d] > M.params[THETA] + EPS
+    if not over:
+        return 0
+    moves = np.empty((D, 3), dtype=np.int64)
+    n = adjust_pack(P, M.params[:5], ewma, M.params[BUDGET], opening, moves)[0]
+    for y in range(n):
+        M.i[moves[y, 0], I_TOUCH] = 1
+    return n
+
+
+@nb.njit(cache=True)
+def _place_waiting(C: Any, J: Any, M: Any, E: Any, P: Any, opening: Any, moved: int) -> None:
+    """Waiting jobs in the policy's order, each where Algorithm 2 puts it; a job that found
+    no room last time is skipped while no worker has left a device since."""
+    D = C.device_node.shape[0]
+    rows = active_rows(E)
+    placed = 0
+    for r in rows:
+        placed += M.out_nw[r] > 0
+    same = M.gi[HAVE_LAST] == 1 and moved == 0 and placed == M.gi[N_PLACED]
+    waiting = np.empty(rows.shape[0], dtype=np.int64)
+    n, tries = 0, False
+    for r in rows:
+        if M.out_nw[r] == 0:
+            waiting[n] = r
+            n += 1
+            tries = tries or not (same and M.i[r, I_FAILED] == 1)
+    if not tries:
+        return
+    queue = bfd_order(J.util, J.mem, J.surge_gib, waiting[:n])
+    if M.params[GREG] > 0:
+        queue = gregarious_order(J.surge_p, queue)
+    allowed, none = np.ones(D, dtype=np.bool_), np.empty(0, dtype=np.int64)
+    chosen = np.empty(D, dtype=np.int64)
+    for r in queue:
+        if not (same and M.i[r, I_FAILED] == 1) and place_pack(
+                P, M.params[:5], r, J.demand[r], opening, allowed, none, chosen):
+            M.i[r, I_TOUCH] = 1
+
+
+@nb.njit(cache=True)
+def _share(C: Any, J: Any, M: Any, E: Any, now: float, opening: Any) -> None:
+    """A decision on shared devices (module docstring); writes the plan and the memory."""
+    D = C.device_node.shape[0]
+    rows = active_rows(E)
+    P = _pack(C, J, M, E)
+    for r in rows:
+        M.i[r, I_TOUCH] = 0
+    moved = _rearrange(C, J, M, E, P, now, opening) if M.params[BUDGET] > 0 else 0
+    _place_waiting(C, J, M, E, P, opening, moved)
+    placed = 0
+    for r in rows:
+        lo, hi = J.woff[r], J.woff[r] + M.out_nw[r]
+        changed = False
+        if M.i[r, I_TOUCH]:
+            M.out_wdev[lo:hi] = np.sort(M.out_wdev[lo:hi])
+            changed = bool(M.out_nw[r] != J.nw[r]
+                           or np.any(M.out_wdev[lo:hi] != J.wdev[lo:hi]))
+            if changed:
+                touch(M, r)
+        M.i[r, I_MOVED] = changed
+        M.i[r, I_FAILED] = hi == lo
+        placed += hi > lo
+        M.f[r, F_ATT0], M.f[r, F_SEEN] = J.att[r], now
+    for d in range(D):
+        if P.cnt[d] > 0:
+            M.g[d] = 1.0
+    M.g[2 * D] = now
+    M.gi[HAVE_LAST], M.gi[N_PLACED] = 1, placed
+    if M.params[BUDGET] <= 0:
+        M.quiet[0] = _INF  # the same decision until a job arrives or finishes
+
+
+@nb.njit(cache=True)
+def _dedicated(C: Any, J: Any, M: Any, E: Any, opening: Any) -> None:
+    """Without sharing columns: waiting jobs in arrival order, each worker on an empty
+    device of its own (those that hosted a job first)."""
+    free = np.empty(opening.shape[0], dtype=np.int64)
+    n = 0
+    for d in opening:
+        if E.dev_start[d + 1] == E.dev_start[d]:
+            free[n] = d
+            n += 1
+    taken = 0
+    for r in active_rows(E):
+        g = J.demand[r]
+        if M.out_nw[r] == 0 and g <= n - taken:
+            M.out_nw[r] = g
+            M.out_wdev[J.woff[r]:J.woff[r] + g] = np.sort(free[taken:taken + g])
+            for d in free[taken:taken + g]:
+                M.g[d] = 1.0
+            taken += g
+            touch(M, r)
+    M.quiet[0] = _INF
+
+
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _packing(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """One decision of any policy here: running jobs keep their devices (``ojpp`` may move
+    some first), waiting jobs are placed in order. Devices that hosted a job are opened
+    first (``M.g[:devices]``)."""
+    D = C.device_node.shape[0]
+    for d in range(D):
+        if E.dev_start[d + 1] > E.dev_start[d]:
+            M.g[d] = 1.0
+    opening = np.argsort((M.g[:D] == 0.0).astype(np.int64), kind="mergesort")
+    if C.has_sharing:
+        _share(C, J, M, E, now, opening)
+    else:
+        _dedicated(C, J, M, E, opening)
+    return PLAN
 
 
 def _tau() -> Any:
@@ -86,10 +285,15 @@ def _balance() -> Any:
 
 
 @dataclass(frozen=True)
-class _Packing(RoundPolicy):
-    """Shared decision loop (module docstring); subclasses give bounds, ranking and order."""
+class _Packing(KernelRoundPolicy):
+    """Shared by the policies here (module docstring); subclasses give bounds and order.
+
+    A run is refused up front if a job's workers fit on fewer devices than it has workers,
+    even alone (it would wait forever).
+    """
 
     shares_gpus: ClassVar[bool] = True
+    kernel = staticmethod(_packing)
     round_s: float = param(60.0, low=10.0, high=3600.0, searchable=False,
                            help="seconds between decisions besides arrivals and completions")
 
@@ -102,87 +306,35 @@ class _Packing(RoundPolicy):
         """The checks each placement must pass."""
         return Bounds(rank_by_interference=False)
 
-    def queue(self, sh: SharingModel, rows: IntArray, waiting: IntArray) -> IntArray:
-        """The order in which waiting jobs (indices into the state) are placed."""
-        return bfd_order(sh, rows, waiting)
+    def kernel_params(self) -> FloatArray:
+        """The bounds vector, then :data:`GREG`, :data:`EWMA_A`, :data:`BUDGET`."""
+        return np.concatenate([self.bounds().vector(), self.adjustment()])
 
-    def rearrange(self, state: RoundState, placed: BoolArray, new_order: IntArray) -> BoolArray:
-        """Move running jobs before placing the waiting ones (none by default)."""
-        return placed
+    def adjustment(self) -> FloatArray:
+        """Gregarious queue, EWMA weight, migration budget (BFD, no adjustment here)."""
+        return np.zeros(3)
 
-    def plan(self, state: RoundState) -> IntArray:
-        """Keep running jobs, optionally rearrange, then place waiting jobs in order."""
-        n = len(state)
-        d = (state.placed.shape[1] if state.placed.shape[0] == n
-             else int(state.cluster.node_gpus.sum()))
-        placed = (state.placed.astype(bool) if state.placed.shape[0] == n
-                  else np.zeros((n, d), dtype=bool))
-        used = state.memo.setdefault("ojpp_used", np.zeros(d, dtype=bool))
-        used |= placed.any(axis=0)
-        new_order = np.argsort(~used, kind="stable")
-        sh = state.sharing
-        if sh is None:
-            placed = _dedicated(placed, state.demand, new_order)
-        else:
-            _check_fits(sh, state, self.bounds().alpha_cap)
-            placed = self.rearrange(state, placed, new_order)
-            blocked, failed = _still_blocked(state, placed), set()
-            bounds = self.bounds()
-            for j in self.queue(sh, state.rows, np.flatnonzero(~placed.any(axis=1))):
-                row = int(state.rows[j])
-                devices = None if row in blocked else place_workers(
-                    sh, DeviceLoad.of(sh, state.rows, placed), row, int(state.demand[j]),
-                    bounds, new_order=new_order)
-                if devices is None:
-                    failed.add(row)
-                else:
-                    placed[j, devices] = True
-            state.memo["ojpp_blocked"] = (state.rows.copy(), placed.copy(), failed)
-        used |= placed.any(axis=0)
-        return placed.astype(np.int64)
+    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+        """Parameters, per-row and per-device memory (module docstring), once every job is
+        known to fit."""
+        if cluster.has_sharing:
+            _require_fit(cluster, jobs, self.bounds().alpha_cap)
+        D = cluster.device_node.shape[0]
+        return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params(),
+                            f=2, i=3, g=2 * D + 1, gi=2)
 
 
-def _dedicated(placed: BoolArray, demand: IntArray, new_order: IntArray) -> BoolArray:
-    """Waiting jobs in arrival order, each worker on an empty device of its own."""
-    out = placed.copy()
-    free = [int(k) for k in new_order if not out[:, k].any()]
-    for j in np.flatnonzero(~out.any(axis=1)):
-        g = int(demand[j])
-        if g <= len(free):
-            out[j, free[:g]] = True
-            free = free[g:]
-    return out
-
-
-def _still_blocked(state: RoundState, placed: BoolArray) -> set[int]:
-    """Workload rows that found no room at the last decision, if no worker has left a device
-    since (every check only tightens as workers are added, so they would fail again)."""
-    last = state.memo.get("ojpp_blocked")
-    if last is None:
-        return set()
-    rows0, placed0, failed = last
-    index = {int(r): i for i, r in enumerate(state.rows)}
-    for i in np.flatnonzero(placed0.any(axis=1)):
-        j = index.get(int(rows0[i]))
-        if j is None or (placed0[i] & ~placed[j]).any():
-            return set()
-    out: set[int] = failed
-    return out
-
-
-def _check_fits(sh: SharingModel, state: RoundState, alpha_cap: float) -> None:
-    """Refuse a job whose worker fits no device even alone (it would wait forever)."""
-    J, rows = sh.jobs, state.rows
-    peak = J.mem_gib[rows] + J.surge_gib[rows]
-    fits = ((peak[:, None] <= sh.device_mem_gib[None, :] + EPS / 10)
-            & (J.gpu_util[rows] <= alpha_cap + EPS)[:, None]).sum(axis=1)
-    bad = np.flatnonzero(fits < state.demand)
+def _require_fit(cluster: ClusterArrays, jobs: JobArrays, alpha_cap: float) -> None:
+    """Refuse a job whose workers fit on fewer devices than it has, even alone."""
+    peak = jobs.mem + jobs.surge_gib
+    fits = ((peak[:, None] <= cluster.device_mem[None, :] + EPS / 10)
+            & (jobs.util <= alpha_cap + EPS)[:, None]).sum(axis=1)
+    bad = np.flatnonzero(fits < jobs.demand)
     if bad.size:
-        j = int(bad[0])
-        raise InvalidWorkload(f"workload row {rows[j]}: {state.demand[j]} workers needing "
-                              f"{peak[j]:g} GiB (base + surge) and compute "
-                              f"{J.gpu_util[rows[j]]:g} fit on only {fits[j]} devices, even "
-                              f"alone")
+        r = int(bad[0])
+        raise InvalidWorkload(f"workload row {r}: {jobs.demand[r]} workers needing "
+                              f"{peak[r]:g} GiB (base + surge) and compute {jobs.util[r]:g} "
+                              f"fit on only {fits[r]} devices, even alone")
 
 
 @register
@@ -267,60 +419,6 @@ class OJPP(OJPPGreedy):
                                     help="GiB of worker state migrated per adjustment, c-bar "
                                          "(eq. 19); 0: no adjustment")
 
-    def queue(self, sh: SharingModel, rows: IntArray, waiting: IntArray) -> IntArray:
-        """BFD, then re-sorted by gregariousness before each pick (Algorithm 3)."""
-        return gregarious_order(sh.jobs.surge_p[rows], bfd_order(sh, rows, waiting))
-
-    def rearrange(self, state: RoundState, placed: BoolArray, new_order: IntArray) -> BoolArray:
-        """Update the interference EWMA; past ``theta_max`` anywhere, run Algorithm 4."""
-        assert state.sharing is not None
-        observed = observed_interference(state, placed)
-        prev = state.memo.get("ojpp_ewma", np.zeros_like(observed))
-        ewma = np.where(placed.any(axis=0), self.ewma_a * prev + (1 - self.ewma_a) * observed,
-                        0.0)
-        state.memo["ojpp_ewma"] = ewma
-        if self.migration_budget > 0 and (ewma > self.theta_max + EPS).any():
-            placed, moves, spent = adjust(state.sharing, state.rows, placed, ewma,
-                                          self.bounds(), self.migration_budget,
-                                          new_order=new_order)
-            state.memo["ojpp_moves"] = state.memo.get("ojpp_moves", 0) + len(moves)
-            state.memo["ojpp_migrated_gib"] = state.memo.get("ojpp_migrated_gib", 0.0) + spent
-        return placed
-
-    def plan(self, state: RoundState) -> IntArray:
-        """Algorithm 3 after the adjustment; remembers progress for the next observation."""
-        out = super().plan(state)
-        if state.sharing is not None:
-            state.memo["ojpp_last"] = (state.now, state.rows.copy(), state.attained.copy(),
-                                       out.astype(bool), (out != state.placed).any(axis=1)
-                                       if state.placed.shape == out.shape
-                                       else np.ones(len(state), dtype=bool))
-        return out
-
-
-def observed_interference(state: RoundState, placed: BoolArray) -> FloatArray:
-    """``(devices,)`` the largest slowdown of the jobs on each device since the last decision.
-
-    Measured from progress (``alone rate x elapsed / work done - 1``) for jobs that kept their
-    placement over the whole interval; predicted (:meth:`SharingModel.slowdowns`, no surges)
-    for the others, and for all on a first decision.
-    """
-    assert state.sharing is not None
-    slow = state.sharing.slowdowns(state.rows, placed)
-    last = state.memo.get("ojpp_last")
-    if last is not None and state.now > last[0]:
-        t0, rows0, done0, placed0, moved0 = last
-        index = {int(r): i for i, r in enumerate(rows0)}
-        pos = np.array([index.get(int(r), -1) for r in state.rows], dtype=np.int64)
-        seen = pos >= 0
-        pos = np.maximum(pos, 0)
-        same = seen & (placed0[pos] == placed).all(axis=1) & placed.any(axis=1)
-        if state.cluster.restart_s > 0:
-            same &= ~moved0[pos]
-        alone = state.rate(state.alloc) * (state.now - t0)
-        work = state.attained - done0[pos]
-        good = same & (work > 0) & (alone > 0)
-        slow[good] = np.maximum(alone[good] / work[good] - 1.0, 0.0)
-    out: FloatArray = np.where(placed, slow[:, None], 0.0).max(axis=0, initial=0.0)
-    return out
-
+    def adjustment(self) -> FloatArray:
+        """Gregariousness order (Algorithm 3), the EWMA weight and the budget (Algorithm 4)."""
+        return np.array([1.0, self.ewma_a, self.migration_budget])

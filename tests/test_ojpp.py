@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import make_policy
-from policies.ojpp import OJPP, OJPPGreedy
-from policies.ojpp_placement import Bounds, adjust, gregarious_order
+from policies.ojpp import OJPP
+from policies.ojpp_placement import Bounds, adjust, bfd_order, gregarious_order
 from simulator import METRICS, Workload, load_profile, simulate
 from simulator.colocation import Interference, JobSharing, collision_probability
 from simulator.generate import add_sharing
@@ -273,12 +273,9 @@ def test_gregariousness_order_by_hand() -> None:
     # re-sorts by gregariousness, BFD order breaking the tie between 2 and 0
     n = 5
     jobs = JobSharing(np.array([0.5, 0.5, 0.6, 0.9, 0.1]), np.ones(n), np.full(n, 2.0), p)
-    sh = SharingModel(jobs=jobs, model=np.zeros(n, int), device_node=np.zeros(2, int),
-                      device_type=np.zeros(2, int), device_mem_gib=np.full(2, 11.0),
-                      matrix=None, curves=(None,), collision_slowdown=1.0)
-    rows = np.arange(n)
-    assert OJPPGreedy().queue(sh, rows, rows).tolist() == [3, 2, 0, 1, 4]
-    assert OJPP().queue(sh, rows, rows).tolist() == [3, 1, 4, 2, 0]
+    bfd = bfd_order(jobs.gpu_util, jobs.mem_gib, jobs.surge_gib, np.arange(n))
+    assert bfd.tolist() == [3, 2, 0, 1, 4]
+    assert gregarious_order(jobs.surge_p, bfd).tolist() == [3, 1, 4, 2, 0]
 
 
 # ---------------------------------------------------------------- Table 5
