@@ -20,6 +20,9 @@ Objectives (``objective``):
 ``X[j, t]`` is the job's progress rate on ``demand`` GPUs of type ``t`` (reference-type work
 per second, so rates of different jobs are commensurable). The allocation is recomputed, and
 the time counters reset, whenever the set of active jobs changes (as Gavel does).
+
+The rounds run in a compiled kernel; the LP stays in Python (SciPy's HiGHS), a host step the
+kernel asks for only when the set of active jobs has changed.
 """
 
 from __future__ import annotations
@@ -27,14 +30,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numba as nb
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from policies.base import RoundPolicy, param, register
-from policies.gangs import place_gang
-from simulator.rounds import RoundState
+from policies.base import param, register
+from policies.gangs import gang_row
+from policies.round_kernel import KernelRoundPolicy
+from simulator.round_arrays import (
+    HOST,
+    N_ACTIVE,
+    PLAN,
+    ROUND_KERNEL_SIG,
+    ClusterArrays,
+    EngineState,
+    JobArrays,
+    PolicyMemory,
+    active_rows,
+    empty_memory,
+    touch,
+)
 
 __all__ = ["Gavel", "gavel_allocation", "gavel_round"]
 
@@ -104,9 +121,26 @@ def _solve(cost: FloatArray, a_ub: Any, b_ub: FloatArray, upper: FloatArray) -> 
     return np.clip(np.asarray(res.x, dtype=np.float64), 0.0, 1.0)
 
 
-def gavel_round(x: FloatArray, fraction: FloatArray, throughput: FloatArray,
-                demand: IntArray, prev: IntArray, node_type: IntArray,
-                node_gpus: IntArray) -> IntArray:
+@nb.njit(cache=True)
+def _by_priority(x: Any, fraction: Any, throughput: Any) -> Any:
+    """The (job, type) pairs, flattened ``j * types + t``, by priority, then ``x``, then
+    throughput, all descending, then job (``np.lexsort``'s order: stable sorts from the
+    least significant key)."""
+    n, m = x.shape
+    priority = np.empty(n * m)
+    for j in range(n):
+        for t in range(m):
+            f = fraction[j, t]
+            priority[j * m + t] = x[j, t] / f if f > 0 else x[j, t] * 1e9
+    order = np.arange(n * m)  # already by job
+    for key in (throughput.ravel(), x.ravel(), priority):
+        order = order[np.argsort(-key[order], kind="mergesort")]
+    return order
+
+
+@nb.njit(cache=True)
+def gavel_round(x: Any, fraction: Any, throughput: Any, demand: Any, prev: Any,
+                node_type: Any, node_gpus: Any) -> Any:
     """Turn the allocation into this round's placements (Gavel's priority rounding).
 
     Args:
@@ -119,27 +153,75 @@ def gavel_round(x: FloatArray, fraction: FloatArray, throughput: FloatArray,
         node_type, node_gpus: the nodes.
     """
     n, m = x.shape
-    with np.errstate(divide="ignore", invalid="ignore"):
-        priority = np.where(fraction > 0, x / fraction, x * 1e9)
-    jobs, types = np.divmod(np.arange(n * m), m)
-    order = np.lexsort((jobs, -throughput.ravel(), -x.ravel(), -priority.ravel()))
-    free = node_gpus.astype(np.int64).copy()
+    free = node_gpus.copy()
     out = np.zeros((n, node_type.shape[0]), dtype=np.int64)
-    done = np.zeros(n, dtype=bool)
-    for k in order:
-        j, t = int(jobs[k]), int(types[k])
+    done = np.zeros(n, dtype=np.bool_)
+    row = np.zeros(node_type.shape[0], dtype=np.int64)
+    for k in _by_priority(x, fraction, throughput):
+        j, t = k // m, k % m
         if done[j] or throughput[j, t] <= 0:
             continue
-        row = place_gang(np.where(node_type == t, free, 0), int(demand[j]), prev=prev[j])
-        if row is not None:
+        if gang_row(np.where(node_type == t, free, 0), demand[j], prev[j], row):
             out[j], done[j] = row, True
             free -= row
     return out
 
 
+@nb.njit(cache=True)
+def _throughput(C: Any, J: Any, active: Any) -> Any:
+    """``(jobs, types)``: each active job's rate with its whole demand on one type."""
+    top = C.speedup.shape[1] - 1
+    out = np.empty((active.shape[0], C.speeds.shape[1]))
+    for a in range(active.shape[0]):
+        m = J.model[active[a]]
+        out[a] = C.speedup[m, min(J.demand[active[a]], top)] * C.speeds[m]
+    return out
+
+
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """A round: the host solves the LP if the active jobs changed, then time on each type
+    is counted and the pairs are granted (:func:`gavel_round`). Memory: per row (``f``) the
+    target fractions and the seconds run on each type, (``i``) whether the row is in the
+    LP; globally (``g``) when the LP was solved and the last decision, (``gi``) its jobs."""
+    active, m = active_rows(E), C.speeds.shape[1]
+    n = active.shape[0]
+    same = M.gi[0] == n
+    for r in active:
+        same = same and M.i[r, 0] == 1
+    if not same:
+        return HOST
+    x, ran = np.empty((n, m)), np.empty((n, m))
+    prev = np.empty((n, C.node_gpus.shape[0]), dtype=np.int64)
+    demand = np.empty(n, dtype=np.int64)
+    dt, elapsed = now - M.g[1], now - M.g[0]
+    held = np.zeros(m, dtype=np.bool_)
+    for a in range(n):
+        r = active[a]
+        prev[a], demand[a] = J.alloc[r], J.demand[r]
+        held[:] = False
+        for h in range(prev.shape[1]):
+            if prev[a, h] > 0:
+                held[C.node_type[h]] = True
+        for t in range(m):
+            if held[t]:
+                M.f[r, m + t] += dt
+        x[a], ran[a] = M.f[r, :m], M.f[r, m:]
+    M.g[1] = now
+    fraction = ran / elapsed if elapsed > 0 else np.zeros_like(ran)
+    out = gavel_round(x, fraction, _throughput(C, J, active), demand, prev, C.node_type,
+                      C.node_gpus)
+    for a in range(n):
+        r = active[a]
+        if np.any(out[a] != M.out_alloc[r]):
+            M.out_alloc[r] = out[a]
+            touch(M, r)
+    return PLAN
+
+
 @register
 @dataclass(frozen=True)
-class Gavel(RoundPolicy):
+class Gavel(KernelRoundPolicy):
     """Gavel: an LP over time fractions per (job, type), realised round by round."""
 
     name: ClassVar[str] = "gavel"
@@ -148,22 +230,26 @@ class Gavel(RoundPolicy):
     round_s: float = param(360.0, low=60.0, high=1800.0, help="round length (s)")
     objective: str = param("max_min", kind="choice", choices=("max_min", "max_sum"),
                            help="LP objective: max-min fairness (LAS) or max-sum throughput")
+    kernel = staticmethod(_gavel)
 
-    def plan(self, state: RoundState) -> IntArray:
-        """Recompute the allocation if the jobs changed, then grant this round's placements."""
-        cluster = state.cluster
-        throughput = state.gang_rates()
-        memo = state.memo
-        rows = state.rows.tobytes()
-        if memo.get("rows") != rows:
-            x = gavel_allocation(throughput, state.demand, cluster.type_gpus, self.objective)
-            memo.update(rows=rows, x=x, since=state.now, last=state.now,
-                        ran=np.zeros_like(x))
-        ran: FloatArray = memo["ran"]
-        held = cluster.by_type(state.alloc) > 0
-        ran += held * (state.now - memo["last"])
-        memo["last"] = state.now
-        elapsed = state.now - memo["since"]
-        fraction = ran / elapsed if elapsed > 0 else np.zeros_like(ran)
-        return gavel_round(memo["x"], fraction, throughput, state.demand, state.alloc,
-                           cluster.node_type, cluster.node_gpus)
+    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+        """Target fractions and seconds run per (row, type), LP membership and times (kernel)."""
+        return empty_memory(jobs, cluster.node_gpus.shape[0], f=2 * cluster.speeds.shape[1],
+                            i=1, g=2, gi=1)
+
+    def host_step(self, cluster: ClusterArrays, jobs: JobArrays, memory: PolicyMemory,
+                  state: EngineState, now: float) -> None:
+        """Solve the LP for the active jobs; reset the time counters."""
+        M, active = memory, state.active[:state.cnt[N_ACTIVE]]
+        model, demand = jobs.model[active], jobs.demand[active]
+        top = cluster.speedup.shape[1] - 1
+        gang = cluster.speedup[model, np.minimum(demand, top)]
+        x = gavel_allocation(gang[:, None] * cluster.speeds[model], demand,
+                             cluster.type_gpus, self.objective)
+        m = x.shape[1]
+        M.f[active, :m] = x
+        M.f[active, m:] = 0.0
+        M.i[:, 0] = 0
+        M.i[active, 0] = 1
+        M.gi[0] = active.shape[0]
+        M.g[:] = now

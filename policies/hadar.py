@@ -41,27 +41,34 @@ Where the paper is ambiguous, this module follows:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from policies.base import RoundPolicy, param, register
-from policies.hadar_dp import RoundSearch
-from simulator.rounds import RoundState
+from policies.base import param, register
+from policies.hadar_dp import Round, round_search
+from policies.round_kernel import KernelRoundPolicy
+from simulator.libm import pairwise_sum
+from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
+from simulator.round_engine import speed
 
-__all__ = ["SEARCH_BUDGET", "Hadar", "hadar_allocate", "price_bounds", "utility_value"]
+__all__ = ["SEARCH_BUDGET", "UTILITIES", "Hadar", "hadar_allocate", "price_bounds"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 SEARCH_BUDGET = 256
 """Placement evaluations per round before the search completes greedily."""
+UTILITIES = ("jct", "makespan", "ftf")
+"""The utilities, by their code in the kernel's parameters."""
+_TINY = float(np.finfo(np.float64).tiny)
 
 
-def price_bounds(rate_type: FloatArray, remaining: FloatArray, elapsed: FloatArray,
-                 demand: IntArray, value: FloatArray, inter_node_factor: float,
-                 eta: float) -> tuple[FloatArray, float]:
+@nb.njit(cache=True)
+def price_bounds(rate_type: Any, remaining: Any, elapsed: Any, demand: Any, value: Any,
+                 inter_node_factor: float, eta: float) -> tuple[Any, float]:
     """``U_max^r`` per type (eq. 6) and ``U_min`` (eq. 7), both per GPU-second.
 
     Args:
@@ -73,14 +80,48 @@ def price_bounds(rate_type: FloatArray, remaining: FloatArray, elapsed: FloatArr
         inter_node_factor: slowdown of a spread gang (for the worst case ``t_max``).
         eta: the scaling factor of eq. 7.
     """
-    with np.errstate(divide="ignore"):
-        t = np.where(rate_type > 0, remaining[:, None] / rate_type, np.inf)  # eq. 8, per type
-        per_gpu_s = value[:, None] / ((elapsed[:, None] + t) * demand[:, None] * t)
-    u_max = np.where(np.isfinite(t), per_gpu_s, 0.0).max(axis=0)
-    t_max = t.max(axis=1, where=np.isfinite(t), initial=0.0) / inter_node_factor
-    horizon = float(t_max.sum())
-    u_min = float((value / ((elapsed + horizon) * t_max * demand)).min()) / (4.0 * eta)
-    return u_max, u_min
+    n, types = rate_type.shape
+    u_max, t_max = np.full(types, -np.inf), np.zeros(n)
+    for j in range(n):
+        for r in range(types):
+            t = remaining[j] / rate_type[j, r] if rate_type[j, r] > 0 else np.inf  # eq. 8
+            finite = np.isfinite(t)
+            per_gpu_s = value[j] / ((elapsed[j] + t) * demand[j] * t) if finite else 0.0
+            u_max[r] = max(u_max[r], per_gpu_s)
+            if finite:
+                t_max[j] = max(t_max[j], t)
+        t_max[j] /= inter_node_factor
+    horizon = pairwise_sum(t_max)
+    u_min = np.inf
+    for j in range(n):
+        u_min = min(u_min, value[j] / ((elapsed[j] + horizon) * t_max[j] * demand[j]))
+    return u_max, u_min / (4.0 * eta)
+
+
+@nb.njit(cache=True)
+def _allocate(node_type: Any, capacity: Any, rate_type: Any, demand: Any, remaining: Any,
+              elapsed: Any, value: Any, prev: Any, started: Any, inter_node_factor: float,
+              restart_s: float, eta: float, budget: int) -> Any:
+    """:func:`hadar_allocate`, compiled."""
+    n = demand.shape[0]
+    out = np.zeros((n, node_type.shape[0]), dtype=np.int64)
+    if n == 0:
+        return out
+    remaining = np.maximum(remaining, 1e-3)  # estimates may undershoot the real work
+    u_max, u_min = price_bounds(rate_type, remaining, elapsed, demand, value,
+                                inter_node_factor, eta)
+    low = max(u_min, _TINY)
+    speed = np.empty((n, node_type.shape[0]))
+    density = np.empty(n)
+    for j in range(n):
+        speed[j] = rate_type[j][node_type]
+        t_best = remaining[j] / rate_type[j].max()
+        density[j] = -(value[j] / ((elapsed[j] + t_best) * demand[j] * t_best))
+    R = Round(node_type, capacity, speed, demand, remaining, elapsed, value, prev,
+              np.where(started, restart_s, 0.0), inter_node_factor, low,
+              np.maximum(u_max[node_type], low), rate_type.shape[1])
+    round_search(R, np.argsort(density, kind="mergesort"), budget, out)
+    return out
 
 
 def hadar_allocate(*, node_type: IntArray, capacity: IntArray, rate_type: FloatArray,
@@ -101,46 +142,72 @@ def hadar_allocate(*, node_type: IntArray, capacity: IntArray, rate_type: FloatA
         eta: price scaling of eq. 7.
         budget: placement evaluations before the search turns greedy.
     """
-    n = demand.shape[0]
-    out = np.zeros((n, node_type.shape[0]), dtype=np.int64)
-    if n == 0:
-        return out
-    remaining = np.maximum(remaining, 1e-3)  # estimates may undershoot the real work
-    u_max, u_min = price_bounds(rate_type, remaining, elapsed, demand, value,
-                                inter_node_factor, eta)
-    low = max(u_min, np.finfo(float).tiny)
-    search = RoundSearch(node_type.astype(np.int64), capacity.astype(np.int64), rate_type,
-                         demand, remaining, elapsed, value, prev.astype(np.int64),
-                         np.where(started, restart_s, 0.0), inter_node_factor, low,
-                         np.maximum(u_max[node_type], low), budget)
-    t_best = remaining / rate_type.max(axis=1)
-    density = value / ((elapsed + t_best) * demand * t_best)
-    for j, row in search.run(np.argsort(-density, kind="stable")):
-        out[j] = row
+    def ints(a: Any) -> IntArray:
+        return np.ascontiguousarray(a, dtype=np.int64)
+
+    def floats(a: Any) -> FloatArray:
+        return np.ascontiguousarray(a, dtype=np.float64)
+
+    out: IntArray = _allocate(
+        ints(node_type), ints(capacity), floats(rate_type), ints(demand), floats(remaining),
+        floats(elapsed), floats(value), ints(prev), np.ascontiguousarray(started, np.bool_),
+        float(inter_node_factor), float(restart_s), float(eta), int(budget))
     return out
 
 
-def utility_value(kind: str, state: RoundState, rate_type: FloatArray,
-                  remaining: FloatArray) -> FloatArray:
-    """Each job's utility numerator: it gets ``value / JCT`` (see the module docstring)."""
-    size: FloatArray = np.maximum(state.est_size, 1e-3)
-    if kind == "jct":
-        return size
-    t_best = remaining / rate_type.max(axis=1)
-    if kind == "makespan":
-        weighted: FloatArray = size * t_best / t_best.mean()
-        return weighted
-    cluster = state.cluster
-    share = np.minimum(state.demand, cluster.node_gpus.sum() / len(state)).astype(np.float64)
-    mean_speed = state.speeds[state.model] @ cluster.type_gpus / cluster.type_gpus.sum()
-    t_iso = size / (state.scaling.speed(state.model, share) * mean_speed)
-    ftf_weighted: FloatArray = size * (state.now - state.arrival_s + t_best) / t_iso
-    return ftf_weighted
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _hadar(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """Re-decide every active job's placement; rewrite the rows that change. ``params``:
+    ``eta`` and the utility's code (:data:`UTILITIES`)."""
+    active = active_rows(E)
+    n, types = active.shape[0], C.speeds.shape[1]
+    top = C.speedup.shape[1] - 1
+    rate_type, remaining = np.empty((n, types)), np.empty(n)
+    elapsed, size, t_best = np.empty(n), np.empty(n), np.empty(n)
+    demand = np.empty(n, dtype=np.int64)
+    started = np.empty(n, dtype=np.bool_)
+    prev = np.empty((n, C.node_gpus.shape[0]), dtype=np.int64)
+    for a in range(n):
+        r = active[a]
+        m, demand[a] = J.model[r], J.demand[r]
+        gang = C.speedup[m, min(demand[a], top)]  # ScalingTable.speed at a whole count
+        for t in range(types):
+            rate_type[a, t] = gang * C.speeds[m, t]
+        remaining[a] = max(J.est[r], 1e-3)
+        elapsed[a] = now - J.arrival[r]
+        size[a] = max(J.est_size[r], 1e-3)
+        t_best[a] = remaining[a] / rate_type[a].max()
+        prev[a] = J.alloc[r]
+        started[a] = J.att[r] > 0 or prev[a].sum() > 0
+    value = size.copy()  # jct: effective throughput
+    utility = int(M.params[1])
+    if utility == 1:  # makespan: weighted by the best remaining time over the mean
+        mean = pairwise_sum(t_best) / n
+        value = size * t_best / mean
+    elif utility == 2:  # ftf: weighted by the finish-time fairness ratio at best
+        total = float(C.type_gpus.sum())
+        for a in range(n):
+            m = J.model[active[a]]
+            share = min(float(demand[a]), C.node_gpus.sum() / n)
+            mean_speed = 0.0
+            for t in range(types):
+                mean_speed += C.speeds[m, t] * C.type_gpus[t]
+            t_iso = size[a] / (speed(C, m, share) * (mean_speed / total))
+            value[a] = size[a] * (elapsed[a] + t_best[a]) / t_iso
+    out = _allocate(C.node_type, C.node_gpus, rate_type, demand, remaining, elapsed, value,
+                    prev, started, C.inter_node_factor, C.restart_s, M.params[0],
+                    SEARCH_BUDGET)
+    for a in range(n):
+        r = active[a]
+        if np.any(out[a] != M.out_alloc[r]):
+            M.out_alloc[r] = out[a]
+            touch(M, r)
+    return PLAN
 
 
 @register
 @dataclass(frozen=True)
-class Hadar(RoundPolicy):
+class Hadar(KernelRoundPolicy):
     """Hadar (papers/hadar.md §III; SPEC §3.4): dual prices per (node, type), Algorithm 2."""
 
     name: ClassVar[str] = "hadar"
@@ -149,18 +216,10 @@ class Hadar(RoundPolicy):
     round_s: float = param(360.0, low=60.0, high=1800.0, help="round length (s)")
     eta: float = param(1.0, low=0.25, high=1e6, log=True,
                        help="price scaling of eq. 7: larger admits more jobs")
-    utility: str = param("jct", kind="choice", choices=("jct", "makespan", "ftf"),
+    utility: str = param("jct", kind="choice", choices=UTILITIES,
                          help="job utility: effective throughput, weighted for makespan/ftf")
+    kernel = staticmethod(_hadar)
 
-    def plan(self, state: RoundState) -> IntArray:
-        """Re-decide every active job's placement for the coming round."""
-        cluster = state.cluster
-        remaining = np.maximum(state.est_remaining, 1e-3)
-        rate_type = state.gang_rates()
-        return hadar_allocate(
-            node_type=cluster.node_type, capacity=cluster.node_gpus, rate_type=rate_type,
-            demand=state.demand, remaining=remaining, elapsed=state.now - state.arrival_s,
-            value=utility_value(self.utility, state, rate_type, remaining), prev=state.alloc,
-            started=(state.attained > 0) | (state.alloc.sum(axis=1) > 0),
-            inter_node_factor=cluster.inter_node_factor, restart_s=cluster.restart_s,
-            eta=self.eta)
+    def kernel_params(self) -> FloatArray:
+        """``eta`` and the utility's code."""
+        return np.array([self.eta, UTILITIES.index(self.utility)], dtype=np.float64)

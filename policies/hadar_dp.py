@@ -1,33 +1,35 @@
 """Hadar's Algorithm 2: FIND_ALLOC and the payoff-maximizing choice of jobs (papers/hadar.md).
 
-:func:`find_alloc` (compiled) lists one job's candidate placements on the GPUs still free and
-their payoffs; :class:`RoundSearch` picks a subset of jobs and a placement each maximizing
-the summed payoff, re-pricing the nodes after every placement (Algorithm 2, lines 10-12).
-The search is a depth-first branch and bound (take one of a job's best placements, or skip
-it) whose first leaf is the greedy choice; it is exact while it stays within its budget of
+:func:`find_alloc` lists one job's candidate placements on the GPUs still free and their
+payoffs; :func:`round_search` picks a subset of jobs and a placement each maximizing the
+summed payoff, re-pricing the nodes after every placement (Algorithm 2, lines 10-12). The
+search is a depth-first branch and bound (take one of a job's best placements, or skip it)
+whose first leaf is the greedy choice; it is exact while it stays within its budget of
 placement evaluations and falls back to the greedy completion after. A job's best payoff on
 the empty cluster bounds what it can add anywhere deeper, since prices only rise as GPUs are
-handed out.
+handed out. All compiled; the search walks its tree with an explicit stack.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import namedtuple
 from typing import Any
 
 import numba as nb
 import numpy as np
-import numpy.typing as npt
 
 from simulator.jit import configure_cache
 
 configure_cache()  # before the @njit(cache=True) below
 
-__all__ = ["RoundSearch", "find_alloc", "node_prices"]
+__all__ = ["Round", "find_alloc", "node_prices", "round_search"]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-Picks = list[tuple[int, IntArray]]
+Round = namedtuple("Round", ["node_type", "capacity", "speed", "demand", "remaining", "elapsed",
+                             "value", "prev", "restart", "inter", "low", "high", "n_types"])
+"""One round's search inputs, per job (row) and node: ``speed[j, h]`` is job ``j``'s gang rate
+on node ``h``'s type, ``prev`` the placements held now, ``restart`` the pause a changed
+placement costs (0 for jobs not yet started), ``low``/``high`` ``U_min`` and per-node
+``U_max`` of the price function (:func:`node_prices`), ``inter`` the spread slowdown."""
 
 _EPS = 1e-12
 
@@ -145,96 +147,109 @@ def find_alloc(w: int, free: Any, capacity: Any, low: float, high: Any, speed: A
     return positive
 
 
-@dataclass
-class RoundSearch:
-    """Algorithm 2 over one round's jobs (per-job arrays indexed by job).
+@nb.njit(cache=True)
+def _options(R: Any, j: int, free: Any, cand: Any, payoff: Any) -> int:
+    """Job ``j``'s positive-payoff placements on ``free`` into ``cand``/``payoff``, best
+    first; their number."""
+    if free.sum() < R.demand[j]:
+        return 0
+    return find_alloc(R.demand[j], free, R.capacity, R.low, R.high, R.speed[j], R.prev[j],
+                      R.node_type, R.n_types, R.inter, R.remaining[j], R.elapsed[j],
+                      R.value[j], R.restart[j], cand, payoff)
 
-    Attributes:
-        rate_type: ``(jobs, types)`` progress rate of each job's whole gang on each type.
-        restart: per job, the pause a changed placement costs (0 for jobs not yet started).
-        low, high: ``U_min`` and per-node ``U_max`` of the price function.
-        budget: placement evaluations the exact search may spend.
+
+@nb.njit(cache=True)
+def _record(out: Any, depth: int, job: Any, chosen: Any, nopt: Any, rows: Any) -> None:
+    """The picks of the path's ``depth`` frames into ``out`` (other rows zero)."""
+    out[:] = 0
+    for d in range(depth):
+        if chosen[d] < nopt[d]:
+            out[job[d]] = rows[d, chosen[d]]
+
+
+@nb.njit(cache=True)
+def round_search(R: Any, order: Any, budget: int, out: Any) -> float:
+    """Algorithm 2 for jobs visited in ``order``: the best summed payoff found, its
+    placements in ``out`` (``(jobs, nodes)``, zero for jobs left out).
+
+    The depth-first search keeps one frame per job taken or skipped on the current path:
+    its placements, the branch it is in (each placement, then skipping) and the GPUs free,
+    value and next job where it began.
     """
+    n, nodes, width = order.shape[0], R.capacity.shape[0], 2 * R.n_types + 1
+    rows = np.zeros((n + 1, width, nodes), dtype=np.int64)
+    pays = np.zeros((n + 1, width))
+    job, nopt = np.zeros(n + 1, dtype=np.int64), np.zeros(n + 1, dtype=np.int64)
+    chosen, at_i = np.zeros(n + 1, dtype=np.int64), np.zeros(n + 1, dtype=np.int64)
+    at_value, at_free = np.zeros(n + 1), np.zeros((n + 1, nodes), dtype=np.int64)
+    suffix = np.zeros(n + 1)  # each job's best payoff on the empty cluster bounds the rest
+    for a in range(n - 1, -1, -1):
+        k = _options(R, order[a], R.capacity, rows[0], pays[0])
+        bound = pays[0, 0] if k else 0.0
+        suffix[a] = bound if a == n - 1 else suffix[a + 1] + bound
+    out[:] = 0
+    best, evaluations, leaves, depth = 0.0, 0, 0, 0
+    i, value, free = 0, 0.0, R.capacity.copy()
+    while True:  # a call: the jobs from i on, with free and value
+        if evaluations >= budget:
+            if not leaves:  # the first, greedy, path was cut short: complete it
+                done = _record_greedy(R, order, i, free, value, best, out, depth, job,
+                                      chosen, nopt, rows)
+                leaves += 1
+                if done > best + _EPS:
+                    best = done
+        else:
+            k, pruned = 0, False
+            while i < n and free.any() and k == 0:
+                if value + suffix[i] <= best + _EPS:
+                    pruned = True  # nothing below can beat the best found
+                    break
+                evaluations += 1
+                k = _options(R, order[i], free, rows[depth], pays[depth])
+                i += 1
+            if k:
+                job[depth], nopt[depth], chosen[depth] = order[i - 1], k, -1
+                at_i[depth], at_value[depth], at_free[depth] = i, value, free
+                depth += 1
+            elif not pruned:
+                leaves += 1
+                if value > best + _EPS:
+                    best = value
+                    _record(out, depth, job, chosen, nopt, rows)
+        while depth and chosen[depth - 1] == nopt[depth - 1]:  # return from finished frames
+            depth -= 1
+        if not depth:
+            return best
+        d = depth - 1  # the frame's next branch: its next placement, or skipping the job
+        chosen[d] += 1
+        i, value, free = at_i[d], at_value[d], at_free[d].copy()
+        if chosen[d] < nopt[d]:
+            value += pays[d, chosen[d]]
+            free -= rows[d, chosen[d]]
 
-    node_type: IntArray
-    capacity: IntArray
-    rate_type: FloatArray
-    demand: IntArray
-    remaining: FloatArray
-    elapsed: FloatArray
-    value: FloatArray
-    prev: IntArray
-    restart: FloatArray
-    inter: float
-    low: float
-    high: FloatArray
-    budget: int
-    evaluations: int = 0
-    leaves: int = 0
-    best: tuple[float, Picks] = (0.0, [])
-    suffix: FloatArray = field(init=False, repr=False)
-    _cand: IntArray = field(init=False, repr=False)
-    _payoff: FloatArray = field(init=False, repr=False)
-    _speed: FloatArray = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        n_types = self.rate_type.shape[1]
-        self._cand = np.zeros((2 * n_types + 1, self.node_type.shape[0]), dtype=np.int64)
-        self._payoff = np.zeros(2 * n_types + 1)
-        self._speed = np.ascontiguousarray(self.rate_type[:, self.node_type])
-
-    def placements(self, j: int, free: IntArray) -> list[tuple[float, IntArray]]:
-        """Job ``j``'s positive-payoff placements on ``free``, best first."""
-        self.evaluations += 1
-        if free.sum() < self.demand[j]:
-            return []
-        k = find_alloc(int(self.demand[j]), free, self.capacity, self.low, self.high,
-                       self._speed[j], self.prev[j], self.node_type, self.rate_type.shape[1],
-                       self.inter, float(self.remaining[j]), float(self.elapsed[j]),
-                       float(self.value[j]), float(self.restart[j]), self._cand, self._payoff)
-        return [(float(self._payoff[i]), self._cand[i].copy()) for i in range(k)]
-
-    def run(self, order: IntArray) -> Picks:
-        """The chosen ``(job, placement row)`` pairs for jobs visited in ``order``."""
-        free = self.capacity.astype(np.int64)
-        bound = np.array([max((p for p, _ in self.placements(int(j), free)), default=0.0)
-                          for j in order])
-        self.suffix = np.append(np.cumsum(bound[::-1])[::-1], 0.0)
-        self.evaluations = 0
-        self._dfs(order, 0, free, 0.0, [])
-        return self.best[1]
-
-    def _dfs(self, order: IntArray, i: int, free: IntArray, value: float, picks: Picks) -> None:
-        if self.evaluations >= self.budget:
-            if not self.leaves:  # the first, greedy, path was cut short: complete it
-                self._greedy(order, i, free, value, picks)
-            return
-        options: list[tuple[float, IntArray]] = []
-        while i < order.size and free.any() and not options:
-            if value + self.suffix[i] <= self.best[0] + _EPS:
-                return  # nothing below can beat the best found
-            options = self.placements(int(order[i]), free)
-            i += 1
-        if not options:
-            self.leaves += 1
-            if value > self.best[0] + _EPS:
-                self.best = (value, picks)
-            return
-        j = int(order[i - 1])
-        for payoff, row in options:
-            self._dfs(order, i, free - row, value + payoff, [*picks, (j, row)])
-        self._dfs(order, i, free, value, picks)
-
-    def _greedy(self, order: IntArray, i: int, free: IntArray, value: float,
-                picks: Picks) -> None:
-        for j in order[i:]:
-            if not free.any():
-                break
-            options = self.placements(int(j), free)
-            if options:
-                value += options[0][0]
-                picks = [*picks, (int(j), options[0][1])]
-                free = free - options[0][1]
-        self.leaves += 1
-        if value > self.best[0] + _EPS:
-            self.best = (value, picks)
+@nb.njit(cache=True)
+def _record_greedy(R: Any, order: Any, i: int, free: Any, value: float, best: float,
+                   out: Any, depth: int, job: Any, chosen: Any, nopt: Any, rows: Any
+                   ) -> float:
+    """Complete the path greedily (each job's best placement) from ``order[i]``; its value,
+    recorded in ``out`` if it beats ``best``."""
+    width, nodes = rows.shape[1], rows.shape[2]
+    cand, pay = np.zeros((width, nodes), dtype=np.int64), np.zeros(width)
+    picks = np.zeros((order.shape[0], nodes), dtype=np.int64)
+    taken = np.zeros(order.shape[0], dtype=np.bool_)
+    free = free.copy()
+    for a in range(i, order.shape[0]):
+        if not free.any():
+            break
+        if _options(R, order[a], free, cand, pay):
+            value += pay[0]
+            picks[a] = cand[0]
+            taken[a] = True
+            free -= cand[0]
+    if value > best + _EPS:
+        _record(out, depth, job, chosen, nopt, rows)
+        for a in range(order.shape[0]):
+            if taken[a]:
+                out[order[a]] = picks[a]
+    return value

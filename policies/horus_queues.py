@@ -26,6 +26,7 @@ import numpy as np
 
 from simulator import pcg64
 from simulator.jit import configure_cache
+from simulator.libm import pairwise_sum
 
 configure_cache()
 
@@ -67,57 +68,6 @@ def _integers(s: Any, n: int) -> Any:
 
 
 @nb.njit(cache=True)
-def _block_sum(a: Any, lo: int, n: int) -> float:
-    """NumPy's sum of up to 128 doubles: in order below 8, else eight running sums."""
-    if n < 8:
-        out = 0.0
-        for i in range(lo, lo + n):
-            out += a[i]
-        return out
-    r = a[lo:lo + 8].copy()
-    i = 8
-    while i < n - n % 8:
-        for j in range(8):
-            r[j] += a[lo + i + j]
-        i += 8
-    out = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-    while i < n:
-        out += a[lo + i]
-        i += 1
-    return out
-
-
-@nb.njit(cache=True)
-def _pairwise_sum(a: Any) -> float:
-    """``a.sum()`` as NumPy adds doubles: blocks of up to 128 (:func:`_block_sum`), longer
-    stretches halved (at a multiple of 8) and their sums added. Walked with a stack, as
-    numba cannot cache a recursive function."""
-    los, ns, stage = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
-    sums = np.empty(64)
-    top, done = 0, 0
-    los[0], ns[0], stage[0] = 0, a.shape[0], 0
-    while top >= 0:
-        lo, n = los[top], ns[top]
-        half = n // 2 - (n // 2) % 8
-        if n <= 128:
-            sums[done] = _block_sum(a, lo, n)
-            done += 1
-            top -= 1
-        elif stage[top] < 2:  # descend into the left, then the right half
-            stage[top] += 1
-            left = stage[top] == 1
-            top += 1
-            los[top] = lo if left else lo + half
-            ns[top] = half if left else n - half
-            stage[top] = 0
-        else:
-            done -= 1
-            sums[done - 1] = sums[done - 1] + sums[done]
-            top -= 1
-    return sums[0]
-
-
-@nb.njit(cache=True)
 def _sq_dist(a: Any, b: Any) -> float:
     out = 0.0
     for j in range(a.shape[0]):
@@ -140,7 +90,7 @@ def _kmeans_pp(z: Any, k: int, s: Any) -> Any:
                 for q in range(c):
                     best = min(best, _sq_dist(centres[q], z[p]))
                 d2[p] = best
-            total = _pairwise_sum(d2)
+            total = pairwise_sum(d2)
             r = pcg64.next_double(s)
             acc = 0.0
             for p in range(n):  # searchsorted(cumsum(d2 / total), r), side="left"
@@ -245,7 +195,7 @@ def queue_weights(lengths: Any, median_wait_s: Any) -> Any:
 def queue_counts(weights: Any, lengths: Any, beta: int) -> Any:
     """Jobs taken from each queue: ``round(beta w_x / sum w)`` (half up), within the queue's
     length and ``beta`` in all; spare slots go to queues with jobs left, heaviest first."""
-    raw = float(beta) * weights / _pairwise_sum(weights)
+    raw = float(beta) * weights / pairwise_sum(weights)
     counts = np.minimum(np.floor(raw + 0.5), lengths.astype(np.float64)).astype(np.int64)
     while counts.sum() > beta:  # take back from the queue rounded up most (first on ties)
         over = np.where(counts > 0, counts - raw, -np.inf)

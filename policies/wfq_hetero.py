@@ -7,29 +7,42 @@ small jobs and let large jobs soak up the slow ones. Types are ranked by the pro
 relative speed: ``W_1`` weighs the fastest type, ``W_2`` the second, ``W_3`` the third and
 any slower ones; on a one-type cluster only ``W_1`` matters.
 
-Whole GPUs, decided in rounds on the round engine. Each round, on each type from the fastest:
-the type's GPUs are water-filled across classes by weight (a class needing less hands the rest
-to the others), running jobs keep their placement and count against their class's share
-(this policy never preempts, so rounds cost no restarts), then waiting jobs are admitted in
-class and arrival order when their whole gang fits in their class's share on one type.
-GPUs no share can use go to any waiting job that fits (work conservation in whole gangs).
+Whole GPUs, decided in rounds on the round engine (a compiled kernel). Each round, on each
+type from the fastest: the type's GPUs are water-filled across classes by weight (a class
+needing less hands the rest to the others), running jobs keep their placement and count
+against their class's share (this policy never preempts, so rounds cost no restarts), then
+waiting jobs are admitted in class and arrival order when their whole gang fits in their
+class's share on one type. GPUs no share can use go to any waiting job that fits (work
+conservation in whole gangs). After a decision no waiting gang fits in any type's free GPUs,
+so the plan stands until a job arrives or finishes (the kernel declares itself quiet).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Self
+from typing import Any, Self
 
+import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from policies.base import RoundPolicy, param, register
-from policies.gangs import place_gang
+from policies.base import param, register
+from policies.gangs import gang_row
+from policies.round_kernel import KernelRoundPolicy
 from policies.wfq import with_classes
 from simulator import libm
 from simulator.errors import InvalidPolicyParams
 from simulator.profile import ClusterProfile
-from simulator.rounds import RoundState
+from simulator.round_arrays import (
+    PLAN,
+    ROUND_KERNEL_SIG,
+    ClusterArrays,
+    JobArrays,
+    PolicyMemory,
+    active_rows,
+    empty_memory,
+    touch,
+)
 from simulator.workload import Workload
 
 __all__ = ["WFQHetero", "share_by_weight"]
@@ -37,23 +50,100 @@ __all__ = ["WFQHetero", "share_by_weight"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-def share_by_weight(capacity: float, weights: FloatArray, demand: FloatArray) -> FloatArray:
-    """Split ``capacity`` by weight, capped by demand; leftovers re-shared until none moves."""
-    share = np.zeros_like(demand)
+
+@nb.njit(cache=True)
+def share_by_weight(capacity: float, weights: Any, demand: Any) -> Any:
+    """Split ``capacity`` by weight, capped by demand; leftovers re-shared until none moves.
+
+    Sums are NumPy's (pairwise), so Python and compiled callers get the same bits."""
+    k = demand.shape[0]
+    share = np.zeros(k)
     open_ = demand > 0
     left = float(capacity)
+    give, take = np.zeros(k), np.zeros(k)
     while left > 1e-9 and open_.any():
-        give = left * weights * open_ / (weights * open_).sum()
-        take = np.minimum(give, demand - share)
-        share += take
-        left -= float(take.sum())
-        open_ &= share < demand - 1e-9
+        for c in range(k):
+            give[c] = weights[c] * open_[c]
+        total = libm.pairwise_sum(give)
+        for c in range(k):
+            give[c] = left * weights[c] * open_[c] / total
+            take[c] = min(give[c], demand[c] - share[c])
+            share[c] += take[c]
+        left -= libm.pairwise_sum(take)
+        for c in range(k):
+            open_[c] = open_[c] and share[c] < demand[c] - 1e-9
     return share
+
+
+@nb.njit(cache=True)
+def _admit(J: Any, M: Any, r: int, free: Any, none: Any, row: Any) -> bool:
+    """Place row ``r``'s whole gang on ``free`` (updated); False if it does not fit."""
+    if not gang_row(free, J.demand[r], none, row):
+        return False
+    M.out_alloc[r, :] = row
+    touch(M, r)
+    free -= row
+    return True
+
+
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _wfq_hetero(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """One decision: per-type class shares, then spare GPUs (module docstring). ``params``:
+    the class thresholds, then each tier's class weights; ``gi``: the types, fastest first."""
+    active, tiers = active_rows(E), M.gi
+    n_types, nodes = tiers.shape[0], C.node_gpus.shape[0]
+    k = M.params.shape[0] // (1 + n_types)
+    cls = np.empty(active.shape[0], dtype=np.int64)
+    waiting = np.empty(active.shape[0], dtype=np.bool_)
+    for a in range(active.shape[0]):
+        r = active[a]
+        cls[a] = min(np.searchsorted(M.params[:k], J.est_size[r]), k - 1)
+        waiting[a] = J.alloc[r].sum() == 0
+    none, row = np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.int64)
+    used = E.node_used.copy()
+    for tier in range(n_types):
+        t = tiers[tier]
+        need, held = np.zeros(k), np.zeros(k)
+        for a in range(active.shape[0]):
+            r = active[a]
+            if waiting[a]:
+                need[cls[a]] += J.demand[r]
+            for h in range(nodes):
+                if C.node_type[h] == t:
+                    held[cls[a]] += M.out_alloc[r, h] * (not waiting[a])
+        weights = M.params[k * (1 + tier):k * (2 + tier)]
+        cap = 0
+        free = np.zeros(nodes, dtype=np.int64)
+        for h in range(nodes):
+            if C.node_type[h] == t:
+                cap += C.node_gpus[h]
+                free[h] = C.node_gpus[h] - used[h]
+        share = share_by_weight(float(cap), weights, held + need) - held
+        for c in range(k):
+            for a in range(active.shape[0]):
+                r = active[a]
+                if cls[a] == c and waiting[a] and J.demand[r] <= share[c] + 1e-9 and _admit(
+                        J, M, r, free, none, row):
+                    used += row
+                    waiting[a] = False
+                    share[c] -= J.demand[r]
+    for c in range(k):  # spare GPUs: whole gangs, one type
+        for a in range(active.shape[0]):
+            if cls[a] != c or not waiting[a]:
+                continue
+            for tier in range(n_types):
+                free = np.where(C.node_type == tiers[tier], C.node_gpus - used, 0)
+                if _admit(J, M, active[a], free, none, row):
+                    used += row
+                    waiting[a] = False
+                    break
+    M.quiet[0] = np.inf  # no waiting gang fits anywhere now
+    return PLAN
 
 
 @register
 @dataclass(frozen=True)
-class WFQHetero(RoundPolicy):
+class WFQHetero(KernelRoundPolicy):
     """PCS's WFQ classes with one weight exponent per GPU-type tier. ``fit`` before use."""
 
     name = "wfq-hetero"
@@ -67,6 +157,7 @@ class WFQHetero(RoundPolicy):
     round_s: float = param(360.0, low=30.0, high=3600.0, log=True,
                            help="seconds between decisions")
     thresholds: tuple[float, ...] = ()
+    kernel = staticmethod(_wfq_hetero)
 
     @classmethod
     def inapplicable(cls, workload: Workload, profile: ClusterProfile) -> dict[str, str]:
@@ -80,46 +171,16 @@ class WFQHetero(RoundPolicy):
         """Derive classes from the training workload's estimated sizes (no-op if known)."""
         return with_classes(self, workload)
 
-    def plan(self, state: RoundState) -> IntArray:
+    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+        """The thresholds and per-tier class weights (``params``) and the types by speed,
+        fastest first (``gi``: the mean over models, stable on ties)."""
         if not self.thresholds:
             raise InvalidPolicyParams("wfq-hetero has no classes yet: call fit(workload)")
-        cluster = state.cluster
         k = len(self.thresholds)
-        cls = np.minimum(np.searchsorted(np.array(self.thresholds), state.est_size), k - 1)
-        running = state.alloc.sum(axis=1) > 0
-        plan = np.where(running[:, None], state.alloc, 0)
-        waiting = ~running
-        speed = state.speeds.mean(axis=0)
-        for tier, t in enumerate(np.argsort(-speed, kind="stable")):
-            on_t = cluster.node_type == t
-            w = libm.exp(-(self.W_1, self.W_2, self.W_3)[min(tier, 2)] * np.arange(k))
-            need = np.bincount(cls, weights=np.where(waiting, state.demand, 0), minlength=k)
-            held = np.bincount(cls, weights=plan[:, on_t].sum(axis=1), minlength=k)
-            share = share_by_weight(cluster.node_gpus[on_t].sum(), w,
-                                    (held + need).astype(np.float64)) - held
-            free = np.where(on_t, cluster.node_gpus - plan.sum(axis=0), 0)
-            for j in np.lexsort((state.arrival_s, cls)):
-                if waiting[j] and state.demand[j] <= share[cls[j]] + 1e-9:
-                    self._admit(j, state, plan, free, waiting, share, cls)
-        free = cluster.node_gpus - plan.sum(axis=0)
-        for j in np.lexsort((state.arrival_s, cls)):  # spare GPUs: whole gangs, one type
-            if waiting[j]:
-                for t in np.argsort(-speed, kind="stable"):
-                    if self._admit(j, state, plan, np.where(cluster.node_type == t, free, 0),
-                                   waiting, None, cls):
-                        free = cluster.node_gpus - plan.sum(axis=0)
-                        break
-        return plan
-
-    @staticmethod
-    def _admit(j: int, state: RoundState, plan: IntArray, free: IntArray,
-               waiting: npt.NDArray[np.bool_], share: FloatArray | None, cls: IntArray) -> bool:
-        row = place_gang(free, int(state.demand[j]))
-        if row is None:
-            return False
-        plan[j] = row
-        free -= row
-        waiting[j] = False
-        if share is not None:
-            share[cls[j]] -= state.demand[j]
-        return True
+        tiers = np.argsort(-cluster.speeds.mean(axis=0), kind="stable")
+        exps = (self.W_1, self.W_2, self.W_3)
+        weights = [libm.exp(-exps[min(tier, 2)] * np.arange(k)) for tier in range(len(tiers))]
+        mem = empty_memory(jobs, cluster.node_gpus.shape[0],
+                           params=np.concatenate([self.thresholds, *weights]), gi=len(tiers))
+        mem.gi[:] = tiers
+        return mem

@@ -54,7 +54,8 @@ from simulator.round_arrays import (  # noqa: E402
 
 __all__ = ["APPLIED", "ARRIVED", "DONE", "ERR_IDLE", "ERR_NO_DECISION", "ERR_PLAN", "GROW",
            "HOST_DUE", "MAIN", "OVER_DEMAND", "OVER_MEMORY", "OVER_NODE", "PLAYOUT", "PREDICT",
-           "REDECIDE", "STUCK", "apply_plan", "fork", "index_devices", "job_rate", "run_loop"]
+           "REDECIDE", "STUCK", "apply_plan", "fork", "index_devices", "job_rate", "run_loop",
+           "speed"]
 
 # modes
 MAIN, PREDICT, PLAYOUT = 0, 1, 2
@@ -68,7 +69,7 @@ _INF = np.inf
 
 
 @nb.njit(cache=True, inline="always")
-def _speed(C: Any, m: int, g: float) -> float:
+def speed(C: Any, m: int, g: float) -> float:
     """``ScalingTable.speed`` for one job: linear between integer counts, flat above."""
     top = C.speedup.shape[1] - 1
     g = min(max(g, 0.0), float(top))
@@ -90,7 +91,7 @@ def job_rate(C: Any, m: int, alloc: Any) -> float:
     if gpus == 0:
         slowest = 0.0
     locality = C.inter_node_factor if nodes > 1 else 1.0
-    return _speed(C, m, float(gpus)) * slowest * locality
+    return speed(C, m, float(gpus)) * slowest * locality
 
 
 @nb.njit(cache=True, inline="always")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from policies import RoundPolicy, make_policy
 from policies.gavel import Gavel, gavel_allocation, gavel_round
 from policies.hadar import Hadar, hadar_allocate, price_bounds
-from policies.hadar_dp import RoundSearch, node_prices
+from policies.hadar_dp import Round, find_alloc, node_prices, round_search
 from policies.yarn import YarnCS
 from simulator import Workload, generate, simulate
 from simulator.profile import ClusterProfile, NodeGroup
@@ -141,13 +141,35 @@ def _random_instance(seed: int) -> dict[str, Any]:
         started=np.zeros(jobs, bool), inter_node_factor=0.8, restart_s=10.0, eta=1.0)
 
 
-def _exhaustive(search: RoundSearch, order: Any, i: int, free: Any) -> float:
+def _search(inst: dict[str, Any]) -> Round:
+    u_max, u_min = price_bounds(inst["rate_type"], inst["remaining"], inst["elapsed"],
+                                inst["demand"], inst["value"], 0.8, 1.0)
+    node_type = inst["node_type"]
+    return Round(node_type, inst["capacity"], np.ascontiguousarray(inst["rate_type"][:, node_type]),
+                 inst["demand"], inst["remaining"], inst["elapsed"], inst["value"], inst["prev"],
+                 np.full(len(inst["demand"]), 10.0), 0.8, u_min,
+                 np.maximum(u_max[node_type], u_min), 3)
+
+
+def _placements(R: Round, j: int, free: Any) -> list[tuple[float, Any]]:
+    """Job ``j``'s positive-payoff placements on ``free``, as the search sees them."""
+    if free.sum() < R.demand[j]:
+        return []
+    cand = np.zeros((2 * R.n_types + 1, free.shape[0]), dtype=np.int64)
+    payoff = np.zeros(2 * R.n_types + 1)
+    k = find_alloc(R.demand[j], free, R.capacity, R.low, R.high, R.speed[j], R.prev[j],
+                   R.node_type, R.n_types, R.inter, R.remaining[j], R.elapsed[j], R.value[j],
+                   R.restart[j], cand, payoff)
+    return [(float(payoff[i]), cand[i].copy()) for i in range(k)]
+
+
+def _exhaustive(R: Round, order: Any, i: int, free: Any) -> float:
     """Oracle: the best summed payoff over every take-or-skip sequence, no pruning."""
     if i == len(order):
         return 0.0
-    best = _exhaustive(search, order, i + 1, free)
-    for payoff, row in search.placements(int(order[i]), free):
-        best = max(best, payoff + _exhaustive(search, order, i + 1, free - row))
+    best = _exhaustive(R, order, i + 1, free)
+    for payoff, row in _placements(R, int(order[i]), free):
+        best = max(best, payoff + _exhaustive(R, order, i + 1, free - row))
     return best
 
 
@@ -155,18 +177,15 @@ def _exhaustive(search: RoundSearch, order: Any, i: int, free: Any) -> float:
 @given(st.integers(0, 10_000))
 def test_branch_and_bound_matches_exhaustive_search(seed: int) -> None:
     inst = _random_instance(seed)
-    u_max, u_min = price_bounds(inst["rate_type"], inst["remaining"], inst["elapsed"],
-                                inst["demand"], inst["value"], 0.8, 1.0)
-    args = (inst["node_type"], inst["capacity"], inst["rate_type"], inst["demand"],
-            inst["remaining"], inst["elapsed"], inst["value"], inst["prev"],
-            np.full(len(inst["demand"]), 10.0), 0.8, u_min,
-            np.maximum(u_max[inst["node_type"]], u_min))
+    R = _search(inst)
     order = np.arange(len(inst["demand"]))
-    search = RoundSearch(*args, budget=10**6)
-    picks = search.run(order)
-    oracle = _exhaustive(RoundSearch(*args, budget=10**6), order, 0, inst["capacity"].copy())
-    assert search.best[0] == pytest.approx(oracle, rel=1e-9, abs=1e-12)
-    assert sum(row.sum() for _, row in picks) <= inst["capacity"].sum()
+    out = np.zeros((len(order), len(inst["capacity"])), dtype=np.int64)
+    best = round_search(R, order, 10**6, out)
+    oracle = _exhaustive(R, order, 0, inst["capacity"].copy())
+    assert best == pytest.approx(oracle, rel=1e-9, abs=1e-12)
+    assert (out.sum(axis=0) <= inst["capacity"]).all()
+    held = out.sum(axis=1)
+    assert np.all((held == 0) | (held == inst["demand"]))
 
 
 POLICIES = [("hadar", {"utility": u}) for u in ("jct", "makespan", "ftf")] + [
