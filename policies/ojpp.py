@@ -62,10 +62,10 @@ from policies.ojpp_placement import (
     Pack,
     adjust_pack,
     bfd_order,
+    cache_slowdowns,
     gregarious_order,
     place_pack,
     resum,
-    slowdown,
 )
 from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload
@@ -104,8 +104,9 @@ _INF = np.inf
 @nb.njit(cache=True)
 def _pack(C: Any, J: Any, M: Any, E: Any) -> Any:
     """The plan in force as a :data:`Pack` over workload rows; a job's devices are its plan
-    rows ``M.out_wdev``, so placements write the plan."""
-    D, n = C.device_node.shape[0], E.active.shape[0]
+    rows ``M.out_wdev``, so placements write the plan. A device holds at most one worker of
+    each active job."""
+    D, n = C.device_node.shape[0], active_rows(E).shape[0]
     cnt = np.zeros(D, dtype=np.int64)
     members = np.empty((D, max(n, 1)), dtype=np.int64)
     for d in range(D):
@@ -115,9 +116,10 @@ def _pack(C: Any, J: Any, M: Any, E: Any) -> Any:
     P = Pack(E.pos, J.util, J.mem, J.surge_gib, J.surge_p, J.model, C.device_type,
              C.device_mem, C.shareable, C.matrix, C.curves, C.has_matrix, np.zeros(D),
              np.zeros(D), np.zeros(D), cnt, members, M.out_nw, J.woff, M.out_wdev,
-             np.empty(n + 1, dtype=np.int64))
+             np.zeros(M.out_wdev.shape[0]), np.empty(n + 1, dtype=np.int64), np.empty(n + 1))
     for d in range(D):
         resum(P, d)
+    cache_slowdowns(P)
     return P
 
 
@@ -136,7 +138,7 @@ def _observed(C: Any, J: Any, M: Any, E: Any, P: Any, now: float) -> Any:
         s0, s1 = J.woff[r], J.woff[r] + M.out_nw[r]
         slow = 0.0
         for s in range(s0, s1):
-            slow = max(slow, slowdown(P, r, M.out_wdev[s], -1))
+            slow = max(slow, P.wsd[s])
         if have and s1 > s0 and M.f[r, F_SEEN] == t0 and (
                 C.restart_s <= 0 or M.i[r, I_MOVED] == 0):
             alone = J.alone[r] * (now - t0)

@@ -46,7 +46,7 @@ from simulator.sharing import SharingModel
 configure_cache()
 
 __all__ = ["BAL", "CAP", "EPS", "RANK", "TAU", "THETA", "Bounds", "DeviceLoad", "Pack",
-           "adjust", "adjust_pack", "bfd_order", "gregarious_order", "pack_of",
+           "adjust", "adjust_pack", "bfd_order", "cache_slowdowns", "gregarious_order", "pack_of",
            "place_pack", "place_workers", "resum"]
 
 FloatArray = npt.NDArray[np.float64]
@@ -63,14 +63,16 @@ _INF = np.inf
 Pack = namedtuple("Pack", [
     "pos", "util", "mem", "sgib", "sp", "model",
     "dev_type", "dev_mem", "shareable", "matrix", "curves", "has_matrix",
-    "alpha", "gamma", "surge", "cnt", "members", "jn", "joff", "jdev", "buf"])
+    "alpha", "gamma", "surge", "cnt", "members", "jn", "joff", "jdev", "wsd", "buf", "vals"])
 """Devices and the workers on them. Jobs are ids into the per-job arrays: arrival position
 ``pos``, compute ``util`` (alpha), base memory ``mem`` (gamma, GiB), surge ``sgib`` (delta)
 with probability ``sp``, ``model`` (row of ``matrix``). Per device: type, memory, whether it
 may be shared, and the sums of its members ``members[d, :cnt[d]]`` (ascending ``pos``):
 compute ``alpha``, base memory ``gamma``, largest surge ``surge``. Job ``j``'s devices are
-``jdev[joff[j]:joff[j] + jn[j]]``; ``buf`` is scratch (one more entry than ``members``'s
-columns)."""
+``jdev[joff[j]:joff[j] + jn[j]]``, and ``wsd`` (same slots) holds each of those workers'
+slowdown (:func:`slowdown`, nobody joining), kept by :func:`cache_slowdowns` and every join
+and leave. ``buf`` (jobs) and ``vals`` (floats) are scratch, one more entry than
+``members``'s columns."""
 
 
 @dataclass(frozen=True)
@@ -115,8 +117,27 @@ def resum(P: Any, d: int) -> None:
 
 
 @nb.njit(cache=True)
+def _refresh(P: Any, d: int) -> None:
+    """The cached slowdowns (``wsd``) of device ``d``'s workers."""
+    for x in range(P.cnt[d]):
+        i = P.members[d, x]
+        v = slowdown(P, i, d, -1)
+        for s in range(P.joff[i], P.joff[i] + P.jn[i]):
+            if P.jdev[s] == d:
+                P.wsd[s] = v
+
+
+@nb.njit(cache=True)
+def cache_slowdowns(P: Any) -> None:
+    """Every placed worker's slowdown into ``wsd`` (once, after building a pack)."""
+    for d in range(P.cnt.shape[0]):
+        _refresh(P, d)
+
+
+@nb.njit(cache=True)
 def _join(P: Any, j: int, d: int) -> None:
-    """A worker of job ``j`` onto device ``d`` (lists only; sums by :func:`resum`)."""
+    """A worker of job ``j`` onto device ``d`` (lists and slowdowns; sums by
+    :func:`resum`)."""
     x = P.cnt[d]
     while x > 0 and P.pos[P.members[d, x - 1]] > P.pos[j]:
         P.members[d, x] = P.members[d, x - 1]
@@ -125,11 +146,12 @@ def _join(P: Any, j: int, d: int) -> None:
     P.cnt[d] += 1
     P.jdev[P.joff[j] + P.jn[j]] = d
     P.jn[j] += 1
+    _refresh(P, d)
 
 
 @nb.njit(cache=True)
 def _leave(P: Any, j: int, d: int) -> None:
-    """Job ``j``'s worker off device ``d`` (lists only)."""
+    """Job ``j``'s worker off device ``d`` (lists and slowdowns)."""
     x = 0
     while P.members[d, x] != j:
         x += 1
@@ -139,7 +161,9 @@ def _leave(P: Any, j: int, d: int) -> None:
     while P.jdev[s] != d:
         s += 1
     P.jdev[s:end - 1] = P.jdev[s + 1:end].copy()
+    P.wsd[s:end - 1] = P.wsd[s + 1:end].copy()
     P.jn[j] -= 1
+    _refresh(P, d)
 
 
 @nb.njit(cache=True)
@@ -190,20 +214,54 @@ def slowdown(P: Any, i: int, d: int, x: int) -> float:
 
 
 @nb.njit(cache=True)
-def _theta(P: Any, d: int, x: int) -> float:
-    """Device ``d``'s interference with job ``x`` joining: its workers' largest slowdown."""
-    out = 0.0
-    for y in range(_with(P, d, x)):
-        out = max(out, slowdown(P, P.buf[y], d, x))
-    return out
+def _cached(P: Any, i: int, d: int) -> float:
+    """The cached slowdown (``wsd``) of job ``i``'s worker on device ``d``, which it is on."""
+    s = P.joff[i]
+    while P.jdev[s] != d:
+        s += 1
+    return P.wsd[s]
+
+
+@nb.njit(cache=True)
+def _joined(P: Any, d: int, x: int) -> int:
+    """Device ``d``'s workers with job ``x`` joining into ``P.buf`` (arrival order) and
+    their slowdowns (:func:`slowdown` with ``x`` joining) into ``P.vals``; their number.
+
+    The same sums in the same order, fewer of them: one cumulative utilization for the whole
+    device on a curve; on a matrix, a worker's cached sum plus ``x``'s term when ``x`` joins
+    behind every worker (else the full sum)."""
+    m = _with(P, d, x)
+    if m < 2:
+        P.vals[:m] = 0.0
+        return m
+    t = P.dev_type[d]
+    if not P.has_matrix:
+        u = 0.0
+        for y in range(m):
+            u += P.util[P.buf[y]]
+        P.vals[:m] = curve_slowdown(P, t, u)
+        return m
+    mx, last = P.model[x], P.buf[m - 1] == x
+    for y in range(m):
+        i = P.buf[y]
+        if i == x and last:
+            w = 0.0
+            for z in range(m - 1):
+                w += P.matrix[mx, P.model[P.buf[z]], t]
+            P.vals[y] = w
+        elif last:
+            P.vals[y] = _cached(P, i, d) + P.matrix[P.model[i], mx, t]
+        else:
+            P.vals[y] = slowdown(P, i, d, x)  # refills P.buf with the same workers
+    return m
 
 
 @nb.njit(cache=True)
 def _collision(P: Any, d: int, x: int) -> float:
     """Eq. 4 on device ``d`` with job ``x`` joining (``colocation.collision_probability`` over
-    the workers that may surge, in arrival order; 0 with fewer than two)."""
+    the workers that may surge, in arrival order; 0 with fewer than two). Uses ``P.vals``."""
     m = _with(P, d, x)
-    q = np.empty(m)
+    q = P.vals
     k = 0
     for y in range(m):
         if P.sp[P.buf[y]] > 0:
@@ -233,7 +291,7 @@ def _spread(P: Any, i: int, skip: int) -> tuple[float, float, float]:
     hi_x, lo_x, hi, lo = -_INF, _INF, -_INF, _INF
     for s in range(P.joff[i], P.joff[i] + P.jn[i]):
         e = P.jdev[s]
-        v = slowdown(P, i, e, -1)
+        v = P.wsd[s]
         hi, lo = max(hi, v), min(lo, v)
         if e != skip:
             hi_x, lo_x = max(hi_x, v), min(lo_x, v)
@@ -256,16 +314,21 @@ def _fits(P: Any, B: Any, j: int, d: int, allowed: Any) -> bool:
 
 
 @nb.njit(cache=True)
-def _balanced(P: Any, B: Any, j: int, d: int, hi: float, lo: float) -> bool:
+def _balanced(P: Any, B: Any, j: int, d: int, hi: float, lo: float, m: int) -> bool:
     """Eq. 16 with ``j``'s worker on ``d``: ``j``'s own workers (``hi``/``lo`` so far) and
-    every job already on ``d``."""
+    every job already on ``d`` (the ``m`` workers and slowdowns :func:`_joined` left in
+    ``P.buf`` and ``P.vals``)."""
     limit = B[BAL]
-    x = slowdown(P, j, d, j)
+    x = 0.0
+    for y in range(m):
+        if P.buf[y] == j:
+            x = P.vals[y]
     if not max(hi, x) - min(lo, x) <= limit + EPS:
         return False
-    for y in range(P.cnt[d]):
-        i = P.members[d, y]
-        w = slowdown(P, i, d, j)
+    for y in range(m):
+        i, w = P.buf[y], P.vals[y]
+        if i == j:
+            continue
         hi_x, lo_x, imb = _spread(P, i, d)
         if max(hi_x, w) - min(lo_x, w) > max(limit, imb) + EPS:
             return False
@@ -282,7 +345,7 @@ def _candidates(P: Any, B: Any, j: int, fallback: bool, allowed: Any, ok: Any, t
     hi, lo = -_INF, _INF
     if B[BAL] < _INF:
         for s in range(P.joff[j], P.joff[j] + P.jn[j]):
-            v = slowdown(P, j, P.jdev[s], -1)
+            v = P.wsd[s]
             hi, lo = max(hi, v), min(lo, v)
         if fallback:
             hi, lo = max(hi, 0.0), min(lo, 0.0)
@@ -295,10 +358,12 @@ def _candidates(P: Any, B: Any, j: int, fallback: bool, allowed: Any, ok: Any, t
         if ok[d] and tau_on:
             ok[d] = _collision(P, d, j) <= B[TAU] + EPS
         if ok[d] and need_w:
-            theta[d] = _theta(P, d, j)
+            m = _joined(P, d, j)
+            for y in range(m):
+                theta[d] = max(theta[d], P.vals[y])
             ok[d] = theta[d] <= B[THETA] + EPS
-        if ok[d] and B[BAL] < _INF:
-            ok[d] = _balanced(P, B, j, d, hi, lo)
+            if ok[d] and B[BAL] < _INF:
+                ok[d] = _balanced(P, B, j, d, hi, lo, m)
 
 
 @nb.njit(cache=True)
@@ -514,13 +579,16 @@ def pack_of(sh: SharingModel, load: DeviceLoad, room: int = 0) -> Any:
     def f(a: Any) -> FloatArray:
         return np.array(a, dtype=np.float64)
 
-    return Pack(np.arange(n, dtype=np.int64), f(J.gpu_util[rows]), f(J.mem_gib[rows]),
-                f(J.surge_gib[rows]), f(J.surge_p[rows]), np.array(sh.model[rows], np.int64),
-                np.array(sh.device_type, np.int64), f(sh.device_mem_gib),
-                np.array(sh.shareable, np.bool_),
-                f(sh.matrix if sh.matrix is not None else np.zeros((1, 1, 1))), curves,
-                sh.matrix is not None, f(load.alpha), f(load.gamma_gib), f(load.surge_gib),
-                cnt, members, jn, joff, jdev, np.zeros(n + 1, dtype=np.int64))
+    P = Pack(np.arange(n, dtype=np.int64), f(J.gpu_util[rows]), f(J.mem_gib[rows]),
+             f(J.surge_gib[rows]), f(J.surge_p[rows]), np.array(sh.model[rows], np.int64),
+             np.array(sh.device_type, np.int64), f(sh.device_mem_gib),
+             np.array(sh.shareable, np.bool_),
+             f(sh.matrix if sh.matrix is not None else np.zeros((1, 1, 1))), curves,
+             sh.matrix is not None, f(load.alpha), f(load.gamma_gib), f(load.surge_gib),
+             cnt, members, jn, joff, jdev, np.zeros(jdev.shape[0]),
+             np.zeros(n + 1, dtype=np.int64), np.zeros(n + 1))
+    cache_slowdowns(P)
+    return P
 
 
 def place_workers(sh: SharingModel, load: DeviceLoad, row: int, workers: int, bounds: Bounds,
