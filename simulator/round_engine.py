@@ -29,6 +29,7 @@ from simulator.round_arrays import (  # noqa: E402
     ARR_HI,
     ARR_LO,
     BUSY,
+    CLUSTER_T,
     CUM0,
     CUM1,
     DECISIONS,
@@ -38,6 +39,8 @@ from simulator.round_arrays import (  # noqa: E402
     EVENTS,
     GONE,
     HOST,
+    JOBS_T,
+    MEMORY_T,
     N_ACTIVE,
     N_HOLD,
     NEXT_ROUND,
@@ -46,8 +49,10 @@ from simulator.round_arrays import (  # noqa: E402
     OCC_USED,
     OCC_UTIL,
     PHASE,
+    ROUND_KERNEL_SIG,
     SERIES_K,
     SKIPPED,
+    STATE_T,
     SURGING,
     UTIL,
 )
@@ -487,7 +492,9 @@ def _decide(kernel: Any, C: Any, J: Any, M: Any, E: Any, shares: bool, mode: int
     return _after_decision(J, E, mode)
 
 
-@nb.njit(cache=True)
+@nb.njit(nb.types.int64(nb.types.FunctionType(ROUND_KERNEL_SIG), CLUSTER_T, JOBS_T, MEMORY_T,
+                        STATE_T, nb.types.float64, nb.types.boolean, nb.types.boolean,
+                        nb.types.int64, nb.types.int64), cache=True)
 def run_loop(kernel: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts: bool,
              shares: bool, mode: int, target: int) -> int:
     """Run events until a status (module docstring); call again to carry on. After
