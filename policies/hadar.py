@@ -52,7 +52,7 @@ from policies.hadar_dp import Round, round_search
 from policies.round_kernel import KernelRoundPolicy
 from simulator.libm import pairwise_sum
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
-from simulator.round_engine import speed
+from simulator.round_plan import speed
 
 __all__ = ["SEARCH_BUDGET", "UTILITIES", "Hadar", "hadar_allocate", "price_bounds"]
 

@@ -286,7 +286,7 @@ def decision_state(jobs: JobArrays, rows: Any, cluster: ClusterArrays,
                    shares: bool) -> EngineState:
     """The engine's view of one decision over ``jobs`` (from :func:`job_arrays_from`):
     ``rows`` active, the ones with GPUs holding, GPUs in use and workers per device."""
-    from simulator.round_engine import index_devices
+    from simulator.round_plan import index_devices
 
     state = engine_state(jobs, cluster.node_gpus.shape[0], cluster.device_node.shape[0],
                          np.zeros(4, dtype=np.uint64))

@@ -17,6 +17,7 @@ import numpy as np
 
 from simulator import round_arrays as ra
 from simulator import round_engine as eng
+from simulator import round_plan as rp
 from simulator.pcg64 import from_generator
 from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
@@ -105,7 +106,7 @@ class _Run:
                 M.out_alloc[r] = plan[i]
             M.touched[i] = r
         M.ntouched[0] = len(state)
-        eng.apply_plan(self.C, J, M, E, self.shares)
+        rp.apply_plan(self.C, J, M, E, self.shares)
 
     def state(self, J: Any, E: Any, memo: dict[str, Any]) -> RoundState:
         """What a Python policy sees at the loop's current decision."""
@@ -148,15 +149,15 @@ class _Run:
                                f"placed?)")
         where, code, at = f"policy {name} at t={now:g} s", E.cnt[ra.ERR_A], int(E.cnt[ra.ERR_B])
         amount = float(E.clk[ra.ERR_X])
-        if code == eng.OVER_NODE:
+        if code == rp.OVER_NODE:
             what = "device" if self.shares else "node"
             cap = 1 if self.shares else int(self.C.node_gpus[at])
             return InvalidPlan(f"{where}: {what} {at} given {amount:g} GPUs, it has {cap}")
-        if code == eng.OVER_MEMORY:
+        if code == rp.OVER_MEMORY:
             return InvalidPlan(f"{where}: device {at} cannot hold its workers (memory over by "
                                f"{amount:g} GiB, or no slowdown model for sharing its GPU "
                                f"type)")
-        if code == eng.OVER_DEMAND:
+        if code == rp.OVER_DEMAND:
             return InvalidPlan(f"{where}: job row {at} given {amount:g} GPUs, demand "
                                f"{self.wl.gpus[at]}")
         return InvalidPlan(f"{where}: GPU counts must be non-negative integers"
