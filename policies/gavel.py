@@ -34,7 +34,7 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from scipy.optimize import linprog
+from scipy.optimize import Bounds, LinearConstraint, milp
 
 from policies.base import param, register
 from policies.gangs import gang_row
@@ -59,16 +59,25 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-def _capacity_rows(demand: IntArray, n_types: int) -> tuple[Any, Any]:
-    """Sparse ``sum_t x <= 1`` (one row per job) and ``sum_j demand x <= gpus`` (per type)."""
+def _constraints(demand: IntArray, m: int, ratio: FloatArray | None = None,
+                 z: bool = False) -> Any:
+    """The LP's ``<=`` rows as one CSC matrix over the variables ``x[j, t]`` (at ``j m + t``)
+    and, with ``z``, one more: ``-ratio_j . x_j (+ z) <= 0`` per job when ``ratio`` is given,
+    then ``sum_t x[j, t] <= 1`` per job and ``sum_j demand_j x[j, t] <= gpus_t`` per type."""
     n = demand.shape[0]
-    var = np.arange(n * n_types).reshape(n, n_types)
-    per_job = sp.csr_matrix((np.ones(n * n_types), (np.repeat(np.arange(n), n_types),
-                                                    var.ravel())), shape=(n, n * n_types))
-    per_type = sp.csr_matrix((np.repeat(demand.astype(np.float64), n_types),
-                              (np.tile(np.arange(n_types), n), var.ravel())),
-                             shape=(n_types, n * n_types))
-    return per_job, per_type
+    var = np.arange(n * m)
+    jobs, types = var // m, var % m
+    parts: list[tuple[IntArray, IntArray, FloatArray]] = []  # (rows, columns, values)
+    top = 0
+    if ratio is not None:
+        parts.append((jobs, var, -ratio.ravel()))
+        if z:
+            parts.append((np.arange(n), np.full(n, n * m), np.ones(n)))
+        top = n
+    parts += [(top + jobs, var, np.ones(n * m)),
+              (top + n + types, var, np.repeat(demand.astype(np.float64), m))]
+    rows, cols, vals = (np.concatenate(x) for x in zip(*parts, strict=True))
+    return sp.csc_array((vals, (rows, cols)), shape=(top + n + m, n * m + int(z)))
 
 
 def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArray,
@@ -89,33 +98,27 @@ def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArr
         return np.zeros((0, m))
     usable = (demand[:, None] <= type_gpus[None, :]) & (throughput > 0)
     bounds = np.where(usable.ravel(), 1.0, 0.0)
-    per_job, per_type = _capacity_rows(demand, m)
-    a_cap = sp.vstack([per_job, per_type])
     b_cap = np.concatenate([np.ones(n), type_gpus.astype(np.float64)])
     if objective == "max_sum":
-        x = _solve(-throughput.ravel(), a_cap, b_cap, bounds)
-        return x.reshape(n, m)
+        return _solve(-throughput.ravel(), _constraints(demand, m), b_cap, bounds).reshape(n, m)
     share = min(1.0, float(type_gpus.sum()) / float(demand.sum()))
     iso = share * (throughput @ (type_gpus / type_gpus.sum()))
     norm = throughput / iso[:, None]
-    ratio = sp.csr_matrix((norm.ravel(), (np.repeat(np.arange(n), m), np.arange(n * m))),
-                          shape=(n, n * m))
     # stage 1: max z with z <= ratio_j for every job (variables: x, z)
-    a1 = sp.vstack([sp.hstack([-ratio, np.ones((n, 1))]),
-                    sp.hstack([a_cap, np.zeros((n + m, 1))])])
     cost = np.zeros(n * m + 1)
     cost[-1] = -1.0
-    z = _solve(cost, a1, np.concatenate([np.zeros(n), b_cap]), np.append(bounds, np.inf))[-1]
+    z = _solve(cost, _constraints(demand, m, norm, z=True), np.concatenate([np.zeros(n), b_cap]),
+               np.append(bounds, np.inf))[-1]
     # stage 2: max the summed ratios, each at least z
-    a2 = sp.vstack([-ratio, a_cap])
     b2 = np.concatenate([np.full(n, -z * (1 - 1e-7)), b_cap])
-    return _solve(-norm.ravel(), a2, b2, bounds).reshape(n, m)
+    return _solve(-norm.ravel(), _constraints(demand, m, norm), b2, bounds).reshape(n, m)
 
 
 def _solve(cost: FloatArray, a_ub: Any, b_ub: FloatArray, upper: FloatArray) -> FloatArray:
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=np.column_stack([np.zeros_like(upper),
-                                                                       upper]),
-                  method="highs")
+    """HiGHS on ``min cost.x, a_ub x <= b_ub, 0 <= x <= upper`` (SciPy's ``milp`` with no
+    integer variables: the same solve as ``linprog``'s, with less set-up)."""
+    res = milp(cost, constraints=LinearConstraint(a_ub, -np.inf, b_ub),
+               bounds=Bounds(np.zeros_like(upper), upper))
     if res.status != 0:
         raise RuntimeError(f"Gavel LP: HiGHS returned status {res.status}: {res.message}")
     return np.clip(np.asarray(res.x, dtype=np.float64), 0.0, 1.0)
