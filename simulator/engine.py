@@ -160,7 +160,7 @@ def _finish(F: Any, I: Any, cols: int, Q: Any, queued: bool, held: Any, h: int,
     if not queued:  # the full path keeps the columns dense; the next decision rescans
         for r in range(F.shape[0]):  # row by row: each shift is one contiguous move
             F[r, pos:cols - 1] = F[r, pos + 1:cols]
-        for r in range(I.shape[0]):
+        for r in range(DEMAND + 1):  # the queue rows are unused on this path
             I[r, pos:cols - 1] = I[r, pos + 1:cols]
         return 0
     head, tail, class_demand = Q
@@ -207,7 +207,7 @@ def _compact(F: Any, I: Any, cols: int, Q: Any, held: Any, now: float) -> tuple[
     return k, _scan_held(F, I, k, now, held)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _apply(F: Any, I: Any, i: int, a: float, now: float, restart_s: float, speedup: Any,
            record: bool, preempt: Any, start: Any, watch: int) -> tuple[float, bool]:
     """Give job ``i`` ``a`` GPUs and set its rate; return (its pause end or INF, watch started)."""
@@ -249,11 +249,15 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
         kernel(params, aux, now, gpus, F[ARR, :cols], I[DEMAND, :cols], F[SIZE, :cols],
                F[EST, :cols], F[ATT, :cols], F[ALLOC, :cols], I[MODEL, :cols], speedup,
                out[:cols])
+        k = 0
         for i in range(cols):
             p, w = _apply(F, I, i, out[i], now, restart_s, speedup, record, preempt, start,
                           watch)
             pause_at, hit = min(pause_at, p), hit or w
-        return pause_at, hit, _scan_held(F, I, cols, now, held)
+            if out[i] > 0.0 or p < INF or F[REM, i] <= 0.0:  # _holds, from what was just set
+                held[k] = i
+                k += 1
+        return pause_at, hit, k
     head, _, class_demand = Q
     m = qkernel(params, aux, gpus, class_demand, head, I[NEXT], I[DEMAND], I[MODEL], pos, val)
     for j in range(m):
