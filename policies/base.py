@@ -170,6 +170,11 @@ class KernelPolicy(Policy):
     kernel: ClassVar[Any]
     """The compiled allocation kernel (signature in :mod:`simulator.engine`), as a staticmethod."""
 
+    queue_kernel: ClassVar[Any] = None
+    """Optional: the same decisions from per-class queues (``QUEUE_SIG`` in
+    :mod:`simulator.engine`), for a policy that serves fixed classes in arrival order; the
+    engine then touches only the jobs the kernel hands GPUs to and those that held some."""
+
     @property
     def tick_s(self) -> float | None:
         """Seconds after an event at which the policy wants to re-decide (None: never)."""
@@ -178,6 +183,10 @@ class KernelPolicy(Policy):
     def kernel_args(self, scaling: ScalingTable) -> tuple[FloatArray, FloatArray]:
         """The ``(params, aux)`` arrays the kernel reads; none by default."""
         return _NO_PARAMS, _NO_AUX
+
+    def queue_classes(self, workload: Workload) -> tuple[IntArray, int] | None:
+        """Each job's class and the number of classes, for ``queue_kernel`` (None: no queues)."""
+        return None
 
     def allocate(self, view: ClusterView) -> FloatArray:
         """GPUs for each job in the view (see :class:`simulator.view.Scheduler`)."""

@@ -14,8 +14,9 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from policies.base import KernelPolicy, param, register
-from simulator.engine import KERNEL_SIG, speed_at
+from policies.base import IntArray, KernelPolicy, param, register
+from simulator.engine import KERNEL_SIG, QUEUE_SIG, speed_at
+from simulator.workload import Workload
 
 __all__ = ["AFS", "FIFO", "LAS", "SRSF", "SRTF", "MaxMin", "Themis", "water_fill"]
 
@@ -34,6 +35,20 @@ def _fifo(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: 
           est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
           out: Any) -> None:
     _fill(np.arange(demand.shape[0]), demand, gpus, out)
+
+
+@nb.njit(QUEUE_SIG, cache=True)
+def _fifo_queue(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt: Any,
+                demand: Any, model: Any, pos: Any, val: Any) -> int:
+    """FIFO on the engine's one queue: as :func:`_fifo`, stopping at the last GPU."""
+    left, m, i = gpus, 0, head[0]
+    while i >= 0 and left > 0.0:
+        a = min(left, float(demand[i]))
+        pos[m], val[m] = i, a
+        m += 1
+        left -= a
+        i = nxt[i]
+    return m
 
 
 @nb.njit(cache=True)
@@ -158,6 +173,10 @@ class FIFO(KernelPolicy):
     name = "fifo"
     summary = "first come, first served (0 % prediction error)"
     kernel = staticmethod(_fifo)
+    queue_kernel = staticmethod(_fifo_queue)
+
+    def queue_classes(self, workload: Workload) -> tuple[IntArray, int]:
+        return np.zeros(len(workload), dtype=np.int64), 1
 
 
 @register

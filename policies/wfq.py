@@ -35,7 +35,7 @@ import numpy.typing as npt
 from policies.base import KernelPolicy, param, register
 from policies.baselines import water_fill
 from simulator import libm
-from simulator.engine import KERNEL_SIG
+from simulator.engine import KERNEL_SIG, QUEUE_SIG
 from simulator.errors import InvalidPolicyParams
 from simulator.scaling import ScalingTable
 from simulator.workload import Workload
@@ -43,6 +43,7 @@ from simulator.workload import Workload
 __all__ = ["WFQ", "class_thresholds", "with_classes"]
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 
 def class_thresholds(sizes: FloatArray, T: float) -> tuple[float, ...]:
@@ -119,54 +120,89 @@ def _cap_counts(scaling: ScalingTable, zeta: float, delta: float) -> FloatArray:
     return counts
 
 
+@nb.njit(cache=True)
+def _classify(params: Any, est_size: Any) -> Any:
+    """Each job's class: the first whose threshold is >= its estimated size."""
+    k_classes = int(params[0])
+    cls = np.empty(est_size.shape[0], dtype=np.int64)
+    for i in range(est_size.shape[0]):
+        k = 0
+        while k < k_classes - 1 and est_size[i] > params[1 + k]:
+            k += 1
+        cls[i] = k
+    return cls
+
+
+@nb.njit(cache=True)
+def _serve(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt: Any,
+           demand: Any, model: Any, pos: Any, val: Any) -> int:
+    """Share the GPUs among the classes, then serve each class's queue in arrival order.
+
+    Writes (job, GPUs) pairs into ``pos``, ``val`` for the jobs up to the one that uses the
+    class's last GPU; the rest of the queue gets nothing (the queue kernel's contract,
+    :data:`simulator.engine.QUEUE_SIG`). Returns the number of pairs.
+    """
+    k_classes = int(params[0])
+    rates = params[1 + k_classes:1 + 2 * k_classes]
+    class_gpus = np.empty(k_classes)
+    water_fill(class_demand, gpus, rates, class_gpus)
+    m = 0
+    for k in range(k_classes):
+        need = class_gpus[k]
+        step = aux.shape[1] - 1
+        for s in range(aux.shape[1]):  # first ζ of the sequence that uses the class's GPUs
+            usable = 0.0
+            i = head[k]
+            while i >= 0:
+                usable += min(float(demand[i]), aux[model[i], s])
+                if usable >= need - 1e-9:
+                    break
+                i = nxt[i]
+            if usable >= need - 1e-9:
+                step = s
+                break
+        left = need
+        i = head[k]
+        while i >= 0 and left > 0.0:
+            a = min(left, min(float(demand[i]), aux[model[i], step]))
+            pos[m], val[m] = i, a
+            m += 1
+            left -= a
+            i = nxt[i]
+    return m
+
+
+@nb.njit(QUEUE_SIG, cache=True)
+def _wfq_queue(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt: Any,
+               demand: Any, model: Any, pos: Any, val: Any) -> int:
+    return _serve(params, aux, gpus, class_demand, head, nxt, demand, model, pos, val)
+
+
 @nb.njit(KERNEL_SIG, cache=True)
 def _wfq(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
          est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
          out: Any) -> None:
     k_classes = int(params[0])
-    thresholds = params[1:1 + k_classes]
-    rates = params[1 + k_classes:1 + 2 * k_classes]
     n = demand.shape[0]
-    cls = np.empty(n, dtype=np.int64)
+    cls = _classify(params, est_size)
     class_demand = np.zeros(k_classes)
-    for i in range(n):
-        k = 0
-        while k < k_classes - 1 and est_size[i] > thresholds[k]:
-            k += 1
-        cls[i] = k
+    head = np.full(k_classes, -1, dtype=np.int64)
+    tail = np.full(k_classes, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    for i in range(n):  # one queue per class, arrival order inside
+        k = cls[i]
         class_demand[k] += demand[i]
-    class_gpus = np.empty(k_classes)
-    water_fill(class_demand, gpus, rates, class_gpus)
-    # bucket the jobs by class, arrival order inside (a stable counting sort: O(n + K))
-    first = np.zeros(k_classes + 1, dtype=np.int64)
-    for i in range(n):
-        first[cls[i] + 1] += 1
-    first = np.cumsum(first)
-    members = np.empty(n, dtype=np.int64)
-    fill = first[:-1].copy()
-    for i in range(n):
-        members[fill[cls[i]]] = i
-        fill[cls[i]] += 1
-    for k in range(k_classes):
-        lo, hi = first[k], first[k + 1]
-        need = class_gpus[k]
-        step = aux.shape[1] - 1
-        for s in range(aux.shape[1]):  # first ζ of the sequence that uses the class's GPUs
-            usable = 0.0
-            for j in range(lo, hi):
-                i = members[j]
-                usable += min(float(demand[i]), aux[model[i], s])
-                if usable >= need - 1e-9:
-                    break
-            if usable >= need - 1e-9:
-                step = s
-                break
-        left = need
-        for j in range(lo, hi):
-            i = members[j]
-            a = min(left, min(float(demand[i]), aux[model[i], step])) if left > 0.0 else 0.0
-            out[i] = a
-            left -= a
+        if tail[k] >= 0:
+            nxt[tail[k]] = i
+        else:
+            head[k] = i
+        tail[k] = i
+    pos = np.empty(n, dtype=np.int64)
+    val = np.empty(n)
+    m = _serve(params, aux, gpus, class_demand, head, nxt, demand, model, pos, val)
+    out[:] = 0.0
+    for j in range(m):
+        out[pos[j]] = val[j]
 
 
 @register
@@ -177,6 +213,7 @@ class WFQ(KernelPolicy):
     name = "wfq"
     summary = "PCS weighted fair queueing: size classes, weights, demand clipping"
     kernel = staticmethod(_wfq)
+    queue_kernel = staticmethod(_wfq_queue)
     T: float = param(1.0, low=0.001, high=1000.0, log=True,
                      help="max squared coefficient of variation of sizes within a class")
     W: float = param(1.0, low=-3.0, high=3.0, help="class weight exponent: w_i ∝ exp(-W·i)")
@@ -231,6 +268,10 @@ class WFQ(KernelPolicy):
             return self
         th = class_thresholds(workload.estimated_service_s, self.T)
         return replace(self, thresholds=th, rates=_weights(self.W, len(th)))
+
+    def queue_classes(self, workload: Workload) -> tuple[IntArray, int]:
+        params, _ = self.kernel_args(workload.scaling)
+        return _classify(params, workload.estimated_service_s), len(self.rates)
 
     def kernel_args(self, scaling: ScalingTable) -> tuple[FloatArray, FloatArray]:
         if not self.fitted:

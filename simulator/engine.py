@@ -8,14 +8,32 @@ an arrival. After every event the policy's kernel re-decides every allocation. T
 PCS simulator's semantics (PCS code, ``GenericScheduler``); PCS keeps times in whole
 microseconds and this engine in float seconds, which moves JCTs by less than 1e-8 relative.
 
-State lives in two 2-D arrays (float and int rows x active jobs, kept in arrival order), so a
-fork for a JCT-prediction playout is two array copies. The loop and the policy kernels are
+State lives in two 2-D arrays (float and int rows x job columns, in arrival order), so a fork
+for a JCT-prediction playout is a few array copies. The loop and the policy kernels are
 compiled (``cache=True``: compiled once per machine, then loaded from ``__pycache__``).
 
-A policy kernel has this signature (all per-job arrays cover the active jobs only)::
+Between decisions only the *held* jobs (holding GPUs, in a restart pause, or with no work
+left) change or can end, so progress and the next completion are computed over them alone, in
+arrival order; a waiting job's terms would be exact zeros. The decision itself takes one of
+two paths:
+
+* the full path: the policy's kernel re-decides every active job (all per-job arrays cover
+  the active jobs only, in arrival order; a finished job's column is removed at once)::
 
     kernel(params, aux, now, gpus, arrival, demand, est_size, est_remaining, attained,
            alloc, model, speedup, out) -> None    # writes the new allocation into ``out``
+
+* the queue path, for a policy that serves fixed classes, each in arrival order, from the
+  classes' total demands (WFQ, FIFO): the engine keeps one linked queue per class (a job's
+  class is given at arrival) and each class's demand, and the queue kernel walks the queues
+  only as far as it hands out GPUs, writing (column, GPUs) pairs; a held job it does not
+  name gets none::
+
+    queue_kernel(params, aux, gpus, class_demand, head, next, demand, model, pos, val)
+        -> int    # the number of pairs written into ``pos`` and ``val``
+
+  A finished job's column is left dead and the columns are compacted when the dead ones
+  outnumber the live ones, so a completion costs O(held jobs), amortised.
 """
 
 from __future__ import annotations
@@ -29,13 +47,14 @@ from simulator.jit import configure_cache
 
 configure_cache()  # before any @njit(cache=True) below, and before the policies' kernels
 
-__all__ = ["KERNEL_SIG", "run_engine", "speed_at"]
+__all__ = ["KERNEL_SIG", "QUEUE_SIG", "no_queue", "run_engine", "speed_at"]
 
 # float rows: true remaining work, estimated remaining, attained work, allocation, progress
 # rate, end of a restart pause, arrival time, estimated size, started (0/1)
 REM, EST, ATT, ALLOC, RATE, PAUSE, ARR, SIZE, STARTED = range(9)
-# int rows: workload row, model, GPU demand
-JOB, MODEL, DEMAND = range(3)
+# int rows: workload row (-1 once finished), model, GPU demand, class, next and previous
+# job in the class's queue, visited by the queue kernel (0/1)
+JOB, MODEL, DEMAND, CLASS, NEXT, PREV, MARK = range(7)
 INF = np.inf
 
 _f8, _i8 = nb.types.float64, nb.types.int64
@@ -47,6 +66,9 @@ _RI1 = nb.types.Array(nb.types.int64, 1, "A", readonly=True)
 KERNEL_SIG = nb.types.void(_F1, _RF2, _f8, _f8, _F1, _I1, _F1, _F1, _F1, _F1, _I1, _RF2, _F1)
 """Numba signature every policy kernel is compiled with (one engine serves them all)."""
 _KERNEL = nb.types.FunctionType(KERNEL_SIG)
+QUEUE_SIG = _i8(_F1, _RF2, _f8, _F1, _I1, _I1, _I1, _I1, _I1, _F1)
+"""Numba signature of a queue kernel (the queue path, see the module's docstring)."""
+_QUEUE = nb.types.FunctionType(QUEUE_SIG)
 
 
 @nb.njit(cache=True, inline="always")
@@ -62,11 +84,27 @@ def speed_at(speedup: Any, m: int, g: float) -> float:
     return base + (g - lo) * (speedup[m, lo + 1] - base)
 
 
+
+
+@nb.njit(QUEUE_SIG, cache=True)
+def no_queue(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt: Any,
+             demand: Any, model: Any, pos: Any, val: Any) -> int:
+    """The queue kernel passed for a policy that takes the full path (never called)."""
+    return 0
+
+
+@nb.njit(cache=True, inline="always")
+def _holds(F: Any, i: int, now: float) -> bool:
+    """Whether job ``i`` can progress, pause or end before the next decision."""
+    return F[ALLOC, i] > 0.0 or F[PAUSE, i] > now or F[REM, i] <= 0.0
+
+
 @nb.njit(cache=True)
-def _advance(F: Any, n: int, dt: float) -> float:
-    """Progress every job by ``dt`` seconds; return the GPUs allocated meanwhile."""
+def _advance(F: Any, held: Any, h: int, dt: float) -> float:
+    """Progress the held jobs by ``dt`` seconds; return the GPUs allocated meanwhile."""
     used = 0.0
-    for i in range(n):
+    for j in range(h):
+        i = held[j]
         work = F[RATE, i] * dt
         F[REM, i] -= work
         F[EST, i] -= work
@@ -76,18 +114,11 @@ def _advance(F: Any, n: int, dt: float) -> float:
 
 
 @nb.njit(cache=True)
-def _remove(F: Any, I: Any, n: int, pos: int) -> None:
-    for r in range(F.shape[0]):  # row by row: each shift is one contiguous move
-        F[r, pos:n - 1] = F[r, pos + 1:n]
-    for r in range(I.shape[0]):
-        I[r, pos:n - 1] = I[r, pos + 1:n]
-
-
-@nb.njit(cache=True)
-def _next_end(F: Any, n: int, now: float) -> tuple[float, int]:
-    """Earliest projected completion (ties: earliest arrival) as (time, position)."""
+def _next_end(F: Any, held: Any, h: int, now: float) -> tuple[float, int]:
+    """Earliest projected completion (ties: earliest arrival) as (time, column)."""
     best, pos = INF, -1
-    for i in range(n):
+    for j in range(h):
+        i = held[j]
         if F[REM, i] <= 0.0:
             left = 0.0
         elif F[RATE, i] > 0.0:
@@ -100,77 +131,204 @@ def _next_end(F: Any, n: int, now: float) -> tuple[float, int]:
 
 
 @nb.njit(cache=True)
-def _decide(kernel: Any, params: Any, aux: Any, gpus: float, restart_s: float, speedup: Any,
-            F: Any, I: Any, n: int, now: float, out: Any, preempt: Any, start: Any,
-            record: bool, watch: int) -> tuple[float, bool]:
-    """Ask the policy, apply the allocation, set rates; return (next pause end, watch started)."""
-    kernel(params, aux, now, gpus, F[ARR, :n], I[DEMAND, :n], F[SIZE, :n], F[EST, :n],
-           F[ATT, :n], F[ALLOC, :n], I[MODEL, :n], speedup, out[:n])
-    pause_at = INF
-    watch_started = False
-    for i in range(n):
-        a = out[i]
-        started = F[STARTED, i] > 0.0
-        if started and a != F[ALLOC, i]:
-            if record:
-                preempt[I[JOB, i]] += 1
-            if restart_s > 0.0 and a > 0.0:
-                F[PAUSE, i] = now + restart_s
-        elif not started and a > 0.0:
-            F[STARTED, i] = 1.0
-            if record:
-                start[I[JOB, i]] = now
-            elif I[JOB, i] == watch:
-                watch_started = True
-        F[ALLOC, i] = a
-        if F[PAUSE, i] > now:
-            F[RATE, i] = 0.0
-            pause_at = min(pause_at, F[PAUSE, i])
-        else:
-            F[RATE, i] = speed_at(speedup, I[MODEL, i], a)
-    return pause_at, watch_started
+def _scan_held(F: Any, I: Any, cols: int, now: float, held: Any) -> int:
+    h = 0
+    for i in range(cols):
+        if I[JOB, i] >= 0 and _holds(F, i, now):
+            held[h] = i
+            h += 1
+    return h
 
 
 @nb.njit(cache=True)
-def _playout(kernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
-             restart_s: float, speedup: Any, F0: Any, I0: Any, n: int, now: float,
-             target: int, pause_at: float) -> tuple[float, float, int]:
+def _enqueue(I: Any, Q: Any, i: int) -> None:
+    head, tail, class_demand = Q
+    c = I[CLASS, i]
+    I[NEXT, i], I[PREV, i] = -1, tail[c]
+    if tail[c] >= 0:
+        I[NEXT, tail[c]] = i
+    else:
+        head[c] = i
+    tail[c] = i
+    class_demand[c] += I[DEMAND, i]  # whole GPUs: the sum is exact in any order
+
+
+@nb.njit(cache=True)
+def _finish(F: Any, I: Any, cols: int, Q: Any, queued: bool, held: Any, h: int,
+            pos: int) -> int:
+    """Take the job at column ``pos`` out; return the new held count."""
+    if not queued:  # the full path keeps the columns dense; the next decision rescans
+        for r in range(F.shape[0]):  # row by row: each shift is one contiguous move
+            F[r, pos:cols - 1] = F[r, pos + 1:cols]
+        for r in range(DEMAND + 1):  # the queue rows are unused on this path
+            I[r, pos:cols - 1] = I[r, pos + 1:cols]
+        return 0
+    head, tail, class_demand = Q
+    c, p, q = I[CLASS, pos], I[PREV, pos], I[NEXT, pos]
+    if p >= 0:
+        I[NEXT, p] = q
+    else:
+        head[c] = q
+    if q >= 0:
+        I[PREV, q] = p
+    else:
+        tail[c] = p
+    class_demand[c] -= I[DEMAND, pos]
+    I[JOB, pos] = -1
+    k = 0
+    for j in range(h):
+        if held[j] != pos:
+            held[k] = held[j]
+            k += 1
+    return k
+
+
+@nb.njit(cache=True)
+def _compact(F: Any, I: Any, cols: int, Q: Any, held: Any, now: float) -> tuple[int, int]:
+    """Drop dead columns (order kept), relink the class queues; return (columns, held)."""
+    k = 0
+    for i in range(cols):
+        if I[JOB, i] >= 0:
+            if k != i:
+                F[:, k] = F[:, i]
+                I[:, k] = I[:, i]
+            k += 1
+    head, tail, _ = Q
+    head[:] = -1
+    tail[:] = -1
+    for i in range(k):
+        c = I[CLASS, i]
+        I[NEXT, i], I[PREV, i] = -1, tail[c]
+        if tail[c] >= 0:
+            I[NEXT, tail[c]] = i
+        else:
+            head[c] = i
+        tail[c] = i
+    return k, _scan_held(F, I, k, now, held)
+
+
+@nb.njit(cache=True, inline="always")
+def _apply(F: Any, I: Any, i: int, a: float, now: float, restart_s: float, speedup: Any,
+           record: bool, preempt: Any, start: Any, watch: int) -> tuple[float, bool]:
+    """Give job ``i`` ``a`` GPUs and set its rate; return (its pause end or INF, watch started)."""
+    started = F[STARTED, i] > 0.0
+    hit = False
+    if started and a != F[ALLOC, i]:
+        if record:
+            preempt[I[JOB, i]] += 1
+        if restart_s > 0.0 and a > 0.0:
+            F[PAUSE, i] = now + restart_s
+    elif not started and a > 0.0:
+        F[STARTED, i] = 1.0
+        if record:
+            start[I[JOB, i]] = now
+        elif I[JOB, i] == watch:
+            hit = True
+    F[ALLOC, i] = a
+    if F[PAUSE, i] > now:
+        F[RATE, i] = 0.0
+        return F[PAUSE, i], hit
+    F[RATE, i] = speed_at(speedup, I[MODEL, i], a)
+    return INF, hit
+
+
+@nb.njit(cache=True)
+def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, restart_s: float,
+            speedup: Any, F: Any, I: Any, cols: int, Q: Any, queued: bool, held: Any, h: int,
+            now: float, S: Any, preempt: Any, start: Any, record: bool,
+            watch: int) -> tuple[float, bool, int]:
+    """Ask the policy, apply the allocation, set rates.
+
+    Returns:
+        (next pause end, watch started, held count).
+    """
+    out, pos, val = S
+    pause_at = INF
+    hit = False
+    if not queued:
+        kernel(params, aux, now, gpus, F[ARR, :cols], I[DEMAND, :cols], F[SIZE, :cols],
+               F[EST, :cols], F[ATT, :cols], F[ALLOC, :cols], I[MODEL, :cols], speedup,
+               out[:cols])
+        k = 0
+        for i in range(cols):
+            p, w = _apply(F, I, i, out[i], now, restart_s, speedup, record, preempt, start,
+                          watch)
+            pause_at, hit = min(pause_at, p), hit or w
+            if out[i] > 0.0 or p < INF or F[REM, i] <= 0.0:  # _holds, from what was just set
+                held[k] = i
+                k += 1
+        return pause_at, hit, k
+    head, _, class_demand = Q
+    m = qkernel(params, aux, gpus, class_demand, head, I[NEXT], I[DEMAND], I[MODEL], pos, val)
+    for j in range(m):
+        I[MARK, pos[j]] = 1
+    k = 0  # held jobs the kernel did not name get nothing; keep those still held
+    for j in range(h):
+        i = held[j]
+        if I[MARK, i] == 0:
+            p, w = _apply(F, I, i, 0.0, now, restart_s, speedup, record, preempt, start, watch)
+            pause_at, hit = min(pause_at, p), hit or w
+            if _holds(F, i, now):
+                held[k] = i
+                k += 1
+    for j in range(m):
+        i = pos[j]
+        I[MARK, i] = 0
+        p, w = _apply(F, I, i, val[j], now, restart_s, speedup, record, preempt, start, watch)
+        pause_at, hit = min(pause_at, p), hit or w
+        if _holds(F, i, now):
+            held[k] = i
+            k += 1
+    held[:k] = np.sort(held[:k])
+    return pause_at, hit, k
+
+
+@nb.njit(cache=True)
+def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
+             restart_s: float, speedup: Any, F0: Any, I0: Any, cols: int, n: int, Q0: Any,
+             queued: bool, now: float, target: int, pause_at: float) -> tuple[float, float, int]:
     """Play a snapshot out with estimated sizes and no arrivals until ``target`` finishes.
 
     Returns:
         (predicted first start, predicted finish, events processed).
     """
-    F = F0[:, :n].copy()
-    I = I0[:, :n].copy()
+    F = F0[:, :cols].copy()
+    I = I0[:, :cols].copy()
+    Q = (Q0[0].copy(), Q0[1].copy(), Q0[2].copy())
     F[REM, :] = F[EST, :]
-    out = np.empty(n)
+    held = np.empty(cols, dtype=np.int64)
+    h = _scan_held(F, I, cols, now, held)  # a job whose estimate ran out now holds too
+    S = (np.empty(cols), np.empty(cols, dtype=np.int64), np.empty(cols))
     dummy_f = np.empty(0)
     dummy_i = np.empty(0, dtype=np.int64)
     pred_start = INF
-    for i in range(n):
+    for i in range(cols):
         if I[JOB, i] == target and F[ALLOC, i] > 0.0:
             pred_start = now
-    end_at, end_pos = _next_end(F, n, now)
+    end_at, end_pos = _next_end(F, held, h, now)
     tick_at = now + tick_s if tick_s > 0.0 else INF
     events = 0
     while True:
         t = min(end_at, tick_at, pause_at)
         if t == INF:
             return pred_start, INF, events
-        _advance(F, n, t - now)
+        _advance(F, held, h, t - now)
         now = t
         events += 1
         if end_at == t:
             done = I[JOB, end_pos]
-            _remove(F, I, n, end_pos)
+            h = _finish(F, I, cols, Q, queued, held, h, end_pos)
             n -= 1
+            if not queued:
+                cols -= 1
             if done == target:
                 return pred_start, now, events
-        pause_at, started = _decide(kernel, params, aux, gpus, restart_s, speedup, F, I, n,
-                                    now, out, dummy_i, dummy_f, False, target)
+        pause_at, started, h = _decide(kernel, qkernel, params, aux, gpus, restart_s, speedup,
+                                       F, I, cols, Q, queued, held, h, now, S, dummy_i,
+                                       dummy_f, False, target)
         if started:
             pred_start = now
-        end_at, end_pos = _next_end(F, n, now)
+        end_at, end_pos = _next_end(F, held, h, now)
         tick_at = now + tick_s if tick_s > 0.0 and n > 0 else INF
 
 
@@ -182,23 +340,33 @@ def _grow(a: Any) -> Any:
 
 
 @nb.njit(nb.types.Tuple((_i8, _i8, _f8, nb.types.float64[::1], nb.types.float64[::1]))(
-    _KERNEL, _F1, _RF2, _f8, _f8, _f8, _RF2, _RF1, _RF1, _RF1, _RI1, _RI1, nb.types.boolean,
-    _F1, _F1, _F1, _F1, _F1, _F1, _I1), cache=True)
-def run_engine(kernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
-               restart_s: float, speedup: Any, arrival: Any, service: Any, est_service: Any,
-               demand: Any, model: Any, predict: bool, start: Any, finish: Any,
-               pred_start: Any, pred_finish: Any, seen_sum: Any, seen_cnt: Any,
+    _KERNEL, _QUEUE, _F1, _RF2, _RI1, _i8, _f8, _f8, _f8, _RF2, _RF1, _RF1, _RF1, _RI1, _RI1,
+    nb.types.boolean, _F1, _F1, _F1, _F1, _F1, _F1, _I1), cache=True)
+def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, job_class: Any,
+               n_classes: int, gpus: float, tick_s: float, restart_s: float, speedup: Any,
+               arrival: Any, service: Any, est_service: Any, demand: Any, model: Any,
+               predict: bool, start: Any, finish: Any, pred_start: Any, pred_finish: Any,
+               seen_sum: Any, seen_cnt: Any,
                preempt: Any) -> tuple[int, int, float, Any, Any]:
     """Simulate every job of a workload; fill the per-job output arrays in place.
+
+    ``n_classes > 0`` takes the queue path with ``qkernel``, job ``j`` in class
+    ``job_class[j]``; 0 takes the full path with ``kernel``.
 
     Returns:
         (events, playout events, busy GPU-seconds, series times, series busy GPUs).
     """
     N = arrival.shape[0]
+    queued = n_classes > 0
     F = np.zeros((9, N))
-    I = np.zeros((3, N), dtype=np.int64)
-    out = np.empty(N)
-    n = 0
+    I = np.zeros((7, N), dtype=np.int64)
+    Q = (np.full(max(n_classes, 1), -1, dtype=np.int64),
+         np.full(max(n_classes, 1), -1, dtype=np.int64), np.zeros(max(n_classes, 1)))
+    S = (np.empty(N), np.empty(N, dtype=np.int64), np.empty(N))
+    held = np.empty(N, dtype=np.int64)
+    h = 0
+    n = 0  # active jobs
+    cols = 0  # columns in use: the active jobs and, on the queue path, dead ones among them
     now = 0.0
     nxt = 0
     end_at, end_pos, tick_at, pause_at = INF, -1, INF, INF
@@ -216,7 +384,7 @@ def run_engine(kernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
         seen_total += n
         seen_events += 1.0
         if dt > 0.0:
-            used = _advance(F, n, dt)
+            used = _advance(F, held, h, dt)
             busy_s += used * dt
             if k == ts.shape[0]:
                 ts, busy = _grow(ts), _grow(busy)
@@ -230,16 +398,25 @@ def run_engine(kernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
             finish[row] = now
             seen_sum[row] += seen_total
             seen_cnt[row] += seen_events
-            _remove(F, I, n, end_pos)
+            h = _finish(F, I, cols, Q, queued, held, h, end_pos)
             n -= 1
+            if not queued:
+                cols -= 1
+            elif cols - n > n:
+                cols, h = _compact(F, I, cols, Q, held, now)
         elif t_arr == t:
             arrived = nxt
-            F[:, n] = 0.0
-            F[REM, n] = service[nxt]
-            F[EST, n] = est_service[nxt]
-            F[ARR, n] = arrival[nxt]
-            F[SIZE, n] = est_service[nxt]
-            I[JOB, n], I[MODEL, n], I[DEMAND, n] = nxt, model[nxt], demand[nxt]
+            F[:, cols] = 0.0
+            F[REM, cols] = service[nxt]
+            F[EST, cols] = est_service[nxt]
+            F[ARR, cols] = arrival[nxt]
+            F[SIZE, cols] = est_service[nxt]
+            I[JOB, cols], I[MODEL, cols], I[DEMAND, cols] = nxt, model[nxt], demand[nxt]
+            I[MARK, cols] = 0
+            if queued:
+                I[CLASS, cols] = job_class[nxt]
+                _enqueue(I, Q, cols)
+            cols += 1
             n += 1
             # PCS samples the active count at the newcomer's own arrival, itself included
             seen_sum[nxt] = n - seen_total
@@ -248,13 +425,13 @@ def run_engine(kernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
         if n == 0:
             end_at, end_pos, tick_at, pause_at = INF, -1, INF, INF
             continue
-        pause_at, _ = _decide(kernel, params, aux, gpus, restart_s, speedup, F, I, n, now, out,
-                              preempt, start, True, -1)
-        end_at, end_pos = _next_end(F, n, now)
+        pause_at, _, h = _decide(kernel, qkernel, params, aux, gpus, restart_s, speedup, F, I,
+                                 cols, Q, queued, held, h, now, S, preempt, start, True, -1)
+        end_at, end_pos = _next_end(F, held, h, now)
         tick_at = now + tick_s if tick_s > 0.0 else INF
         if predict and arrived >= 0:
-            s, f, e = _playout(kernel, params, aux, gpus, tick_s, restart_s, speedup, F, I, n,
-                               now, arrived, pause_at)
+            s, f, e = _playout(kernel, qkernel, params, aux, gpus, tick_s, restart_s, speedup,
+                               F, I, cols, n, Q, queued, now, arrived, pause_at)
             pred_start[arrived], pred_finish[arrived] = s, f
             playout_events += e
     return events, playout_events, busy_s, ts[:k].copy(), busy[:k].copy()

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from simulator.engine import run_engine
+from simulator.engine import no_queue, run_engine
 from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
 from simulator.round_driver import run_rounds
@@ -19,6 +19,8 @@ from simulator.view import Scheduler
 from simulator.workload import Workload
 
 __all__ = ["SimulationResult", "simulate"]
+
+_NO_CLASSES = np.zeros(0, dtype=np.int64)
 
 
 def simulate(
@@ -53,8 +55,13 @@ def simulate(
     seen_sum, seen_cnt = np.zeros(n), np.zeros(n)
     preemptions = np.zeros(n, dtype=np.int64)
     params, aux = policy.kernel_args(workload.scaling)
+    queues = policy.queue_classes(workload) if policy.queue_kernel is not None else None
+    classes, n_classes = queues if queues is not None else (_NO_CLASSES, 0)
+    classes = np.array(classes, dtype=np.int64)
+    classes.flags.writeable = False
     events, playout_events, busy_s, series_t, series_busy = run_engine(
-        policy.kernel, params, aux, float(profile.total_gpus), float(policy.tick_s or 0.0),
+        policy.kernel, policy.queue_kernel if queues is not None else no_queue, params, aux,
+        classes, n_classes, float(profile.total_gpus), float(policy.tick_s or 0.0),
         float(profile.restart_overhead_s), workload.scaling.speedup, workload.arrival_s,
         workload.service_s, workload.estimated_service_s, workload.gpus, workload.model,
         predict, start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preemptions)

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.scaling import ScalingTable
+from simulator.workload import Workload
 
 __all__ = ["ClusterView", "Scheduler"]
 
@@ -65,7 +66,9 @@ class Scheduler(Protocol):
     each active job into ``out``, with ``0 <= out <= demand`` and ``out.sum() <= gpus``, and
     must depend on its inputs only. ``kernel_args`` gives the policy's parameters as arrays.
     ``tick_s``, if not ``None``, asks for an extra decision that many seconds after the last
-    event (a lease or round timer).
+    event (a lease or round timer). A policy that serves fixed classes in arrival order may
+    also give ``queue_kernel`` and ``queue_classes``: the same decisions from per-class queues,
+    so that a decision costs the jobs served rather than the whole queue (None: full kernel).
     """
 
     @property
@@ -75,3 +78,8 @@ class Scheduler(Protocol):
     def kernel(self) -> Any: ...
 
     def kernel_args(self, scaling: ScalingTable) -> tuple[FloatArray, FloatArray]: ...
+
+    @property
+    def queue_kernel(self) -> Any: ...
+
+    def queue_classes(self, workload: Workload) -> tuple[IntArray, int] | None: ...

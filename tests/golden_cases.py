@@ -8,6 +8,10 @@ the run's totals (busy and utilized GPU-seconds, devices used). A case pins its 
 digest, so a changed generator is told apart from a changed engine. Re-record only for a
 deliberate fix, in the commit that makes it, saying what was wrong and how the figures move.
 
+Fluid-engine cases (the PCS family) run on ``pcs-64`` and, to exercise restart pauses, on
+48 GPUs with a 30 s restart; where they predict, estimates are noisy so that playouts differ
+from the truth.
+
 Round-engine clusters are the shipped profiles cut down (fewer nodes, same GPU types, speeds,
 overheads and slowdown curves) so that about a hundred jobs contend for GPUs; loads are above 1
 for the same reason.
@@ -26,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from policies import make_policy
-from simulator import ClusterProfile, Workload, generate, load_profile, simulate
+from simulator import ClusterProfile, Workload, generate, libm, load_profile, simulate
 from simulator.generate import add_sharing, add_slos
 from simulator.result import SimulationResult
 from simulator.throughput import ThroughputTable, generate_gavel
@@ -71,6 +75,16 @@ def _shared(seed: int, n: int, gpus: int, memory: float, load: float = 1.2,
                                 sigma=sigma), device_memory_gib=memory, seed=seed)
 
 
+def _fluid(seed: int, n: int, load: float, gpus: int = 64, noise: float = 0.0) -> Workload:
+    """Generated jobs; with ``noise``, estimated sizes off by a log-normal factor of that σ."""
+    wl = generate(n, load=load, gpus=gpus, seed=seed, median_service_s=1800.0)
+    if noise == 0.0:
+        return wl
+    factor = libm.exp(np.random.default_rng(seed).normal(0.0, noise, len(wl)))
+    frame = wl.to_frame().assign(estimated_service_s=wl.service_s * factor)
+    return Workload.from_frame(frame, scaling=wl.scaling, source=wl.source)
+
+
 @dataclass(frozen=True)
 class Case:
     """One golden run: a workload on a cluster under a policy with some parameters."""
@@ -88,6 +102,7 @@ def _cases() -> dict[str, tuple[Case, ...]]:
     g24 = lambda: _cut("gavel-hetero-60", 2)  # noqa: E731 - 8 V100 + 8 P100 + 8 K80
     h4 = lambda: _cut("horus-128x8", 4)  # noqa: E731 - 32 RTX 2080
     o4 = lambda: _cut("ojpp-1080ti", 4)  # noqa: E731 - 16 GTX 1080 Ti
+    p64 = lambda: load_profile("pcs-64")  # noqa: E731 - no restart cost
 
     slo = (lambda: _slo("MIX2", 1), lambda: _slo("MIX1", 2), lambda: _slo("SLO", 3, load=1.6))
     hetero = (lambda: _gavel_jobs(1, 70, 6.0), lambda: _gavel_jobs(2, 90, 60.0, shrink=10.0),
@@ -104,14 +119,31 @@ def _cases() -> dict[str, tuple[Case, ...]]:
                lambda: add_slos(_shared(2, 70, 16, 11.0), "MIX1", seed=2),
                lambda: _slo("MIX2", 3))
     unified_profiles = (g60, o4, u6)
+    fluid = (lambda: _fluid(1, 200, 2.0), lambda: _fluid(2, 140, 1.8, noise=0.6),
+             lambda: _fluid(3, 120, 1.5, gpus=48, noise=0.3))
+    fluid_profiles = (p64, p64, u6)
+    fluid_predict = (False, True, True)
 
     def three(wls: tuple[Callable[[], Workload], ...],
               profiles: tuple[Callable[[], ClusterProfile], ...],
-              params: tuple[dict[str, Any], ...] = ({}, {}, {})) -> tuple[Case, ...]:
-        return tuple(Case(f"w{i + 1}", p, w, dict(q))
-                     for i, (w, p, q) in enumerate(zip(wls, profiles, params, strict=True)))
+              params: tuple[dict[str, Any], ...] = ({}, {}, {}),
+              predict: tuple[bool, ...] = (False, False, False)) -> tuple[Case, ...]:
+        return tuple(Case(f"w{i + 1}", p, w, dict(q), f) for i, (w, p, q, f)
+                     in enumerate(zip(wls, profiles, params, predict, strict=True)))
+
+    def fluid_three(params: tuple[dict[str, Any], ...] = ({}, {}, {})) -> tuple[Case, ...]:
+        return three(fluid, fluid_profiles, params, fluid_predict)
 
     return {
+        "wfq": fluid_three(({}, {"T": 0.2, "W": 2.0, "delta": 0.3},
+                            {"W": -1.0, "zeta_min": 0.0})),
+        "fifo": fluid_three(),
+        "srsf": fluid_three(),
+        "srtf": fluid_three(),
+        "las": fluid_three(),
+        "maxmin": fluid_three(),
+        "themis": fluid_three(({}, {"lease_s": 120.0}, {"lease_s": 3600.0})),
+        "afs": fluid_three(),
         "unisched": three(slo, (u6,) * 3, ({}, {"opportunistic": False},
                                            {"be_lease_s": 120.0, "slo_lease_multiple": 3})),
         "llf": three(slo, (u6,) * 3),
