@@ -47,7 +47,7 @@ import numpy.typing as npt
 from policies.base import param, register
 from policies.ojpp_placement import Bounds
 from policies.round_kernel import KernelRoundPolicy
-from policies.unified_kernel import F_LEASE, G_BOUNDARY, LAYOUT, unified_kernel
+from policies.unified_kernel import F_LEASE, G_BOUNDARY, G_QUIET, LAYOUT, unified_kernel
 from policies.wfq import with_classes
 from simulator import libm
 from simulator.errors import InvalidPolicyParams
@@ -149,7 +149,7 @@ class Unified(KernelRoundPolicy):
     def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
         """Parameters (:data:`policies.unified_kernel.LAYOUT`: bounds, scalars, class
         thresholds, each type's class weights), the types fastest first (by the mean speed
-        over models, stable on ties), no leases and no boundary yet."""
+        over models, stable on ties), no leases, no boundary and no quiet stretch yet."""
         if not self.thresholds:
             raise InvalidPolicyParams("unified has no classes yet: call fit(workload)")
         k = len(self.thresholds)
@@ -158,10 +158,10 @@ class Unified(KernelRoundPolicy):
                                  [float(getattr(self, name)) for name in LAYOUT],
                                  self.thresholds,
                                  *(self.weights(tier, k) for tier in range(len(tiers)))])
-        mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=params, f=1, g=1,
+        mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=params, f=1, g=3,
                            gi=1 + len(tiers))
         mem.f[:, F_LEASE] = -np.inf
-        mem.g[G_BOUNDARY] = -np.inf
+        mem.g[G_BOUNDARY] = mem.g[G_QUIET] = -np.inf
         mem.gi[0] = k
         mem.gi[1:] = tiers
         return mem

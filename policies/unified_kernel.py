@@ -9,7 +9,25 @@ built; without sharing data a gang gets empty devices on as few nodes as possibl
 (:func:`policies.gangs.gang_row`).
 
 Memory: ``params`` (:data:`LAYOUT`), ``gi`` the number of classes then the GPU types fastest
-first, ``g[G_BOUNDARY]`` the next lease boundary, ``f[row, F_LEASE]`` each job's lease end.
+first, ``g`` the next lease boundary and a pending quiet stretch (:data:`G_BOUNDARY`),
+``f[row, F_LEASE]`` each job's lease end.
+
+Quiet boundaries (``memory.quiet``). Every round of this policy is a lease boundary. Take a
+boundary decision after which every job holds devices and no job moved to a faster type. Until
+the next arrival or completion, a later boundary decides the same, so the engine may skip it,
+as long as every job that was not offered a faster type here is still in its lease there:
+
+- nobody waits, so nobody is displaced (a job is only displaced for a more valuable waiting
+  one) and nothing is admitted; the plan is the one this decision left;
+- a job offered a faster type here found none: either the time it would save did not beat the
+  restart overhead (that saving only shrinks as its estimated remaining work does), or
+  Algorithm 2 found no room on the plan this decision left, which is the plan there too
+  (failed tries leave the plan as it was). Its lease is over and stays over;
+- the others are in their leases until the earliest lease end, the quiet stretch's end.
+
+The only memory a skipped boundary would change is the next boundary, one lease on; the next
+decision advances it past the boundaries skipped before the event that ended the stretch
+(:func:`_catch_up`).
 """
 
 from __future__ import annotations
@@ -23,13 +41,13 @@ from policies.gangs import gang_row
 from policies.ojpp_placement import Pack, cache_slowdowns, join, leave, place_pack, resum
 from policies.wfq_hetero import share_by_weight
 from simulator.jit import configure_cache
-from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
+from simulator.round_arrays import NEXT_ROUND, PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.round_engine import speed
 from simulator.slo import SOFT, STRICT
 
 configure_cache()
 
-__all__ = ["F_LEASE", "G_BOUNDARY", "LAYOUT", "N_SCALARS", "unified_kernel"]
+__all__ = ["F_LEASE", "G_BOUNDARY", "G_QUIET", "G_ROW", "LAYOUT", "N_SCALARS", "unified_kernel"]
 
 LAYOUT = ("zeta_min", "delta", "be_lease_s", "slo_lease_multiple", "slo_reward",
           "be_reward_scale", "preempt")
@@ -40,8 +58,12 @@ ZETA, DELTA, LEASE, MULTIPLE, SLO_REWARD, BE_SCALE, PREEMPT = range(5, 5 + len(L
 N_SCALARS = 5 + len(LAYOUT)
 F_LEASE = 0
 """Per-row float: the end of the job's lease (-inf: none)."""
-G_BOUNDARY = 0
-"""Global float: the next lease boundary."""
+G_BOUNDARY, G_QUIET, G_ROW = range(3)
+"""Global floats: the next lease boundary; the end of the quiet stretch the last decision
+declared (-inf: none pending) and a row active then."""
+QUIET_MARGIN_S = 1e-3
+"""A quiet stretch ends this long before the earliest lease end (in a lease: ``end > now +
+1e-9``)."""
 _INF = np.inf
 
 
@@ -259,9 +281,10 @@ def _write(J: Any, M: Any, rows: Any, fresh: Any, now: float) -> None:
 
 @nb.njit(cache=True)
 def _decide(C: Any, J: Any, M: Any, E: Any, now: float, rows: Any, worth: Any, locked: Any,
-            may: Any) -> None:
+            may: Any) -> bool:
     """Admit in order of worth (within the class shares, then relaxed), then move running
-    jobs up (longest first); write the plan and the leases."""
+    jobs up (longest first); write the plan and the leases. Whether every job holds devices
+    and none moved up."""
     p, k, tiers = M.params, M.gi[0], M.gi[1:]
     n, D = rows.shape[0], C.device_node.shape[0]
     P = _pack(C, J, M, E, locked)
@@ -290,10 +313,47 @@ def _decide(C: Any, J: Any, M: Any, E: Any, now: float, rows: Any, worth: Any, l
                     placed[a] = fresh[a] = True
                     share[tier, c] -= g
                     break
+    settled = placed.all()
     for a in order[::-1]:  # longest first: they gain the most from faster GPUs
         if may[a] and locked[a] and _speed_up(C, J, P, B, rows[a], tiers, on, opening, chosen):
             fresh[a] = True
+            settled = False
     _write(J, M, rows, fresh, now)
+    return settled
+
+
+@nb.njit(cache=True)
+def _catch_up(J: Any, M: Any, E: Any, now: float) -> None:
+    """Move the next boundary past those the engine skipped since the last decision (module
+    docstring): the ones before the quiet stretch's end and before the event that ended the
+    skipping - this decision's, or, if the cluster emptied since (no decision then), the
+    completion of the jobs active at the declaration (all at once: an earlier completion or
+    an arrival would have been decided)."""
+    if M.g[G_QUIET] == -_INF:
+        return
+    r, rows = int(M.g[G_ROW]), active_rows(E)
+    stop = now
+    if not (0 <= E.pos[r] < rows.shape[0] and rows[E.pos[r]] == r):
+        stop = J.finish[r]  # NaN where no engine ran (plan): nothing was skipped
+    while M.g[G_BOUNDARY] < stop and M.g[G_BOUNDARY] < M.g[G_QUIET]:
+        M.g[G_BOUNDARY] += M.params[LEASE]
+    M.g[G_QUIET] = -_INF
+
+
+@nb.njit(cache=True)
+def _declare_quiet(M: Any, E: Any, rows: Any, tried: Any) -> None:
+    """After a settled boundary decision (module docstring): quiet until the earliest lease
+    end of the jobs not offered a faster type (``tried``), if the engine's next round is the
+    next boundary (its clock and this memory agree on the boundaries it would skip)."""
+    if E.clk[NEXT_ROUND] != M.g[G_BOUNDARY]:
+        return
+    until = _INF
+    for a in range(rows.shape[0]):
+        if not tried[a]:
+            until = min(until, M.f[rows[a], F_LEASE] - QUIET_MARGIN_S)
+    if until > M.g[G_BOUNDARY]:
+        M.quiet[0] = M.g[G_QUIET] = until
+        M.g[G_ROW] = rows[0]
 
 
 @nb.njit(ROUND_KERNEL_SIG, cache=True)
@@ -301,6 +361,7 @@ def unified_kernel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """One decision (module docstring of :mod:`policies.unified`)."""
     p, rows = M.params, active_rows(E)
     n = rows.shape[0]
+    _catch_up(J, M, E, now)
     boundary = now >= M.g[G_BOUNDARY] - 1e-9
     if boundary:
         M.g[G_BOUNDARY] = now + p[LEASE]
@@ -322,7 +383,8 @@ def unified_kernel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
         locked[a] = running[a] and not movable
         may[a] = boundary and running[a] and not in_lease
         idle = idle and locked[a] and not may[a]
-    if idle:  # nothing waits, nothing moves
-        return PLAN
-    _decide(C, J, M, E, now, rows, worth, locked, may)
+    # idle: nothing waits and nothing may move, so the plan stands
+    settled = idle or _decide(C, J, M, E, now, rows, worth, locked, may)
+    if boundary and settled:
+        _declare_quiet(M, E, rows, may & locked)
     return PLAN
