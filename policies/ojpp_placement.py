@@ -5,8 +5,8 @@ Both work on a :data:`Pack`: the workers on each device (its members, in their j
 order), each device's sums and each job's devices. Job requirements and the slowdown model are
 the run's own (the workload's sharing columns, the interference matrix or the per-type
 utilization curves), so the interference bounded here is the interference the run applies
-(collisions aside). A kernel builds its pack from the engine's arrays; :func:`place_workers`
-and :func:`adjust` serve Python callers (:mod:`policies.unified`, tests) through
+(collisions aside). A kernel builds its pack from the engine's arrays (:mod:`policies.ojpp`,
+:mod:`policies.unified_kernel`); :func:`adjust` serves Python callers (tests) through
 :class:`DeviceLoad` and :func:`pack_of`.
 
 Per device ``k`` after a worker is added (each bound off when its entry of the bounds vector
@@ -46,8 +46,8 @@ from simulator.sharing import SharingModel
 configure_cache()
 
 __all__ = ["BAL", "CAP", "EPS", "RANK", "TAU", "THETA", "Bounds", "DeviceLoad", "Pack",
-           "adjust", "adjust_pack", "bfd_order", "cache_slowdowns", "gregarious_order", "pack_of",
-           "place_pack", "place_workers", "resum"]
+           "adjust", "adjust_pack", "bfd_order", "cache_slowdowns", "gregarious_order", "join",
+           "leave", "pack_of", "place_pack", "resum"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -164,6 +164,10 @@ def _leave(P: Any, j: int, d: int) -> None:
     P.wsd[s:end - 1] = P.wsd[s + 1:end].copy()
     P.jn[j] -= 1
     _refresh(P, d)
+
+
+join, leave = _join, _leave
+"""One worker joining or leaving a device, for kernels that move a placed job."""
 
 
 @nb.njit(cache=True)
@@ -589,23 +593,6 @@ def pack_of(sh: SharingModel, load: DeviceLoad, room: int = 0) -> Any:
              np.zeros(n + 1, dtype=np.int64), np.zeros(n + 1))
     cache_slowdowns(P)
     return P
-
-
-def place_workers(sh: SharingModel, load: DeviceLoad, row: int, workers: int, bounds: Bounds,
-                  *, allowed: BoolArray | None = None,
-                  prefer: IntArray | None = None) -> IntArray | None:
-    """Devices for ``workers`` more workers of the job at workload ``row`` (in ``load.rows``;
-    its placed workers count for its balance and keep it off their devices), or None
-    (:func:`place_pack`, devices opened in index order)."""
-    j = int(np.flatnonzero(load.rows == row)[0])
-    P = pack_of(sh, load, room=workers)
-    d = load.placed.shape[1]
-    chosen = np.zeros(workers, dtype=np.int64)
-    may = np.ones(d, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
-    first = np.zeros(0, np.int64) if prefer is None else np.asarray(prefer, dtype=np.int64)
-    if place_pack(P, bounds.vector(), j, workers, np.arange(d), may, first, chosen):
-        return chosen
-    return None
 
 
 def adjust(sh: SharingModel, rows: IntArray, placed: BoolArray, score: FloatArray,

@@ -8,7 +8,7 @@ workload cannot use.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,8 @@ from simulator import ClusterProfile, Workload, load_profile, simulate
 from simulator.colocation import SlowdownCurve
 from simulator.generate import add_sharing, add_slos, generate
 from simulator.profile import NodeGroup
+from simulator.rounds import RoundState
+from tests.golden_cases import CASES
 from tests.test_ojpp import Checked, ojpp_profile, random_workload
 
 RTX2080 = SlowdownCurve((1.16664, -0.00302, 4e-5))
@@ -166,3 +168,49 @@ def test_cli_searches_unified_with_three_objectives(tmp_path: Path,
 
     image = imread(run_dir / "front.png")
     assert image.shape[1] > 2.5 * image.shape[0]  # three panels side by side
+
+
+@dataclass(frozen=True)
+class EveryBoundary:
+    """The policy through its ``plan`` (the Python driver decides at every boundary, skipping
+    none): a test harness, not a policy."""
+
+    inner: Unified
+    shares_gpus = True
+
+    @property
+    def round_s(self) -> float:
+        return self.inner.round_s
+
+    @property
+    def reacts(self) -> bool:
+        return True
+
+    def plan(self, state: RoundState) -> np.ndarray:
+        return self.inner.plan(state)
+
+
+@pytest.mark.parametrize(("case", "params"), [
+    (0, {}), (0, {"preempt": False, "slo_lease_multiple": 3}),
+    (2, {"be_lease_s": 120.0, "zeta_min": 0.6}),
+])
+def test_skipped_lease_boundaries_would_have_decided_nothing(case: int,
+                                                            params: dict[str, object]) -> None:
+    """The engine skips the boundaries the kernel declares quiet; deciding at every one of
+    them instead (and in every prediction playout) gives the same run (to 1e-9 as the golden
+    runs: the clock crosses a skipped stretch in one step, not one per boundary). A sparse
+    tail empties the cluster between arrivals, so the kernel also catches up on boundaries
+    skipped before the cluster emptied."""
+    golden = CASES["unified"][case]
+    wl = golden.workload()
+    frame = wl.to_frame()
+    tail = frame.tail(5).assign(arrival_s=frame.arrival_s.max() + 1e6 * np.arange(1, 6))
+    wl = Workload.from_frame(pd.concat([frame, tail]), scaling=wl.scaling)
+    policy = Unified(**params).fit(wl)  # type: ignore[arg-type]
+    fast = simulate(wl, golden.profile(), policy, predict=True, seed=3)
+    slow = simulate(wl, golden.profile(), EveryBoundary(policy), predict=True, seed=3)
+    assert fast.skipped_rounds > 0 and slow.skipped_rounds == 0
+    for key in ("start_s", "finish_s", "slowdown", "pred_start_s", "pred_finish_s"):
+        np.testing.assert_allclose(getattr(fast, key), getattr(slow, key), rtol=1e-9,
+                                   atol=1e-12, err_msg=key)
+    np.testing.assert_array_equal(fast.preemptions, slow.preemptions)
