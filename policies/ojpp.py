@@ -55,17 +55,15 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.base import param, register
+from policies.ojpp_pack import Pack, cache_slowdowns, resum
 from policies.ojpp_placement import (
     EPS,
     THETA,
     Bounds,
-    Pack,
     adjust_pack,
     bfd_order,
-    cache_slowdowns,
     gregarious_order,
     place_pack,
-    resum,
 )
 from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload

@@ -38,11 +38,12 @@ import numba as nb
 import numpy as np
 
 from policies.gangs import gang_row
-from policies.ojpp_placement import Pack, cache_slowdowns, join, leave, place_pack, resum
+from policies.ojpp_pack import Pack, cache_slowdowns, join, leave, resum
+from policies.ojpp_placement import place_pack
 from policies.wfq_hetero import share_by_weight
 from simulator.jit import configure_cache
 from simulator.round_arrays import NEXT_ROUND, PLAN, ROUND_KERNEL_SIG, active_rows, touch
-from simulator.round_engine import speed
+from simulator.round_plan import speed
 from simulator.slo import SOFT, STRICT
 
 configure_cache()
