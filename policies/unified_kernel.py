@@ -83,13 +83,14 @@ def _gang(C: Any, J: Any, r: int, zeta: float) -> int:
 def _worth(C: Any, J: Any, p: Any, r: int, now: float) -> float:
     """Row ``r``'s reward for running now: ``slo_reward`` x its first reachable deadline
     step's reward / 100 (SLO jobs), else ``be_reward_scale x lease / (needed + lease)``;
-    ``needed`` is its estimated remaining work at its fastest whole-gang rate."""
+    ``needed`` is its estimated remaining work at its fastest whole-gang rate, 0 once it has
+    run past its estimate (it is expected to end any moment)."""
     m = J.model[r]
     gang = speed(C, m, float(J.demand[r]))
     rate = -_INF
     for t in range(C.speeds.shape[1]):
         rate = max(rate, gang * C.speeds[m, t])
-    needed = J.est[r] / max(rate, 1e-12) if rate > 0 else _INF
+    needed = max(J.est[r], 0.0) / max(rate, 1e-12) if rate > 0 else _INF
     worth = p[BE_SCALE] * p[LEASE] / (needed + p[LEASE])
     if J.job_class[r] == STRICT or J.job_class[r] == SOFT:
         first = 0.0

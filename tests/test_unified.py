@@ -50,6 +50,16 @@ def test_best_effort_jobs_run_shortest_first() -> None:
     np.testing.assert_allclose(run(frame, preempt=False), [600.0, 100.0, 300.0])
 
 
+def test_a_job_past_its_estimate_counts_as_about_to_end() -> None:
+    """Worth reads the estimated remaining time floored at 0: a job run past its estimate
+    (1,000 s of work, 100 s estimated) keeps the top best-effort worth, so a waiting 300 s
+    job does not displace it at a lease end (JCTs 1000, 1300). Left negative, the remainder
+    sent its worth through infinity (at 200 s) to below the waiting job's (at 300 s)."""
+    frame = pd.DataFrame({"arrival_s": [0.0, 0.0], "gpus": [1, 1],
+                          "service_s": [1000.0, 300.0], "estimated_service_s": [100.0, 300.0]})
+    np.testing.assert_allclose(run(frame, be_lease_s=100.0), [1000.0, 1300.0])
+
+
 def slo_frame(reward: float = 100.0) -> pd.DataFrame:
     """A best-effort job of 100 s and a strict SLO job of 1000 s due at 1500 s."""
     return pd.DataFrame({"arrival_s": [0.0, 0.0], "gpus": [1, 1], "service_s": [100.0, 1000.0],
