@@ -183,7 +183,14 @@ def search_family(family: str, workload: Workload, profile: ClusterProfile,
     search.SetPreference(*objectives)
     last: list[Progress] = []
     t1 = time.perf_counter()
-    front = search.run(on_generation=last.append)
+
+    def report(progress: Progress) -> None:
+        last.append(progress)
+        print(f"    {family}: generation {progress.generation}, {progress.evaluations} / "
+              f"{settings.budget} evaluations, front {len(progress.front)}, "
+              f"{time.perf_counter() - t1:.0f} s", flush=True)
+
+    front = search.run(on_generation=report)
     search_s = time.perf_counter() - t1
     progress = last[-1]
     return Outcome(family, tuple(search.space.names), dict(search.space.dropped), front,
