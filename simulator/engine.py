@@ -141,8 +141,8 @@ def _scan_held(F: Any, I: Any, cols: int, now: float, held: Any) -> int:
 
 
 @nb.njit(cache=True)
-def _enqueue(I: Any, Q: Any, i: int) -> None:
-    head, tail, class_demand = Q
+def _link(I: Any, head: Any, tail: Any, i: int) -> None:
+    """Append column ``i`` to its class's queue."""
     c = I[CLASS, i]
     I[NEXT, i], I[PREV, i] = -1, tail[c]
     if tail[c] >= 0:
@@ -150,7 +150,13 @@ def _enqueue(I: Any, Q: Any, i: int) -> None:
     else:
         head[c] = i
     tail[c] = i
-    class_demand[c] += I[DEMAND, i]  # whole GPUs: the sum is exact in any order
+
+
+@nb.njit(cache=True)
+def _enqueue(I: Any, Q: Any, i: int) -> None:
+    head, tail, class_demand = Q
+    _link(I, head, tail, i)
+    class_demand[I[CLASS, i]] += I[DEMAND, i]  # whole GPUs: the sum is exact in any order
 
 
 @nb.njit(cache=True)
@@ -197,13 +203,7 @@ def _compact(F: Any, I: Any, cols: int, Q: Any, held: Any, now: float) -> tuple[
     head[:] = -1
     tail[:] = -1
     for i in range(k):
-        c = I[CLASS, i]
-        I[NEXT, i], I[PREV, i] = -1, tail[c]
-        if tail[c] >= 0:
-            I[NEXT, tail[c]] = i
-        else:
-            head[c] = i
-        tail[c] = i
+        _link(I, head, tail, i)
     return k, _scan_held(F, I, k, now, held)
 
 
