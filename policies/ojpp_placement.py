@@ -108,7 +108,7 @@ def _fits(P: Any, B: Any, j: int, d: int, allowed: Any) -> bool:
             and mem - P.dev_mem[d] <= EPS / 10 and (P.shareable[d] or empty))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _balanced(P: Any, B: Any, j: int, d: int, hi: float, lo: float, m: int) -> bool:
     """Eq. 16 with ``j``'s worker on ``d``: ``j``'s own workers (``hi``/``lo`` so far) and
     every job already on ``d`` (the ``m`` workers and slowdowns :func:`joined` left in
@@ -130,7 +130,7 @@ def _balanced(P: Any, B: Any, j: int, d: int, hi: float, lo: float, m: int) -> b
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _candidates(P: Any, B: Any, j: int, fallback: bool, allowed: Any, ok: Any, theta: Any,
                 resid: Any) -> None:
     """For one more worker of ``j``: feasible devices, the interference each would have and

@@ -68,7 +68,7 @@ QUIET_MARGIN_S = 1e-3
 _INF = np.inf
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _gang(C: Any, J: Any, r: int, zeta: float) -> int:
     """Largest gang of row ``r`` whose every step keeps ``speedup(g)/g >= zeta`` (at least
     its minimum)."""
@@ -79,7 +79,7 @@ def _gang(C: Any, J: Any, r: int, zeta: float) -> int:
     return max(J.min_gpus[r], d)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _worth(C: Any, J: Any, p: Any, r: int, now: float) -> float:
     """Row ``r``'s reward for running now: ``slo_reward`` x its first reachable deadline
     step's reward / 100 (SLO jobs), else ``be_reward_scale x lease / (needed + lease)``;
@@ -145,7 +145,7 @@ def _own_devices(C: Any, P: Any, g: int, on_t: Any, current: Any, chosen: Any) -
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _hold(P: Any, r: int, devices: Any) -> None:
     """Without sharing: row ``r`` takes ``devices`` (counts and plan only)."""
     for d in devices:
@@ -324,7 +324,7 @@ def _decide(C: Any, J: Any, M: Any, E: Any, now: float, rows: Any, worth: Any, l
     return settled
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _catch_up(J: Any, M: Any, E: Any, now: float) -> None:
     """Move the next boundary past those the engine skipped since the last decision (module
     docstring): the ones before the quiet stretch's end and before the event that ended the
@@ -342,7 +342,7 @@ def _catch_up(J: Any, M: Any, E: Any, now: float) -> None:
     M.g[G_QUIET] = -_INF
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _declare_quiet(M: Any, E: Any, rows: Any, tried: Any) -> None:
     """After a settled boundary decision (module docstring): quiet until the earliest lease
     end of the jobs not offered a faster type (``tried``), if the engine's next round is the

@@ -68,7 +68,7 @@ PENDING, APPLIED, REDECIDE = 1, 2, 3
 _INF = np.inf
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _skip_quiet_rounds(C: Any, M: Any, E: Any, shares: bool, round_s: float,
                        other: float) -> None:
     """Jump past the round boundaries before ``other`` (the next arrival, completion or
@@ -87,7 +87,7 @@ def _skip_quiet_rounds(C: Any, M: Any, E: Any, shares: bool, round_s: float,
         pcg64.skip(E.rng, k * cnt[N_ACTIVE] * C.device_node.shape[0])
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _event(C: Any, J: Any, M: Any, E: Any, shares: bool, round_s: float, mode: int,
            target: int) -> int:
     """Advance to the next event; finish and admit jobs there. -1, or a status to return."""
@@ -152,7 +152,8 @@ def _event(C: Any, J: Any, M: Any, E: Any, shares: bool, round_s: float, mode: i
             J.seen0[r] += clk[CUM0]
             J.seen1[r] += clk[CUM1]
             J.nw[r] = 0
-            E.node_used[:] -= J.alloc[r]
+            for h in range(E.node_used.shape[0]):
+                E.node_used[h] -= J.alloc[r, h]
             E.inhold[r] = False
             E.pos[r] = -1
             gone += 1
@@ -186,7 +187,7 @@ def _event(C: Any, J: Any, M: Any, E: Any, shares: bool, round_s: float, mode: i
     return DONE if hit else -1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _after_decision(J: Any, E: Any, mode: int) -> int:
     """What the loop checks once a decision is in force: -1, or a status to return."""
     cnt = E.cnt
