@@ -27,6 +27,7 @@ kernel asks for only when the set of active jobs has changed.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -57,15 +58,15 @@ __all__ = ["Gavel", "gavel_allocation", "gavel_round"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+_Csc = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], FloatArray]
+"""A matrix as compressed columns: column starts, row indices, values."""
 _COLWISE, _MINIMIZE = int(highs.MatrixFormat.kColwise), int(highs.ObjSense.kMinimize)
 
 
-def _matrix(demand: IntArray, m: int, ratio: FloatArray | None = None,
-            z: bool = False) -> tuple[Any, Any, FloatArray]:
-    """The LP's ``<=`` rows as CSC arrays (column starts, row indices, values) over the
-    variables ``x[j, t]`` (column ``j m + t``) and, with ``z``, one more: ``-ratio_j . x_j
-    (+ z) <= 0`` per job when ``ratio`` is given, then ``sum_t x[j, t] <= 1`` per job and
-    ``sum_j demand_j x[j, t] <= gpus_t`` per type. Each column lists its rows in order."""
+def _matrix(demand: IntArray, m: int, ratio: FloatArray | None = None) -> _Csc:
+    """The LP's ``<=`` rows over the variables ``x[j, t]`` (column ``j m + t``): ``-ratio_j .
+    x_j <= .`` per job when ``ratio`` is given, then ``sum_t x[j, t] <= 1`` per job and
+    ``sum_j demand_j x[j, t] <= gpus_t`` per type; each column lists its rows in order."""
     n = demand.shape[0]
     jobs = np.repeat(np.arange(n, dtype=np.int32), m)
     types = np.tile(np.arange(m, dtype=np.int32), n)
@@ -76,13 +77,8 @@ def _matrix(demand: IntArray, m: int, ratio: FloatArray | None = None,
         rows.insert(0, jobs)
         values.insert(0, -ratio.ravel())
     index = np.stack(rows, axis=1).ravel()
-    value = np.stack(values, axis=1).ravel()
-    start = np.arange(0, index.shape[0] + 1, len(rows), dtype=np.int32)
-    if z:
-        index = np.concatenate([index, np.arange(n, dtype=np.int32)])
-        value = np.concatenate([value, np.ones(n)])
-        start = np.append(start, np.int32(index.shape[0]))
-    return start, index, value
+    return (np.arange(0, index.shape[0] + 1, len(rows), dtype=np.int32), index,
+            np.stack(values, axis=1).ravel())
 
 
 def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArray,
@@ -109,17 +105,20 @@ def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArr
     share = min(1.0, float(type_gpus.sum()) / float(demand.sum()))
     iso = share * (throughput @ (type_gpus / type_gpus.sum()))
     norm = throughput / iso[:, None]
-    # stage 1: max z with z <= ratio_j for every job (variables: x, z)
+    start, index, value = a = _matrix(demand, m, norm)
+    # stage 1: max z with z <= ratio_j for every job (variables: x, then z in one more column)
     cost = np.zeros(n * m + 1)
     cost[-1] = -1.0
-    z = _solve(cost, _matrix(demand, m, norm, z=True), np.concatenate([np.zeros(n), b_cap]),
-               np.append(bounds, np.inf))[-1]
+    with_z = (np.append(start, np.int32(index.shape[0] + n)),
+              np.concatenate([index, np.arange(n, dtype=np.int32)]),
+              np.concatenate([value, np.ones(n)]))
+    z = _solve(cost, with_z, np.concatenate([np.zeros(n), b_cap]), np.append(bounds, np.inf))[-1]
     # stage 2: max the summed ratios, each at least z
     b2 = np.concatenate([np.full(n, -z * (1 - 1e-7)), b_cap])
-    return _solve(-norm.ravel(), _matrix(demand, m, norm), b2, bounds).reshape(n, m)
+    return _solve(-norm.ravel(), a, b2, bounds).reshape(n, m)
 
 
-def _solve(cost: FloatArray, a_ub: tuple[Any, Any, FloatArray], b_ub: FloatArray,
+def _solve(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray,
            upper: FloatArray) -> FloatArray:
     """HiGHS on ``min cost.x, a_ub x <= b_ub, 0 <= x <= upper``: the model SciPy's ``milp``
     passes it, handed over directly (its checks and conversions cost more than the solve)."""
@@ -134,6 +133,19 @@ def _solve(cost: FloatArray, a_ub: tuple[Any, Any, FloatArray], b_ub: FloatArray
     if status != highs.HighsModelStatus.kOptimal:
         raise RuntimeError(f"Gavel LP: HiGHS returned {h.modelStatusToString(status)}")
     return np.clip(np.asarray(h.getSolution().col_value, dtype=np.float64), 0.0, 1.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _allocation(throughput: bytes, demand: bytes, type_gpus: bytes, objective: str) -> FloatArray:
+    """:func:`gavel_allocation` of the float64 rates and int64 gang sizes and GPUs these bytes
+    hold, read-only. The same inputs hand HiGHS the same model, hence get the same answer, so
+    each is solved once: a playout meets active sets the run met, and the run meets the sets
+    its last playout met (a third of the LPs with prediction at 1,000 jobs)."""
+    gpus = np.frombuffer(type_gpus, dtype=np.int64)
+    x = gavel_allocation(np.frombuffer(throughput).reshape(-1, gpus.shape[0]),
+                         np.frombuffer(demand, dtype=np.int64), gpus, objective)
+    x.flags.writeable = False
+    return x
 
 
 @nb.njit(cache=True)
@@ -259,8 +271,8 @@ class Gavel(KernelRoundPolicy):
         model, demand = jobs.model[active], jobs.demand[active]
         top = cluster.speedup.shape[1] - 1
         gang = cluster.speedup[model, np.minimum(demand, top)]
-        x = gavel_allocation(gang[:, None] * cluster.speeds[model], demand,
-                             cluster.type_gpus, self.objective)
+        x = _allocation((gang[:, None] * cluster.speeds[model]).tobytes(), demand.tobytes(),
+                        cluster.type_gpus.tobytes(), self.objective)
         m = x.shape[1]
         M.f[active, :m] = x
         M.f[active, m:] = 0.0
