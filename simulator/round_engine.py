@@ -79,8 +79,9 @@ _HANDLE_T = nb.types.UniTuple(nb.types.int64, 3)
 def kernel_handle(kernel: Any) -> tuple[int, int, int]:
     """What :func:`run_loop` takes for a kernel: the addresses of its C wrapper, of the
     object and of its compiled body. numba looks these up on every call that passes the
-    kernel itself (hashing the kernel's argument types twice, ~0.3 ms a call, more than many
-    runs between two Python steps), so they are looked up once."""
+    kernel itself (hashing the kernel's argument types four times, ~0.3 ms a call, often more
+    than the compiled work between two Python steps), so a run looks them up once and keeps
+    the kernel alive while it uses them."""
     sig = _KERNEL_T.signature
     return _get_wrapper_address(kernel, sig), id(kernel), _get_jit_address(kernel, sig)
 
