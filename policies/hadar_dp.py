@@ -7,7 +7,8 @@ search is a depth-first branch and bound (take one of a job's best placements, o
 whose first leaf is the greedy choice; it is exact while it stays within its budget of
 placement evaluations and falls back to the greedy completion after. A job's best payoff on
 the empty cluster bounds what it can add anywhere deeper, since prices only rise as GPUs are
-handed out. All compiled; the search walks its tree with an explicit stack.
+handed out. All compiled; the search walks its tree with an explicit stack, looks prices
+up in a per-round table and allocates nothing per evaluation.
 """
 
 from __future__ import annotations
@@ -92,9 +93,10 @@ def _free_order(free: Any, price: Any, speed: Any, order: Any) -> int:
 
 
 @nb.njit(cache=True)
-def find_alloc(R: Any, j: int, free: Any, cand: Any, payoff: Any, price: Any, order: Any
-               ) -> int:
-    """FIND_ALLOC: candidate placements of job ``j``'s gang of ``w`` GPUs, and their payoffs.
+def find_alloc(R: Any, j: int, free: Any, total: int, cand: Any, payoff: Any, price: Any,
+               order: Any) -> int:
+    """FIND_ALLOC: candidate placements of job ``j``'s gang of ``w`` GPUs on the ``free``
+    GPUs (``total`` of them), and their payoffs.
 
     Candidates: the current placement ``prev`` if still free; per type, the cheapest node
     holding the whole gang (then the fullest); per bottleneck speed, the cheapest GPUs at least
@@ -111,6 +113,8 @@ def find_alloc(R: Any, j: int, free: Any, cand: Any, payoff: Any, price: Any, or
         ``k``: the first ``k`` rows of ``cand`` are the positive-payoff placements, best first.
     """
     h_n, w = free.shape[0], R.demand[j]
+    if total < w:
+        return 0
     held, fits = 0, True
     for h in range(h_n):
         price[h] = R.price[h, R.capacity[h] - free[h]]
@@ -177,16 +181,6 @@ def find_alloc(R: Any, j: int, free: Any, cand: Any, payoff: Any, price: Any, or
 
 
 @nb.njit(cache=True)
-def _options(R: Any, j: int, free: Any, total: int, cand: Any, payoff: Any, price: Any,
-             order: Any) -> int:
-    """Job ``j``'s positive-payoff placements on ``free`` (``total`` GPUs) into
-    ``cand``/``payoff``, best first; their number."""
-    if total < R.demand[j]:
-        return 0
-    return find_alloc(R, j, free, cand, payoff, price, order)
-
-
-@nb.njit(cache=True)
 def _take(free: Any, row: Any) -> int:
     """Hand ``row`` out of ``free``; the GPUs it takes."""
     gpus = 0
@@ -225,7 +219,7 @@ def round_search(R: Any, order: Any, budget: int, out: Any) -> float:
     free, total = R.capacity.copy(), R.capacity.sum()
     suffix = np.zeros(n + 1)  # each job's best payoff on the empty cluster bounds the rest
     for a in range(n - 1, -1, -1):
-        k = _options(R, order[a], free, total, rows[0], pays[0], price, by_price)
+        k = find_alloc(R, order[a], free, total, rows[0], pays[0], price, by_price)
         bound = pays[0, 0] if k else 0.0
         suffix[a] = bound if a == n - 1 else suffix[a + 1] + bound
     out[:] = 0
@@ -245,7 +239,7 @@ def round_search(R: Any, order: Any, budget: int, out: Any) -> float:
                     pruned = True  # nothing below can beat the best found
                     break
                 evaluations += 1
-                k = _options(R, order[i], free, total, rows[depth], pays[depth], price,
+                k = find_alloc(R, order[i], free, total, rows[depth], pays[depth], price,
                              by_price)
                 i += 1
             if k:
@@ -286,7 +280,7 @@ def _record_greedy(R: Any, order: Any, i: int, free: Any, total: int, value: flo
     for a in range(i, order.shape[0]):
         if total == 0:
             break
-        if _options(R, order[a], free, total, cand, pay, price, by_price):
+        if find_alloc(R, order[a], free, total, cand, pay, price, by_price):
             value += pay[0]
             picks[a] = cand[0]
             taken[a] = True

@@ -156,11 +156,9 @@ def _search(inst: dict[str, Any]) -> Round:
 
 def _placements(R: Round, j: int, free: Any) -> list[tuple[float, Any]]:
     """Job ``j``'s positive-payoff placements on ``free``, as the search sees them."""
-    if free.sum() < R.demand[j]:
-        return []
     cand = np.zeros((2 * R.n_types + 1, free.shape[0]), dtype=np.int64)
     payoff = np.zeros(2 * R.n_types + 1)
-    k = find_alloc(R, j, free, cand, payoff, np.empty(free.shape[0]),
+    k = find_alloc(R, j, free, free.sum(), cand, payoff, np.empty(free.shape[0]),
                    np.empty(free.shape[0], dtype=np.int64))
     return [(float(payoff[i]), cand[i].copy()) for i in range(k)]
 
