@@ -48,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.base import param, register
-from policies.hadar_dp import Round, round_search
+from policies.hadar_dp import Round, price_table, round_search
 from policies.round_kernel import KernelRoundPolicy
 from simulator.libm import pairwise_sum
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
@@ -118,8 +118,8 @@ def _allocate(node_type: Any, capacity: Any, rate_type: Any, demand: Any, remain
         t_best = remaining[j] / rate_type[j].max()
         density[j] = -(value[j] / ((elapsed[j] + t_best) * demand[j] * t_best))
     R = Round(node_type, capacity, speed, demand, remaining, elapsed, value, prev,
-              np.where(started, restart_s, 0.0), inter_node_factor, low,
-              np.maximum(u_max[node_type], low), rate_type.shape[1])
+              np.where(started, restart_s, 0.0), inter_node_factor,
+              price_table(capacity, low, np.maximum(u_max[node_type], low)), rate_type.shape[1])
     round_search(R, np.argsort(density, kind="mergesort"), budget, out)
     return out
 

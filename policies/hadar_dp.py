@@ -7,7 +7,8 @@ search is a depth-first branch and bound (take one of a job's best placements, o
 whose first leaf is the greedy choice; it is exact while it stays within its budget of
 placement evaluations and falls back to the greedy completion after. A job's best payoff on
 the empty cluster bounds what it can add anywhere deeper, since prices only rise as GPUs are
-handed out. All compiled; the search walks its tree with an explicit stack.
+handed out. All compiled; the search walks its tree with an explicit stack, looks prices
+up in a per-round table and allocates nothing per evaluation.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from simulator.jit import configure_cache
 
 configure_cache()  # before the @njit(cache=True) below
 
-__all__ = ["Round", "find_alloc", "node_prices", "round_search"]
+__all__ = ["Round", "find_alloc", "node_prices", "price_table", "round_search"]
 
 Round = namedtuple("Round", ["node_type", "capacity", "speed", "demand", "remaining", "elapsed",
-                             "value", "prev", "restart", "inter", "low", "high", "n_types"])
+                             "value", "prev", "restart", "inter", "price", "n_types"])
 """One round's search inputs, per job (row) and node: ``speed[j, h]`` is job ``j``'s gang rate
 on node ``h``'s type, ``prev`` the placements held now, ``restart`` the pause a changed
-placement costs (0 for jobs not yet started), ``low``/``high`` ``U_min`` and per-node
-``U_max`` of the price function (:func:`node_prices`), ``inter`` the spread slowdown."""
+placement costs (0 for jobs not yet started), ``price[h, used]`` node ``h``'s price with
+``used`` of its GPUs handed out (:func:`price_table`), ``inter`` the spread slowdown."""
 
 _EPS = 1e-12
 
@@ -41,105 +42,137 @@ def node_prices(used: Any, capacity: Any, low: float, high: Any) -> Any:
 
 
 @nb.njit(cache=True)
-def _add(cand: Any, k: int, row: Any) -> int:
-    """Append ``row`` to the first ``k`` candidates unless already there; new count."""
+def price_table(capacity: Any, low: float, high: Any) -> Any:
+    """Eq. 5 for every node (row) and every count of its GPUs in use (column), given
+    ``U_min`` and per-node ``U_max``: the search looks prices up instead of raising powers."""
+    top = capacity.max()
+    table = np.empty((capacity.shape[0], top + 1))
+    for used in range(top + 1):
+        table[:, used] = node_prices(np.full(capacity.shape[0], used), capacity, low, high)
+    return table
+
+
+@nb.njit(cache=True)
+def _add(cand: Any, k: int) -> int:
+    """Keep ``cand[k]`` unless one of the first ``k`` candidates equals it; the new count."""
     for c in range(k):
-        if np.array_equal(cand[c], row):
+        same = True
+        for h in range(cand.shape[1]):
+            if cand[c, h] != cand[k, h]:
+                same = False
+                break
+        if same:
             return k
-    cand[k] = row
     return k + 1
 
 
 @nb.njit(cache=True)
-def _before(a: int, b: int, price: Any, speed: Any, free: Any) -> bool:
-    """Node ``a`` is taken before ``b``: cheaper, then faster, then emptier."""
-    if price[a] != price[b]:
-        return bool(price[a] < price[b])
-    if speed[a] != speed[b]:
-        return bool(speed[a] > speed[b])
-    return bool(free[a] > free[b])
+def _free_order(free: Any, price: Any, speed: Any, order: Any) -> int:
+    """The nodes with free GPUs into ``order``: cheapest, then fastest, then emptiest (stable
+    insertion sort); their number."""
+    m = 0
+    for h in range(free.shape[0]):
+        if free[h] == 0:
+            continue
+        b = m
+        while b > 0:
+            o = order[b - 1]
+            if price[h] != price[o]:
+                if price[h] >= price[o]:
+                    break
+            elif speed[h] != speed[o]:
+                if speed[h] <= speed[o]:
+                    break
+            elif free[h] <= free[o]:
+                break
+            order[b] = o
+            b -= 1
+        order[b] = h
+        m += 1
+    return m
 
 
 @nb.njit(cache=True)
-def find_alloc(w: int, free: Any, capacity: Any, low: float, high: Any, speed: Any, prev: Any,
-               node_type: Any, n_types: int, inter: float, remaining: float, elapsed: float,
-               value: float, restart_s: float, cand: Any, payoff: Any) -> int:
-    """FIND_ALLOC: candidate placements of one gang of ``w`` GPUs, and their payoffs.
+def find_alloc(R: Any, j: int, free: Any, total: int, cand: Any, payoff: Any, price: Any,
+               order: Any) -> int:
+    """FIND_ALLOC: candidate placements of job ``j``'s gang of ``w`` GPUs on the ``free``
+    GPUs (``total`` of them), and their payoffs.
 
     Candidates: the current placement ``prev`` if still free; per type, the cheapest node
     holding the whole gang (then the fullest); per bottleneck speed, the cheapest GPUs at least
     that fast (then the fastest, then the emptiest node), spread when needed. A candidate
     running at ``rate`` (the slowest node's ``speed``, times ``inter`` if spread) lasts
-    ``remaining / rate`` (plus ``restart_s`` if it differs from ``prev``) and pays
+    ``remaining / rate`` (plus ``restart`` if it differs from ``prev``) and pays
     ``value / (elapsed + duration) - sum(price * GPUs) * duration``, prices from eq. 5.
 
     Args:
         cand: ``(2 * n_types + 1, nodes)`` output rows; payoff: their payoffs.
+        price, order: scratch, one entry per node.
 
     Returns:
         ``k``: the first ``k`` rows of ``cand`` are the positive-payoff placements, best first.
     """
-    h_n = free.shape[0]
-    price = node_prices(capacity - free, capacity, low, high)
+    h_n, w = free.shape[0], R.demand[j]
+    if total < w:
+        return 0
+    held, fits = 0, True
+    for h in range(h_n):
+        price[h] = R.price[h, R.capacity[h] - free[h]]
+        held += R.prev[j, h]
+        fits = fits and R.prev[j, h] <= free[h]
     k = 0
-    if prev.sum() > 0 and np.all(prev <= free):
-        k = _add(cand, k, prev)
-    row = np.zeros(h_n, dtype=np.int64)
-    for t in range(n_types):
+    if held > 0 and fits:
+        cand[0] = R.prev[j]
+        k = 1
+    for t in range(R.n_types):
         best = -1
         for h in range(h_n):
-            if node_type[h] == t and free[h] >= w and (
+            if R.node_type[h] == t and free[h] >= w and (
                     best < 0 or price[h] < price[best]
                     or (price[h] == price[best] and free[h] < free[best])):
                 best = h
         if best >= 0:
-            row[:] = 0
-            row[best] = w
-            k = _add(cand, k, row)
-    order = np.arange(h_n)  # cheapest, then fastest, then emptiest: insertion sort
-    for a in range(1, h_n):
-        h, b = order[a], a
-        while b > 0 and _before(h, order[b - 1], price, speed, free):
-            order[b] = order[b - 1]
-            b -= 1
-        order[b] = h
-    for t in range(n_types):  # spread: each type's speed as the bottleneck
+            cand[k] = 0
+            cand[k, best] = w
+            k = _add(cand, k)
+    m = _free_order(free, price, R.speed[j], order)
+    for t in range(R.n_types):  # spread: each type's speed as the bottleneck
         level = -1.0
         for h in range(h_n):
-            if node_type[h] == t and free[h] > 0:
-                level = speed[h]
+            if R.node_type[h] == t and free[h] > 0:
+                level = R.speed[j, h]
         if level < 0:
             continue
-        row[:] = 0
+        cand[k] = 0
         left = w
-        for h in order:
+        for a in range(m):
             if left == 0:
                 break
-            if speed[h] >= level and free[h] > 0:
+            h = order[a]
+            if R.speed[j, h] >= level:
                 take = min(left, free[h])
-                row[h] = take
+                cand[k, h] = take
                 left -= take
         if left == 0:
-            k = _add(cand, k, row)
+            k = _add(cand, k)
     for c in range(k):
         rate, nodes, cost, changed = np.inf, 0, 0.0, False
         for h in range(h_n):
             if cand[c, h] > 0:
-                rate = min(rate, speed[h])
+                rate = min(rate, R.speed[j, h])
                 nodes += 1
                 cost += cand[c, h] * price[h]
-            changed = changed or cand[c, h] != prev[h]
+            changed = changed or cand[c, h] != R.prev[j, h]
         if nodes > 1:
-            rate *= inter
-        duration = remaining / rate + (restart_s if changed else 0.0)
-        payoff[c] = value / (elapsed + duration) - cost * duration
+            rate *= R.inter
+        duration = R.remaining[j] / rate + (R.restart[j] if changed else 0.0)
+        payoff[c] = R.value[j] / (R.elapsed[j] + duration) - cost * duration
     for a in range(1, k):  # best first, stable
         b = a
         while b > 0 and payoff[b] > payoff[b - 1]:
             payoff[b], payoff[b - 1] = payoff[b - 1], payoff[b]
-            row[:] = cand[b]
-            cand[b] = cand[b - 1]
-            cand[b - 1] = row
+            for h in range(h_n):
+                cand[b, h], cand[b - 1, h] = cand[b - 1, h], cand[b, h]
             b -= 1
     positive = 0
     while positive < k and payoff[positive] > 0:
@@ -148,14 +181,13 @@ def find_alloc(w: int, free: Any, capacity: Any, low: float, high: Any, speed: A
 
 
 @nb.njit(cache=True)
-def _options(R: Any, j: int, free: Any, cand: Any, payoff: Any) -> int:
-    """Job ``j``'s positive-payoff placements on ``free`` into ``cand``/``payoff``, best
-    first; their number."""
-    if free.sum() < R.demand[j]:
-        return 0
-    return find_alloc(R.demand[j], free, R.capacity, R.low, R.high, R.speed[j], R.prev[j],
-                      R.node_type, R.n_types, R.inter, R.remaining[j], R.elapsed[j],
-                      R.value[j], R.restart[j], cand, payoff)
+def _take(free: Any, row: Any) -> int:
+    """Hand ``row`` out of ``free``; the GPUs it takes."""
+    gpus = 0
+    for h in range(free.shape[0]):
+        free[h] -= row[h]
+        gpus += row[h]
+    return gpus
 
 
 @nb.njit(cache=True)
@@ -182,34 +214,38 @@ def round_search(R: Any, order: Any, budget: int, out: Any) -> float:
     job, nopt = np.zeros(n + 1, dtype=np.int64), np.zeros(n + 1, dtype=np.int64)
     chosen, at_i = np.zeros(n + 1, dtype=np.int64), np.zeros(n + 1, dtype=np.int64)
     at_value, at_free = np.zeros(n + 1), np.zeros((n + 1, nodes), dtype=np.int64)
+    at_total = np.zeros(n + 1, dtype=np.int64)
+    price, by_price = np.empty(nodes), np.empty(nodes, dtype=np.int64)
+    free, total = R.capacity.copy(), R.capacity.sum()
     suffix = np.zeros(n + 1)  # each job's best payoff on the empty cluster bounds the rest
     for a in range(n - 1, -1, -1):
-        k = _options(R, order[a], R.capacity, rows[0], pays[0])
+        k = find_alloc(R, order[a], free, total, rows[0], pays[0], price, by_price)
         bound = pays[0, 0] if k else 0.0
         suffix[a] = bound if a == n - 1 else suffix[a + 1] + bound
     out[:] = 0
-    best, evaluations, leaves, depth = 0.0, 0, 0, 0
-    i, value, free = 0, 0.0, R.capacity.copy()
+    best, evaluations, leaves, depth, i, value = 0.0, 0, 0, 0, 0, 0.0
     while True:  # a call: the jobs from i on, with free and value
         if evaluations >= budget:
             if not leaves:  # the first, greedy, path was cut short: complete it
-                done = _record_greedy(R, order, i, free, value, best, out, depth, job,
+                done = _record_greedy(R, order, i, free, total, value, best, out, depth, job,
                                       chosen, nopt, rows)
                 leaves += 1
                 if done > best + _EPS:
                     best = done
         else:
             k, pruned = 0, False
-            while i < n and free.any() and k == 0:
+            while i < n and total > 0 and k == 0:
                 if value + suffix[i] <= best + _EPS:
                     pruned = True  # nothing below can beat the best found
                     break
                 evaluations += 1
-                k = _options(R, order[i], free, rows[depth], pays[depth])
+                k = find_alloc(R, order[i], free, total, rows[depth], pays[depth], price,
+                             by_price)
                 i += 1
             if k:
                 job[depth], nopt[depth], chosen[depth] = order[i - 1], k, -1
-                at_i[depth], at_value[depth], at_free[depth] = i, value, free
+                at_i[depth], at_value[depth], at_total[depth] = i, value, total
+                at_free[depth] = free
                 depth += 1
             elif not pruned:
                 leaves += 1
@@ -222,31 +258,33 @@ def round_search(R: Any, order: Any, budget: int, out: Any) -> float:
             return best
         d = depth - 1  # the frame's next branch: its next placement, or skipping the job
         chosen[d] += 1
-        i, value, free = at_i[d], at_value[d], at_free[d].copy()
+        i, value, total = at_i[d], at_value[d], at_total[d]
+        free[:] = at_free[d]
         if chosen[d] < nopt[d]:
             value += pays[d, chosen[d]]
-            free -= rows[d, chosen[d]]
+            total -= _take(free, rows[d, chosen[d]])
 
 
 @nb.njit(cache=True)
-def _record_greedy(R: Any, order: Any, i: int, free: Any, value: float, best: float,
-                   out: Any, depth: int, job: Any, chosen: Any, nopt: Any, rows: Any
-                   ) -> float:
+def _record_greedy(R: Any, order: Any, i: int, free: Any, total: int, value: float,
+                   best: float, out: Any, depth: int, job: Any, chosen: Any, nopt: Any,
+                   rows: Any) -> float:
     """Complete the path greedily (each job's best placement) from ``order[i]``; its value,
     recorded in ``out`` if it beats ``best``."""
     width, nodes = rows.shape[1], rows.shape[2]
     cand, pay = np.zeros((width, nodes), dtype=np.int64), np.zeros(width)
+    price, by_price = np.empty(nodes), np.empty(nodes, dtype=np.int64)
     picks = np.zeros((order.shape[0], nodes), dtype=np.int64)
     taken = np.zeros(order.shape[0], dtype=np.bool_)
     free = free.copy()
     for a in range(i, order.shape[0]):
-        if not free.any():
+        if total == 0:
             break
-        if _options(R, order[a], free, cand, pay):
+        if find_alloc(R, order[a], free, total, cand, pay, price, by_price):
             value += pay[0]
             picks[a] = cand[0]
             taken[a] = True
-            free -= cand[0]
+            total -= _take(free, cand[0])
     if value > best + _EPS:
         _record(out, depth, job, chosen, nopt, rows)
         for a in range(order.shape[0]):

@@ -70,6 +70,7 @@ class _Run:
         self.kernel: Any
         self.M: Any
         self.kernel, self.M = made or (host_kernel, empty_memory(self.J, nodes))
+        self.handle = eng.kernel_handle(self.kernel)
         self.E = engine_state(self.J, nodes, devices, from_generator(np.random.default_rng(seed)))
         self.memo: dict[str, Any] = {}
         self.round_s, self.reacts = float(policy.round_s), bool(policy.reacts)
@@ -82,7 +83,7 @@ class _Run:
         """Run the compiled loop, taking the Python decisions it asks for, until it ends,
         a prediction is due or the series is full."""
         while True:
-            status = int(eng.run_loop(self.kernel, self.C, J, M, E, self.round_s,
+            status = int(eng.run_loop(self.handle, self.C, J, M, E, self.round_s,
                                       self.reacts, self.shares, mode, target))
             if status != eng.HOST_DUE:
                 return status

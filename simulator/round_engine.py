@@ -19,6 +19,9 @@ from typing import Any
 
 import numba as nb
 import numpy as np
+from numba.core import cgutils
+from numba.core.extending import intrinsic
+from numba.experimental.function_type import _get_jit_address, _get_wrapper_address
 
 from simulator.jit import configure_cache
 
@@ -57,7 +60,8 @@ from simulator.round_arrays import (  # noqa: E402
 from simulator.round_plan import apply_plan, check_plan, index_devices, rerate  # noqa: E402
 
 __all__ = ["APPLIED", "ARRIVED", "DONE", "ERR_IDLE", "ERR_NO_DECISION", "ERR_PLAN", "GROW",
-           "HOST_DUE", "MAIN", "PLAYOUT", "PREDICT", "REDECIDE", "STUCK", "fork", "run_loop"]
+           "HOST_DUE", "MAIN", "PLAYOUT", "PREDICT", "REDECIDE", "STUCK", "fork", "kernel_handle",
+           "run_loop"]
 
 # modes
 MAIN, PREDICT, PLAYOUT = 0, 1, 2
@@ -66,6 +70,33 @@ DONE, HOST_DUE, ARRIVED, GROW, STUCK, ERR_NO_DECISION, ERR_IDLE, ERR_PLAN = rang
 # phases of a decision handed to Python (cnt[PHASE])
 PENDING, APPLIED, REDECIDE = 1, 2, 3
 _INF = np.inf
+
+
+_KERNEL_T = nb.types.FunctionType(ROUND_KERNEL_SIG)
+_HANDLE_T = nb.types.UniTuple(nb.types.int64, 3)
+
+
+def kernel_handle(kernel: Any) -> tuple[int, int, int]:
+    """What :func:`run_loop` takes for a kernel: the addresses of its C wrapper, of the
+    object and of its compiled body. numba looks these up on every call that passes the
+    kernel itself (hashing the kernel's argument types four times, ~0.3 ms a call, often more
+    than the compiled work between two Python steps), so a run looks them up once and keeps
+    the kernel alive while it uses them."""
+    sig = _KERNEL_T.signature
+    return _get_wrapper_address(kernel, sig), id(kernel), _get_jit_address(kernel, sig)
+
+
+@intrinsic
+def _kernel_at(typingctx: Any, handle: Any) -> Any:
+    """The kernel a :func:`kernel_handle` points at, as numba's first-class function value."""
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        fn = cgutils.create_struct_proxy(_KERNEL_T)(context, builder)
+        void = context.get_value_type(nb.types.voidptr)
+        fn.c_addr, fn.py_addr, fn.jit_addr = (builder.inttoptr(a, void) for a in
+                                              cgutils.unpack_tuple(builder, args[0], 3))
+        return fn._getvalue()
+
+    return _KERNEL_T(handle), codegen
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -217,14 +248,16 @@ def _decide(kernel: Any, C: Any, J: Any, M: Any, E: Any, shares: bool, mode: int
     return _after_decision(J, E, mode)
 
 
-@nb.njit(nb.types.int64(nb.types.FunctionType(ROUND_KERNEL_SIG), CLUSTER_T, JOBS_T, MEMORY_T,
-                        STATE_T, nb.types.float64, nb.types.boolean, nb.types.boolean,
-                        nb.types.int64, nb.types.int64), cache=True)
-def run_loop(kernel: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts: bool,
+@nb.njit(nb.types.int64(_HANDLE_T, CLUSTER_T, JOBS_T, MEMORY_T, STATE_T, nb.types.float64,
+                        nb.types.boolean, nb.types.boolean, nb.types.int64, nb.types.int64),
+         cache=True)
+def run_loop(handle: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts: bool,
              shares: bool, mode: int, target: int) -> int:
-    """Run events until a status (module docstring); call again to carry on. After
-    :data:`HOST_DUE` the caller sets ``cnt[PHASE]``: :data:`APPLIED` once it has put a plan
-    in force, :data:`REDECIDE` to ask the kernel again (its Python step has run)."""
+    """Run events until a status (module docstring) with the kernel ``handle`` points at
+    (:func:`kernel_handle`); call again to carry on. After :data:`HOST_DUE` the caller sets
+    ``cnt[PHASE]``: :data:`APPLIED` once it has put a plan in force, :data:`REDECIDE` to ask
+    the kernel again (its Python step has run)."""
+    kernel = _kernel_at(handle)
     clk, cnt, N = E.clk, E.cnt, J.arrival.shape[0]
     if cnt[PHASE] == REDECIDE:
         st = _decide(kernel, C, J, M, E, shares, mode)

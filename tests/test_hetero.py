@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from policies import RoundPolicy, make_policy
 from policies.gavel import Gavel, gavel_allocation, gavel_round
 from policies.hadar import Hadar, hadar_allocate, price_bounds
-from policies.hadar_dp import Round, find_alloc, node_prices, round_search
+from policies.hadar_dp import Round, find_alloc, node_prices, price_table, round_search
 from policies.yarn import YarnCS
 from simulator import Workload, generate, simulate
 from simulator.profile import ClusterProfile, NodeGroup
@@ -103,6 +103,9 @@ def test_prices_span_u_min_to_u_max() -> None:
     assert k[0] == pytest.approx(0.01) and k[-1] == pytest.approx(100.0)  # eq. 5 ends
     assert np.all(np.diff(k) > 0)
     assert k[1] == pytest.approx(0.01 * (100 / 0.01) ** 0.25)
+    # the search's lookup table holds the same prices, to the bit
+    table = price_table(cap, 0.01, np.full(4, 100.0))
+    assert table[np.arange(4), [0, 1, 3, 4]].tolist() == k.tolist()
 
 
 @settings(max_examples=30, deadline=None)
@@ -147,19 +150,16 @@ def _search(inst: dict[str, Any]) -> Round:
     node_type = inst["node_type"]
     return Round(node_type, inst["capacity"], np.ascontiguousarray(inst["rate_type"][:, node_type]),
                  inst["demand"], inst["remaining"], inst["elapsed"], inst["value"], inst["prev"],
-                 np.full(len(inst["demand"]), 10.0), 0.8, u_min,
-                 np.maximum(u_max[node_type], u_min), 3)
+                 np.full(len(inst["demand"]), 10.0), 0.8,
+                 price_table(inst["capacity"], u_min, np.maximum(u_max[node_type], u_min)), 3)
 
 
 def _placements(R: Round, j: int, free: Any) -> list[tuple[float, Any]]:
     """Job ``j``'s positive-payoff placements on ``free``, as the search sees them."""
-    if free.sum() < R.demand[j]:
-        return []
     cand = np.zeros((2 * R.n_types + 1, free.shape[0]), dtype=np.int64)
     payoff = np.zeros(2 * R.n_types + 1)
-    k = find_alloc(R.demand[j], free, R.capacity, R.low, R.high, R.speed[j], R.prev[j],
-                   R.node_type, R.n_types, R.inter, R.remaining[j], R.elapsed[j], R.value[j],
-                   R.restart[j], cand, payoff)
+    k = find_alloc(R, j, free, free.sum(), cand, payoff, np.empty(free.shape[0]),
+                   np.empty(free.shape[0], dtype=np.int64))
     return [(float(payoff[i]), cand[i].copy()) for i in range(k)]
 
 
