@@ -94,8 +94,10 @@ row."""
 I_FAILED, I_MOVED, I_TOUCH = 0, 1, 2
 """Per-row ints: found no room at the last decision; placement changed by the last decision;
 placed or moved by this one."""
-HAVE_LAST, N_PLACED = 0, 1
-"""Global ints: a decision with sharing happened; the rows it left with workers."""
+HAVE_LAST, N_PLACED, SETTLED, STILL = 0, 1, 2, 3
+"""Global ints: a decision with sharing happened; the rows it left with workers; it changed
+no placement; from ``STILL`` on, per device, Algorithm 4 tried it on the placement in force and
+moved nothing (``adjust_pack``'s ``still``)."""
 _INF = np.inf
 
 
@@ -162,22 +164,18 @@ def _rearrange(C: Any, J: Any, M: Any, E: Any, P: Any, now: float, opening: Any)
     if not over:
         return 0
     moves = np.empty((D, 3), dtype=np.int64)
-    n = adjust_pack(P, M.params[:5], ewma, M.params[BUDGET], opening, moves)[0]
+    n = adjust_pack(P, M.params[:5], ewma, M.params[BUDGET], opening, moves, M.gi[STILL:])[0]
     for y in range(n):
         M.i[moves[y, 0], I_TOUCH] = 1
     return n
 
 
 @nb.njit(cache=True)
-def _place_waiting(C: Any, J: Any, M: Any, E: Any, P: Any, opening: Any, moved: int) -> None:
+def _place_waiting(C: Any, J: Any, M: Any, E: Any, P: Any, opening: Any, same: bool) -> None:
     """Waiting jobs in the policy's order, each where Algorithm 2 puts it; a job that found
-    no room last time is skipped while no worker has left a device since."""
+    no room last time is skipped while no worker has left a device since (``same``)."""
     D = C.device_node.shape[0]
     rows = active_rows(E)
-    placed = 0
-    for r in rows:
-        placed += M.out_nw[r] > 0
-    same = M.gi[HAVE_LAST] == 1 and moved == 0 and placed == M.gi[N_PLACED]
     waiting = np.empty(rows.shape[0], dtype=np.int64)
     n, tries = 0, False
     for r in rows:
@@ -204,11 +202,16 @@ def _share(C: Any, J: Any, M: Any, E: Any, now: float, opening: Any) -> None:
     D = C.device_node.shape[0]
     rows = active_rows(E)
     P = _pack(C, J, M, E)
+    placed = 0
     for r in rows:
         M.i[r, I_TOUCH] = 0
+        placed += M.out_nw[r] > 0
+    kept = M.gi[HAVE_LAST] == 1 and placed == M.gi[N_PLACED]  # no worker left a device
+    if not (kept and M.gi[SETTLED] == 1):
+        M.gi[STILL:] = 0
     moved = _rearrange(C, J, M, E, P, now, opening) if M.params[BUDGET] > 0 else 0
-    _place_waiting(C, J, M, E, P, opening, moved)
-    placed = 0
+    _place_waiting(C, J, M, E, P, opening, kept and moved == 0)
+    placed, settled = 0, True
     for r in rows:
         lo, hi = J.woff[r], J.woff[r] + M.out_nw[r]
         changed = False
@@ -219,6 +222,7 @@ def _share(C: Any, J: Any, M: Any, E: Any, now: float, opening: Any) -> None:
             if changed:
                 touch(M, r)
         M.i[r, I_MOVED] = changed
+        settled = settled and not changed
         M.i[r, I_FAILED] = hi == lo
         placed += hi > lo
         M.f[r, F_ATT0], M.f[r, F_SEEN] = J.att[r], now
@@ -226,7 +230,7 @@ def _share(C: Any, J: Any, M: Any, E: Any, now: float, opening: Any) -> None:
         if P.cnt[d] > 0:
             M.g[d] = 1.0
     M.g[2 * D] = now
-    M.gi[HAVE_LAST], M.gi[N_PLACED] = 1, placed
+    M.gi[HAVE_LAST], M.gi[N_PLACED], M.gi[SETTLED] = 1, placed, settled
     if M.params[BUDGET] <= 0:
         M.quiet[0] = _INF  # the same decision until a job arrives or finishes
 
@@ -321,7 +325,7 @@ class _Packing(KernelRoundPolicy):
             _require_fit(cluster, jobs, self.bounds().alpha_cap)
         D = cluster.device_node.shape[0]
         return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params(),
-                            f=2, i=3, g=2 * D + 1, gi=2)
+                            f=2, i=3, g=2 * D + 1, gi=STILL + D)
 
 
 def _require_fit(cluster: ClusterArrays, jobs: JobArrays, alpha_cap: float) -> None:

@@ -94,19 +94,20 @@ def join(P: Any, j: int, d: int) -> None:
     _refresh(P, d)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def leave(P: Any, j: int, d: int) -> None:
     """Job ``j``'s worker off device ``d`` (lists and slowdowns)."""
     x = 0
     while P.members[d, x] != j:
         x += 1
-    P.members[d, x:P.cnt[d] - 1] = P.members[d, x + 1:P.cnt[d]].copy()
     P.cnt[d] -= 1
+    for y in range(x, P.cnt[d]):
+        P.members[d, y] = P.members[d, y + 1]
     s, end = P.joff[j], P.joff[j] + P.jn[j]
     while P.jdev[s] != d:
         s += 1
-    P.jdev[s:end - 1] = P.jdev[s + 1:end].copy()
-    P.wsd[s:end - 1] = P.wsd[s + 1:end].copy()
+    for y in range(s, end - 1):
+        P.jdev[y], P.wsd[y] = P.jdev[y + 1], P.wsd[y + 1]
     P.jn[j] -= 1
     _refresh(P, d)
 

@@ -108,44 +108,33 @@ def _fits(P: Any, B: Any, j: int, d: int, allowed: Any) -> bool:
             and mem - P.dev_mem[d] <= EPS / 10 and (P.shareable[d] or empty))
 
 
-@nb.njit(cache=True, _nrt=False)
-def _balanced(P: Any, B: Any, j: int, d: int, hi: float, lo: float, m: int) -> bool:
-    """Eq. 16 with ``j``'s worker on ``d``: ``j``'s own workers (``hi``/``lo`` so far) and
-    every job already on ``d`` (the ``m`` workers and slowdowns :func:`joined` left in
-    ``P.buf`` and ``P.vals``)."""
-    limit = B[BAL]
-    x = 0.0
-    for y in range(m):
-        if P.buf[y] == j:
-            x = P.vals[y]
-    if not max(hi, x) - min(lo, x) <= limit + EPS:
-        return False
+@nb.njit(cache=True, inline="always")
+def _crowd(P: Any, B: Any, j: int, d: int) -> bool:
+    """Eq. 16's second half with ``j``'s worker on ``d``: no job already on ``d`` pushed past
+    ``max(theta', its imbalance now)`` (slowdowns with ``j`` joining, :func:`joined`)."""
+    m = joined(P, d, j)
     for y in range(m):
         i, w = P.buf[y], P.vals[y]
         if i == j:
             continue
         hi_x, lo_x, imb = spread(P, i, d)
-        if max(hi_x, w) - min(lo_x, w) > max(limit, imb) + EPS:
+        if max(hi_x, w) - min(lo_x, w) > max(B[BAL], imb) + EPS:
             return False
     return True
 
 
 @nb.njit(cache=True, _nrt=False)
-def _candidates(P: Any, B: Any, j: int, fallback: bool, allowed: Any, ok: Any, theta: Any,
-                resid: Any) -> None:
-    """For one more worker of ``j``: feasible devices, the interference each would have and
-    the capacity each would have left (normalized, summed over the two dimensions)."""
+def _candidates(P: Any, B: Any, j: int, allowed: Any, ok: Any, theta: Any, resid: Any,
+                own: Any) -> None:
+    """For one more worker of ``j``: devices feasible but for balance (eq. 1, 3, 4, 6), the
+    interference each would have, the capacity each would have left (normalized, summed over
+    the two dimensions) and the slowdown ``j``'s worker would have there. Only a device's
+    members decide these, so placing ``j``'s workers changes them on the devices it takes
+    alone."""
     tau_on = B[TAU] < _INF and P.sp[j] > 0
     need_w = B[RANK] > 0 or B[THETA] < _INF or B[BAL] < _INF
-    hi, lo = -_INF, _INF
-    if B[BAL] < _INF:
-        for s in range(P.joff[j], P.joff[j] + P.jn[j]):
-            v = P.wsd[s]
-            hi, lo = max(hi, v), min(lo, v)
-        if fallback:
-            hi, lo = max(hi, 0.0), min(lo, 0.0)
     for d in range(P.cnt.shape[0]):
-        theta[d] = 0.0
+        theta[d], own[d] = 0.0, 0.0
         mem = P.gamma[d] + P.mem[j] + max(P.surge[d], P.sgib[j])
         resid[d] = ((B[CAP] - (P.alpha[d] + P.util[j])) / B[CAP]
                     + (P.dev_mem[d] - mem) / P.dev_mem[d])
@@ -156,9 +145,46 @@ def _candidates(P: Any, B: Any, j: int, fallback: bool, allowed: Any, ok: Any, t
             m = joined(P, d, j)
             for y in range(m):
                 theta[d] = max(theta[d], P.vals[y])
+                if P.buf[y] == j:
+                    own[d] = P.vals[y]
             ok[d] = theta[d] <= B[THETA] + EPS
-            if ok[d] and B[BAL] < _INF:
-                ok[d] = _balanced(P, B, j, d, hi, lo, m)
+
+
+@nb.njit(cache=True, _nrt=False)
+def _prune(B: Any, devices: Any, live: Any, own: Any, hi: float, lo: float) -> int:
+    """Eq. 16's first half: ``devices`` where ``j``'s worker (slowdown ``own``) would spread
+    ``j``'s workers (``hi``/``lo`` so far) past theta' leave ``live`` (``hi`` and ``lo`` only
+    widen as workers join, so they stay out); the number of ``devices`` still live."""
+    n = 0
+    for d in devices:
+        if live[d]:
+            if max(hi, own[d]) - min(lo, own[d]) <= B[BAL] + EPS:
+                n += 1
+            else:
+                live[d] = False
+    return n
+
+
+@nb.njit(cache=True, _nrt=False)
+def _first(P: Any, B: Any, j: int, devices: Any, live: Any) -> int:
+    """The first of ``devices`` that is ``live`` and pushes no co-located job past eq. 16
+    (:func:`_crowd`, checked there only); -1."""
+    for d in devices:
+        if live[d] and (B[BAL] == _INF or _crowd(P, B, j, d)):
+            return d
+    return -1
+
+
+@nb.njit(cache=True, inline="always")
+def _span(P: Any, j: int, fallback: bool) -> tuple[float, float]:
+    """Max and min of ``j``'s worker slowdowns so far; with ``fallback``, 0 counts too
+    (Algorithm 2 line 11)."""
+    hi, lo = -_INF, _INF
+    for s in range(P.joff[j], P.joff[j] + P.jn[j]):
+        hi, lo = max(hi, P.wsd[s]), min(lo, P.wsd[s])
+    if fallback:
+        hi, lo = max(hi, 0.0), min(lo, 0.0)
+    return hi, lo
 
 
 @nb.njit(cache=True)
@@ -171,39 +197,49 @@ def place_pack(P: Any, B: Any, j: int, workers: int, opening: Any, allowed: Any,
     devices are taken first whenever feasible. On success the workers join ``P`` (sums
     updated), ``chosen[:workers]`` holds their devices in the order assigned and the result is
     True; else ``P`` is as it was.
+
+    Each worker takes the first feasible device of: ``prefer``; the active devices ranked
+    (lowest interference, then best fit, then number; or best fit, then number); in the second
+    pass, the others in ``opening`` order. What :func:`_candidates` finds holds for the whole
+    placement (the devices taken drop out), so it and the ranking are computed once; balance
+    (eq. 16) is checked per worker, and a pass stops as soon as fewer devices are left than
+    workers to place.
     """
     D = P.cnt.shape[0]
     act = P.cnt > 0
     act[prefer] = True
-    ok, theta, resid = np.empty(D, dtype=np.bool_), np.empty(D), np.empty(D)
-    room = 0
-    for d in range(D):
-        room += _fits(P, B, j, d, allowed)
-    if room < workers:
-        return False  # cheap: the other checks only take devices away
+    ok, theta, resid, own = np.empty(D, dtype=np.bool_), np.empty(D), np.empty(D), np.empty(D)
+    _candidates(P, B, j, allowed, ok, theta, resid, own)
+    ranked = np.flatnonzero(ok & act)
+    ranked = ranked[np.argsort(resid[ranked], kind="mergesort")]
+    if B[RANK] > 0:
+        ranked = ranked[np.argsort(theta[ranked], kind="mergesort")]
+    fresh = np.empty(opening.shape[0], dtype=np.int64)
+    n = 0
+    for d in opening:
+        if ok[d] and not act[d]:
+            fresh[n] = d
+            n += 1
+    fresh = fresh[:n]
     for fallback in (False, True):
+        live = ok.copy()
         got = 0
-        for _ in range(workers):
-            _candidates(P, B, j, fallback, allowed, ok, theta, resid)
+        while got < workers:
+            hi, lo = _span(P, j, fallback)
+            left = _prune(B, ranked, live, own, hi, lo)
+            if fallback:
+                left += _prune(B, fresh, live, own, hi, lo)
             k = -1
-            for d in prefer:
-                if ok[d]:
-                    k = d
-                    break
-            if k < 0:
-                for d in range(D):
-                    if ok[d] and act[d] and (k < 0 or (
-                            theta[d] < theta[k] or (theta[d] == theta[k] and resid[d] < resid[k])
-                            if B[RANK] > 0 else resid[d] < resid[k])):
-                        k = d
-            if k < 0 and fallback:
-                for d in opening:
-                    if ok[d] and not act[d]:
-                        k = d
-                        break
+            if left >= workers - got:
+                k = _first(P, B, j, prefer, live)
+                if k < 0:
+                    k = _first(P, B, j, ranked, live)
+                if k < 0 and fallback:
+                    k = _first(P, B, j, fresh, live)
             if k < 0:
                 break
             join(P, j, k)
+            live[k] = False
             chosen[got] = k
             got += 1
         if got == workers:
@@ -265,8 +301,8 @@ def gregarious_order(p: Any, queue: Any) -> Any:
 
 
 @nb.njit(cache=True)
-def adjust_pack(P: Any, B: Any, score: Any, budget: float, opening: Any,
-                moves: Any) -> tuple[int, float]:
+def adjust_pack(P: Any, B: Any, score: Any, budget: float, opening: Any, moves: Any,
+                still: Any) -> tuple[int, float]:
     """Algorithm 4 on ``P``: migrate workers off the most interfered devices within
     ``budget``.
 
@@ -276,6 +312,10 @@ def adjust_pack(P: Any, B: Any, score: Any, budget: float, opening: Any,
     whose co-located jobs stay balanced without it goes to the device :func:`place_pack`
     chooses under ``B`` (any device but its own), while the costs moved stay within
     ``budget``. Moves ``(job, from, to)`` go to ``moves``; returns their number and the cost.
+
+    A device's tries depend on ``P`` alone while nothing has moved: ``still[k] == 1`` says
+    they moved nothing on this very ``P`` (the caller clears it when ``P`` changes), so ``k``
+    is skipped until a move; a device tried without a move before any is marked so.
     """
     D = P.cnt.shape[0]
     on = np.flatnonzero(P.cnt > 0)
@@ -284,7 +324,7 @@ def adjust_pack(P: Any, B: Any, score: Any, budget: float, opening: Any,
     none, chosen = np.empty(0, dtype=np.int64), np.empty(1, dtype=np.int64)
     spent, n = 0.0, 0
     for k in queue:
-        if P.cnt[k] < 2:
+        if P.cnt[k] < 2 or (n == 0 and still[k] == 1):
             continue
         members = P.members[k, :P.cnt[k]].copy()
         for q in members[np.argsort(P.mem[members], kind="mergesort")]:
@@ -306,10 +346,12 @@ def adjust_pack(P: Any, B: Any, score: Any, budget: float, opening: Any,
             allowed[k] = True
             join(P, q, k)
             resum(P, k)
+        if n == 0:
+            still[k] = 1
     return n, spent
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _removal_balanced(P: Any, B: Any, members: Any, old: Any, gone: int) -> bool:
     """Whether the jobs left among ``members`` (imbalances ``old`` before ``gone`` left)
     stay within ``max(theta', old)``."""
@@ -334,7 +376,7 @@ def adjust(sh: SharingModel, rows: IntArray, placed: BoolArray, score: FloatArra
     d = placed.shape[1]
     moves = np.zeros((d, 3), dtype=np.int64)
     n, spent = adjust_pack(P, bounds.vector(), np.asarray(score, np.float64), budget,
-                           np.arange(d), moves)
+                           np.arange(d), moves, np.zeros(d, dtype=np.int64))
     out = np.zeros_like(placed, dtype=bool)
     for j in range(len(rows)):
         out[j, P.jdev[P.joff[j]:P.joff[j] + P.jn[j]]] = True
