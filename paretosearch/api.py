@@ -145,8 +145,13 @@ class PolicySearch:
     # --- PCS's interface ------------------------------------------------------------------
 
     def SetPreference(self, *objectives: object) -> None:
-        """Name the objectives, e.g. ``SetPreference(("jct", "avg"), "pred_err:p99")``."""
+        """Name the objectives, e.g. ``SetPreference(("jct", "avg"), "pred_err:p99")``.
+
+        Evaluations predict JCTs (by playout, several times the simulation's cost) only when
+        an objective needs the predictions; otherwise ``pred_err`` is not recorded.
+        """
         self.objectives = parse_objectives(objectives)
+        self.task = replace(self.task, predict=any(o.predicted for o in self.objectives))
 
     def GetParetoFront(self) -> list[dict[str, Any]]:
         """The front: parameters, objective values, all metrics, test-sample metrics."""
@@ -228,7 +233,8 @@ class PolicySearch:
             unique = list({tuple(r[o.label] for o in self.objectives): (p, r)
                            for p, r in reversed(out.front)}.values())[::-1]
             tests = test_runner.map(self.task, [p for p, _ in unique])
-            self.baselines = {name: train_runner.map(Task(name, self.profile), [{}])[0]
+            self.baselines = {name: train_runner.map(Task(name, self.profile,
+                                                          predict=self.task.predict), [{}])[0]
                               for name in baselines_for(self.train[0], self.profile)}
         self.front = sorted((front_entry(p, r, self.objectives, t, self.fitted(p))
                              for (p, r), t in zip(unique, tests, strict=True)),
@@ -261,7 +267,7 @@ class PolicySearch:
                  ) -> tuple[dict[str, float], dict[str, float]]:
         """One configuration (any policy family, e.g. the one in production) simulated on
         the training and on the test sample: ``(train_record, test_record)``."""
-        task = Task(policy, self.profile, dict(params))
+        task = Task(policy, self.profile, dict(params), predict=self.task.predict)
         with self.runners() as (train, test):
             return train.map(task, [{}])[0], test.map(task, [{}])[0]
 

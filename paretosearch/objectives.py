@@ -52,6 +52,11 @@ class Objective:
         """Whether larger values are better."""
         return METRICS[self.metric].maximize
 
+    @property
+    def predicted(self) -> bool:
+        """Whether the metric needs JCT predictions (simulations without them are cheaper)."""
+        return METRICS[self.metric].predicted
+
     def loss(self, value: float) -> float:
         """The value to minimise: negated for maximised metrics."""
         return -value if self.maximize else value

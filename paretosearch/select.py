@@ -6,6 +6,7 @@ returns the index of the chosen entry.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable, Sequence
@@ -79,6 +80,12 @@ def by_constraints(front: Sequence[Entry], where: Sequence[str], minimize: str) 
     """
     goal = Objective.parse(minimize)
     rules = [parse_constraint(w) for w in where]
+    for label in [goal.label] + [label for label, _, _ in rules]:
+        if front and all(math.isnan(e["metrics"].get(label, math.nan)) for e in front):
+            hint = (" (the search predicted no JCTs: they are made only when an objective "
+                    "needs them; search with it among the objectives)"
+                    if Objective.parse(label).predicted else "")
+            raise ParetoSearchError(f"{label} was not recorded for this front{hint}")
     feasible = [i for i, e in enumerate(front)
                 if all(op(e["metrics"][label], bound) for label, op, bound in rules)]
     if not feasible:

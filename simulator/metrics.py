@@ -31,13 +31,15 @@ class InvalidObjective(ParetoSearchError, ValueError):
 
 @dataclass(frozen=True)
 class Metric:
-    """One metric: how to compute it, its unit, and whether larger is better."""
+    """One metric: how to compute it, its unit, whether larger is better, and whether it
+    needs the JCT predictions (a simulation without them leaves it undefined)."""
 
     name: str
     unit: str
     help: str
     compute: Callable[[SimulationResult], FloatArray]
     maximize: bool = False
+    predicted: bool = False
 
 
 def _pred_err(r: SimulationResult) -> FloatArray:
@@ -84,7 +86,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
            lambda r: r.start_s - r.workload.arrival_s),
     Metric("makespan", "s", "last finish - first arrival (one value per run)", _makespan),
     Metric("pred_err", "%", "|predicted JCT - JCT| / predicted JCT, prediction at arrival",
-           _pred_err),
+           _pred_err, predicted=True),
     Metric("unfairness", "%", "max(0, JCT / fair finish time - 1) (PCS)",
            lambda r: 100.0 * np.maximum(0.0, r.jct_s / r.fft_s - 1.0)),
     Metric("ftf", "x", "finish-time fairness rho = JCT / JCT at a 1/N share (Themis)", _ftf),

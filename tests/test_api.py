@@ -91,6 +91,23 @@ def test_optuna_study_mirrors_every_evaluation(tmp_path: Path) -> None:
     assert sorted(t.values[0] for t in study.trials) == sorted(records["jct:avg"])
 
 
+def test_jcts_are_predicted_only_when_an_objective_needs_them() -> None:
+    search = PolicySearch(settings=SMALL, jobs=150)
+    search.SetPreference("jct:avg", "utilization:avg")
+    front = search.run()
+    assert all(np.isnan(e["metrics"]["pred_err:avg"]) for e in front)
+    assert all(np.isnan(b["pred_err:avg"]) and b["jct:avg"] > 0
+               for b in search.baselines.values())
+    with pytest.raises(ParetoSearchError, match="predicted no JCTs"):
+        search.where("pred_err:p99 <= 100", minimize="jct:avg")
+    predicting = PolicySearch(settings=SMALL, jobs=150)
+    predicting.SetPreference("jct:avg", "pred_err:avg")
+    train, test = predicting.evaluate("wfq", front[0]["params"])
+    assert train["pred_err:avg"] >= 0  # predictions change no job's times
+    assert train["jct:avg"] == front[0]["metrics"]["jct:avg"]
+    assert test["jct:avg"] == front[0]["test_metrics"]["jct:avg"]
+
+
 def test_a_corrupted_checkpoint_falls_back_to_the_last_good_generation(tmp_path: Path) -> None:
     search = PolicySearch(settings=SMALL, run_dir=tmp_path, jobs=200)
     search.SetPreference("jct")
