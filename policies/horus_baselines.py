@@ -93,7 +93,8 @@ def _obp(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """Place waiting jobs in arrival order wherever their memory fits."""
     pending = pending_rows(J, E)
     if pending.shape[0]:
-        least_memory(C, J, M, E, device_load(C, J, E, _NO_FLAGS, 0, 0), pending)
+        load = device_load(C, J, E, _NO_FLAGS, 0, J.demand[pending].sum())
+        least_memory(C, J, M, E, load, pending)
     return PLAN
 
 
@@ -240,7 +241,8 @@ def _pab(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     order = _queue(J, M, E, now)
     if order.shape[0]:
         states = M.i[:, _STATE]
-        least_memory(C, J, M, E, device_load(C, J, E, states, _EVICTED, 0), order)
+        load = device_load(C, J, E, states, _EVICTED, J.demand[order].sum())
+        least_memory(C, J, M, E, load, order)
         for r in order:
             if M.out_nw[r] > 0:
                 M.f[r, _PLACED_AT] = now

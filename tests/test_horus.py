@@ -331,6 +331,24 @@ def test_interference_matrix_replaces_the_curve() -> None:
     assert np.flatnonzero(np.asarray(Horus().plan(state))[2]).tolist() == [1]
 
 
+def test_obp_and_pab_pack_a_burst_under_measured_pairs() -> None:
+    """With measured pairs the placement keeps per-device worker lists, and OBP and PAB append
+    every worker they place to them (their room once covered only the workers already
+    running, so a burst wrote past it and corrupted memory). Every job finishes, co-located
+    jobs slow down by the matrix, and PAB with a bound no pair reaches is OBP."""
+    rng = np.random.default_rng(3)
+    n = 24
+    wl = jobs(rng.uniform(0.1, 0.5, n).tolist(), rng.uniform(0.5, 2.0, n).tolist(),
+              gpus=rng.choice([1, 2, 4], n).tolist(), service=rng.uniform(300, 900, n).tolist(),
+              model=rng.choice(["linear", "amdahl-0.99"], n).tolist())
+    m = len(wl.scaling.models)
+    wl = replace(wl, interference=Interference(("rtx2080",), np.full((m, m, 1), 0.25)))
+    obp = simulate(wl, toy(2, 4), OBP())
+    assert np.isfinite(obp.finish_s).all() and obp.slowdown.max() > 0.0
+    lenient = simulate(wl, toy(2, 4), PAB(max_slowdown=10.0))
+    np.testing.assert_allclose(lenient.finish_s, obp.finish_s)
+
+
 @pytest.mark.parametrize("name", ["horus", "obp", "pab"])
 def test_without_sharing_columns_the_error_says_what_to_add(name: str) -> None:
     with pytest.raises(InvalidWorkload, match=r"gpu_util, gpu_mem_gib.*add_sharing"):
