@@ -81,14 +81,20 @@ def by_constraints(front: Sequence[Entry], where: Sequence[str], minimize: str) 
     goal = Objective.parse(minimize)
     rules = [parse_constraint(w) for w in where]
     for label in [goal.label] + [label for label, _, _ in rules]:
-        if front and all(math.isnan(e["metrics"].get(label, math.nan)) for e in front):
+        if front and all(math.isnan(_metric(e, label)) for e in front):
             hint = (" (the search predicted no JCTs: they are made only when an objective "
                     "needs them; search with it among the objectives)"
                     if Objective.parse(label).predicted else "")
             raise ParetoSearchError(f"{label} was not recorded for this front{hint}")
     feasible = [i for i, e in enumerate(front)
-                if all(op(e["metrics"][label], bound) for label, op, bound in rules)]
+                if all(op(_metric(e, label), bound) for label, op, bound in rules)]
     if not feasible:
         raise ParetoSearchError(f"no configuration on the front meets {' and '.join(where)}; "
                                 "loosen the constraint or search with it as an objective")
-    return min(feasible, key=lambda i: goal.loss(front[i]["metrics"][goal.label]))
+    return min(feasible, key=lambda i: goal.loss(_metric(front[i], goal.label)))
+
+
+def _metric(entry: Entry, label: str) -> float:
+    """An entry's recorded value (NaN where none: JSON stores it as null)."""
+    value = entry["metrics"].get(label)
+    return math.nan if value is None else float(value)

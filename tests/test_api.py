@@ -18,8 +18,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from paretosearch import select as choose
 from paretosearch.api import BASELINES, PolicySearch, SearchSettings, split_workload
 from paretosearch.cli import main
+from paretosearch.io import json_text
 from paretosearch.store import RunStore
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
 from simulator.generate import add_slos
@@ -98,8 +100,9 @@ def test_jcts_are_predicted_only_when_an_objective_needs_them() -> None:
     assert all(np.isnan(e["metrics"]["pred_err:avg"]) for e in front)
     assert all(np.isnan(b["pred_err:avg"]) and b["jct:avg"] > 0
                for b in search.baselines.values())
-    with pytest.raises(ParetoSearchError, match="predicted no JCTs"):
-        search.where("pred_err:p99 <= 100", minimize="jct:avg")
+    for entries in (front, json.loads(json_text(front))):  # as run, and as front.json holds it
+        with pytest.raises(ParetoSearchError, match="predicted no JCTs"):
+            choose.by_constraints(entries, ["pred_err:p99 <= 100"], "jct:avg")
     predicting = PolicySearch(settings=SMALL, jobs=150)
     predicting.SetPreference("jct:avg", "pred_err:avg")
     train, test = predicting.evaluate("wfq", front[0]["params"])
