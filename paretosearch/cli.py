@@ -51,8 +51,10 @@ EPILOG = """examples:
   paretosearch simulate --trace ../shared/data/pcs/traces/trace_0e4a51.csv --jobs 1000 \\
       --scaling-table ../shared/data/pcs/scaling_tables.csv \\
       --config ../shared/data/pcs/configs/pcs_configs.json:0e4a51_bal --predict --out jobs.csv
-  paretosearch simulate --policy hadar --profile gavel-hetero-60 --generate 300 \
+  paretosearch simulate --policy hadar --profile gavel-hetero-60 --generate 300 \\
       --gavel ../shared/data/gavel/simulation_throughputs.json --jobs-per-hr 6
+  paretosearch simulate --policy gavel --profile gavel-108 --trace jobs.trace \\
+      --gavel ../shared/data/gavel/simulation_throughputs.json   # a Gavel trace
   paretosearch simulate --policy unisched --profile unisched-c96 --slo-mix MIX2 --load 1.2
 """
 
@@ -65,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = sim.add_argument_group("workload (default: the built-in generator)")
     src.add_argument("--trace", type=Path, metavar="PATH",
-                     help="a PCS/Philly trace CSV, or a CSV/Parquet in the workload schema")
+                     help="a trace CSV (PCS/Philly, Chronus, Helios, Pollux/Sia Philly), a "
+                          "CSV/Parquet in the workload schema, or a Gavel .trace (with --gavel)")
     src.add_argument("--generate", type=int, default=1000, metavar="N",
                      help="jobs of the built-in Philly-like generator (default: 1000)")
     src.add_argument("--load", type=float, default=0.9,
@@ -75,9 +78,10 @@ def _parser() -> argparse.ArgumentParser:
                           "workload_0e4a51); needs --cdf-dir and a --scaling-table")
     src.add_argument("--cdf-dir", type=Path, metavar="DIR", help="folder of PCS CDF files")
     src.add_argument("--gavel", type=Path, metavar="THROUGHPUTS",
-                     help="generate Gavel's continuous-multiple workload (--generate jobs at "
-                          "--jobs-per-hr) over Gavel's measured throughputs "
-                          "(simulation_throughputs.json), which also give per-GPU-type speeds")
+                     help="Gavel's measured throughputs (simulation_throughputs.json), which "
+                          "also give per-GPU-type speeds: with --trace, time the jobs of that "
+                          "Gavel .trace by them; without, generate Gavel's continuous-multiple "
+                          "workload (--generate jobs at --jobs-per-hr)")
     src.add_argument("--jobs-per-hr", type=float, default=4.0,
                      help="arrival rate of --gavel workloads (default: 4)")
     src.add_argument("--slo-mix", choices=sorted(MIXES), metavar="MIX",
@@ -127,7 +131,13 @@ def _scaling(args: argparse.Namespace, gpus: int) -> ScalingTable:
 def _workload(args: argparse.Namespace, profile: ClusterProfile) -> Workload:
     gpus = profile.total_gpus
     scaling = _scaling(args, gpus)
-    if args.gavel is not None:
+    if args.gavel is not None and args.trace is not None:
+        if args.trace.suffix != ".trace" or args.scaling_table is not None:
+            raise ParetoSearchError(f"--gavel with --trace reads a Gavel .trace, whose speed-ups "
+                                    f"come from the throughputs (got {args.trace}"
+                                    + (" and a --scaling-table)" if args.scaling_table else ")"))
+        wl = read_trace(args.trace, throughputs=ThroughputTable.from_gavel_json(args.gavel))
+    elif args.gavel is not None:
         wl = generate_gavel(ThroughputTable.from_gavel_json(args.gavel), args.generate,
                             jobs_per_hr=args.jobs_per_hr, seed=args.seed)
     elif args.trace is not None:

@@ -223,6 +223,12 @@ class RoundPolicy(Policy):
         """Seconds between decisions."""
         raise NotImplementedError
 
+    @property
+    def short_rounds(self) -> bool:
+        """A round also ends when no job holds GPUs any more, and one that starts nothing
+        lasts until the next arrival (Gavel's simulator); default False."""
+        return False
+
     def plan(self, state: RoundState) -> IntArray:
         """GPUs of each active job on each node: a ``(jobs, nodes)`` integer array."""
         raise NotImplementedError

@@ -103,7 +103,8 @@ def find_alloc(R: Any, j: int, free: Any, total: int, cand: Any, payoff: Any, pr
     that fast (then the fastest, then the emptiest node), spread when needed. A candidate
     running at ``rate`` (the slowest node's ``speed``, times ``inter`` if spread) lasts
     ``remaining / rate`` (plus ``restart`` if it differs from ``prev``) and pays
-    ``value / (elapsed + duration) - sum(price * GPUs) * duration``, prices from eq. 5.
+    ``value / (elapsed + duration) - sum(price * GPUs) * duration``, prices from eq. 5; one
+    on GPUs where the job's speed is 0 is never positive.
 
     Args:
         cand: ``(2 * n_types + 1, nodes)`` output rows; payoff: their payoffs.
@@ -163,6 +164,9 @@ def find_alloc(R: Any, j: int, free: Any, total: int, cand: Any, payoff: Any, pr
                 nodes += 1
                 cost += cand[c, h] * price[h]
             changed = changed or cand[c, h] != R.prev[j, h]
+        if rate <= 0:  # GPUs of a type the job cannot run on (speed 0): never a choice
+            payoff[c] = -np.inf
+            continue
         if nodes > 1:
             rate *= R.inter
         duration = R.remaining[j] / rate + (R.restart[j] if changed else 0.0)

@@ -32,12 +32,14 @@ __all__ = ["LLF", "Hydra"]
 
 @nb.njit(cache=True)
 def _remaining_s(C: Any, J: Any, r: int) -> float:
-    """Row ``r``'s estimated remaining time at its full demand on the slowest GPU type."""
+    """Row ``r``'s estimated remaining time at its full demand on the slowest GPU type it can
+    run on (speed > 0)."""
     m = J.model[r]
     gang = C.speedup[m, min(J.demand[r], C.speedup.shape[1] - 1)]
     slowest = np.inf
     for t in range(C.speeds.shape[1]):
-        slowest = min(slowest, gang * C.speeds[m, t])
+        if C.speeds[m, t] > 0:
+            slowest = min(slowest, gang * C.speeds[m, t])
     return max(J.est[r], 0.0) / slowest
 
 

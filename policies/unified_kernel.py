@@ -185,7 +185,7 @@ def _speed_up(C: Any, J: Any, P: Any, B: Any, r: int, tiers: Any, on: Any, openi
     left_s = J.est[r] / max(rate, 1e-12)
     for tier in range(tiers.shape[0]):
         t = tiers[tier]
-        if left_s * (1.0 - now_s / C.speeds[m, t]) <= C.restart_s + 1e-9:
+        if C.speeds[m, t] <= 0 or left_s * (1.0 - now_s / C.speeds[m, t]) <= C.restart_s + 1e-9:
             continue
         if not C.has_sharing:
             if _own_devices(C, P, g, on[tier], _current(C, J, r, t), chosen):
@@ -310,6 +310,8 @@ def _decide(C: Any, J: Any, M: Any, E: Any, now: float, rows: Any, worth: Any, l
             g = _gang(C, J, r, zeta)
             for tier in range(tiers.shape[0]):
                 if not relaxed and share[tier, c] < g - 1e-9:
+                    continue
+                if C.speeds[J.model[r], tiers[tier]] <= 0:  # cannot run on this type
                     continue
                 if _place(C, J, P, B, r, g, tiers[tier], on[tier], opening, chosen):
                     placed[a] = fresh[a] = True

@@ -68,8 +68,9 @@ def expected_suspensions(n: int, m: int) -> float:
 
 @nb.njit(cache=True)
 def _gang_rate(C: Any, J: Any, r: int) -> float:
-    """Reference work per second at the consolidated allocation on the slowest type (eq. 8's
-    ``A*``), spread over nodes if the gang exceeds every node."""
+    """Reference work per second at the consolidated allocation on the slowest type the job
+    can run on (speed > 0; eq. 8's ``A*``), spread over nodes if the gang exceeds every
+    node."""
     m, d = J.model[r], J.demand[r]
     top = C.speedup.shape[1] - 1
     g = min(float(d), float(top))
@@ -77,7 +78,8 @@ def _gang_rate(C: Any, J: Any, r: int) -> float:
     gang = C.speedup[m, lo] + (g - lo) * (C.speedup[m, min(lo + 1, top)] - C.speedup[m, lo])
     rate = np.inf
     for t in range(C.speeds.shape[1]):
-        rate = min(rate, gang * C.speeds[m, t])
+        if C.speeds[m, t] > 0:
+            rate = min(rate, gang * C.speeds[m, t])
     return rate * (C.inter_node_factor if d > C.node_gpus.max() else 1.0)
 
 

@@ -13,8 +13,9 @@ needing less hands the rest to the others), running jobs keep their placement an
 against their class's share (this policy never preempts, so rounds cost no restarts), then
 waiting jobs are admitted in class and arrival order when their whole gang fits in their
 class's share on one type. GPUs no share can use go to any waiting job that fits (work
-conservation in whole gangs). After a decision no waiting gang fits in any type's free GPUs,
-so the plan stands until a job arrives or finishes (the kernel declares itself quiet).
+conservation in whole gangs). A job is never placed on a type where its speed is 0. After a
+decision no waiting gang fits in any type's free GPUs, so the plan stands until a job arrives
+or finishes (the kernel declares itself quiet).
 """
 
 from __future__ import annotations
@@ -122,8 +123,8 @@ def _wfq_hetero(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
         for c in range(k):
             for a in range(active.shape[0]):
                 r = active[a]
-                if cls[a] == c and waiting[a] and J.demand[r] <= share[c] + 1e-9 and _admit(
-                        J, M, r, free, none, row):
+                if cls[a] == c and waiting[a] and J.demand[r] <= share[c] + 1e-9 and C.speeds[
+                        J.model[r], t] > 0 and _admit(J, M, r, free, none, row):
                     used += row
                     waiting[a] = False
                     share[c] -= J.demand[r]
@@ -132,6 +133,8 @@ def _wfq_hetero(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
             if cls[a] != c or not waiting[a]:
                 continue
             for tier in range(n_types):
+                if C.speeds[J.model[active[a]], tiers[tier]] <= 0:  # cannot run there
+                    continue
                 free = np.where(C.node_type == tiers[tier], C.node_gpus - used, 0)
                 if _admit(J, M, active[a], free, none, row):
                     used += row

@@ -14,7 +14,13 @@ from simulator.metrics import METRICS, InvalidObjective, Metric, measure, summar
 from simulator.profile import ClusterProfile, list_profiles, load_profile
 from simulator.scaling import ScalingTable, parametric_table
 from simulator.simulate import SimulationResult, simulate
-from simulator.traces import read_chronus, read_helios, read_philly_jobs, read_trace
+from simulator.traces import (
+    read_chronus,
+    read_gavel_trace,
+    read_helios,
+    read_philly_jobs,
+    read_trace,
+)
 from simulator.view import ClusterView, Scheduler
 from simulator.workload import Workload, read_pcs_trace, read_table
 
@@ -39,6 +45,7 @@ __all__ = [
     "measure",
     "parametric_table",
     "read_chronus",
+    "read_gavel_trace",
     "read_helios",
     "read_pcs_trace",
     "read_philly_jobs",

@@ -18,6 +18,7 @@ import numpy as np
 from simulator import round_arrays as ra
 from simulator import round_engine as eng
 from simulator import round_plan as rp
+from simulator.errors import InvalidWorkload, located
 from simulator.pcg64 import from_generator
 from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
@@ -50,6 +51,17 @@ def _sharing_model(wl: Workload, cluster: Cluster, profile: ClusterProfile) -> S
         collision_slowdown=profile.collision_slowdown)
 
 
+def _check_runnable(wl: Workload, speeds: Any, types: tuple[str, ...]) -> None:
+    """Reject a job whose model has speed 0 on every GPU type of the cluster."""
+    stuck = np.flatnonzero(~(speeds[wl.model] > 0).any(axis=1))
+    if stuck.size:
+        i = int(stuck[0])
+        raise InvalidWorkload(located(
+            wl.source, row=i + 1, column="model", value=wl.scaling.models[wl.model[i]],
+            problem=f"the job cannot run on any GPU type of the cluster ({', '.join(types)}): "
+                    f"its model's speed is 0 on each"))
+
+
 class _Run:
     """One run: the arrays, the policy, and what Python decisions need."""
 
@@ -60,6 +72,7 @@ class _Run:
         table = wl.type_speed or TypeSpeeds.uniform(profile.relative_speed,
                                                     len(wl.scaling.models))
         self.speeds = table.columns(self.cluster.types, wl.source)
+        _check_runnable(wl, self.speeds, self.cluster.types)
         self.shares = bool(getattr(policy, "shares_gpus", False))
         self.sharing = _sharing_model(wl, self.cluster, profile)
         devices, nodes = int(self.cluster.node_gpus.sum()), self.cluster.nodes
@@ -74,6 +87,7 @@ class _Run:
         self.E = engine_state(self.J, nodes, devices, from_generator(np.random.default_rng(seed)))
         self.memo: dict[str, Any] = {}
         self.round_s, self.reacts = float(policy.round_s), bool(policy.reacts)
+        self.short = bool(getattr(policy, "short_rounds", False))
         self.pred = np.full((2, len(wl)), np.nan)
         self.playout_events = 0
         self._space: tuple[Any, Any, Any] | None = None
@@ -84,7 +98,7 @@ class _Run:
         a prediction is due or the series is full."""
         while True:
             status = int(eng.run_loop(self.handle, self.C, J, M, E, self.round_s,
-                                      self.reacts, self.shares, mode, target))
+                                      self.reacts, self.short, self.shares, mode, target))
             if status != eng.HOST_DUE:
                 return status
             if self.kernel is host_kernel:
@@ -131,7 +145,7 @@ class _Run:
             self._space = workspace(self.J, self.M, self.E)
         J2, M2, E2 = self._space
         for r in range(int(self.E.cnt[ra.ARR_LO]), int(self.E.cnt[ra.ARR_HI])):
-            eng.fork(self.J, self.M, self.E, J2, M2, E2)
+            eng.fork(self.J, self.M, self.E, J2, M2, E2, self.short)
             status = self.loop(J2, M2, E2, copy.deepcopy(self.memo), eng.PLAYOUT, r)
             self.pred[0, r] = J2.start[r]
             self.pred[1, r] = J2.finish[r] if status == eng.DONE else np.inf
@@ -161,6 +175,11 @@ class _Run:
         if code == rp.OVER_DEMAND:
             return InvalidPlan(f"{where}: job row {at} given {amount:g} GPUs, demand "
                                f"{self.wl.gpus[at]}")
+        if code == rp.UNUSABLE_TYPE:
+            model = self.wl.scaling.models[self.wl.model[at]]
+            return InvalidPlan(f"{where}: job row {at} placed on GPU type "
+                               f"{self.cluster.types[int(amount)]!r}, where its model {model!r} "
+                               f"cannot run (speed 0)")
         return InvalidPlan(f"{where}: GPU counts must be non-negative integers"
                            + (" (0 or 1 per device)" if self.shares else ""))
 

@@ -219,23 +219,28 @@ def _event(C: Any, J: Any, M: Any, E: Any, shares: bool, round_s: float, mode: i
 
 
 @nb.njit(cache=True, _nrt=False)
-def _after_decision(J: Any, E: Any, mode: int) -> int:
-    """What the loop checks once a decision is in force: -1, or a status to return."""
+def _after_decision(J: Any, E: Any, short: bool, mode: int) -> int:
+    """What the loop checks once a decision is in force: -1, or a status to return. With
+    ``short`` rounds, a decision that leaves every GPU idle lasts until the next arrival."""
     cnt = E.cnt
     cnt[PHASE] = 0
-    if cnt[NXT] == J.arrival.shape[0]:
+    last = cnt[NXT] == J.arrival.shape[0]
+    if last or short:
         holds = False
         for h in range(cnt[N_HOLD]):
             holds = holds or J.held[E.hold[h]] > 0
-        if not holds:
+        if not holds and last:
             return STUCK if mode == PLAYOUT else ERR_IDLE
+        if not holds:
+            E.clk[NEXT_ROUND] = _INF
     if mode == PREDICT and cnt[ARR_HI] > cnt[ARR_LO]:
         return ARRIVED
     return -1
 
 
 @nb.njit(cache=True)
-def _decide(kernel: Any, C: Any, J: Any, M: Any, E: Any, shares: bool, mode: int) -> int:
+def _decide(kernel: Any, C: Any, J: Any, M: Any, E: Any, shares: bool, short: bool,
+            mode: int) -> int:
     """Ask the kernel and put its plan in force: -1, or a status to return."""
     M.ntouched[0] = 0
     M.quiet[0] = -_INF
@@ -245,26 +250,27 @@ def _decide(kernel: Any, C: Any, J: Any, M: Any, E: Any, shares: bool, mode: int
     if check_plan(C, J, M, E, shares) >= 0:
         return ERR_PLAN
     apply_plan(C, J, M, E, shares)
-    return _after_decision(J, E, mode)
+    return _after_decision(J, E, short, mode)
 
 
 @nb.njit(nb.types.int64(_HANDLE_T, CLUSTER_T, JOBS_T, MEMORY_T, STATE_T, nb.types.float64,
-                        nb.types.boolean, nb.types.boolean, nb.types.int64, nb.types.int64),
-         cache=True)
+                        nb.types.boolean, nb.types.boolean, nb.types.boolean, nb.types.int64,
+                        nb.types.int64), cache=True)
 def run_loop(handle: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts: bool,
-             shares: bool, mode: int, target: int) -> int:
+             short: bool, shares: bool, mode: int, target: int) -> int:
     """Run events until a status (module docstring) with the kernel ``handle`` points at
     (:func:`kernel_handle`); call again to carry on. After :data:`HOST_DUE` the caller sets
     ``cnt[PHASE]``: :data:`APPLIED` once it has put a plan in force, :data:`REDECIDE` to ask
-    the kernel again (its Python step has run)."""
+    the kernel again (its Python step has run). With ``short`` rounds a round also ends when
+    no job holds GPUs any more (Gavel's rounds end when their last job stops)."""
     kernel = _kernel_at(handle)
     clk, cnt, N = E.clk, E.cnt, J.arrival.shape[0]
     if cnt[PHASE] == REDECIDE:
-        st = _decide(kernel, C, J, M, E, shares, mode)
+        st = _decide(kernel, C, J, M, E, shares, short, mode)
         if st >= 0:
             return st
     elif cnt[PHASE] == APPLIED:
-        st = _after_decision(J, E, mode)
+        st = _after_decision(J, E, short, mode)
         if st >= 0:
             return st
     while cnt[NXT] < N or cnt[N_ACTIVE] > 0:
@@ -274,12 +280,13 @@ def run_loop(handle: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts
         if cnt[N_ACTIVE] == 0:
             clk[NEXT_ROUND], clk[ANCHORED] = _INF, 0.0
             continue
-        due = clk[ANCHORED] == 0.0 or clk[NOW] >= clk[NEXT_ROUND]
+        due = clk[ANCHORED] == 0.0 or clk[NOW] >= clk[NEXT_ROUND] or (
+            short and cnt[N_HOLD] == 0)
         if due or (reacts and (cnt[GONE] > 0 or cnt[ARR_HI] > cnt[ARR_LO])):
             if due:
                 clk[NEXT_ROUND], clk[ANCHORED] = clk[NOW] + round_s, 1.0
             cnt[DECISIONS] += 1
-            st = _decide(kernel, C, J, M, E, shares, mode)
+            st = _decide(kernel, C, J, M, E, shares, short, mode)
             if st >= 0:
                 return st
         elif mode == PREDICT and cnt[ARR_HI] > cnt[ARR_LO]:
@@ -288,9 +295,10 @@ def run_loop(handle: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts
 
 
 @nb.njit(cache=True)
-def fork(J: Any, M: Any, E: Any, J2: Any, M2: Any, E2: Any) -> None:
+def fork(J: Any, M: Any, E: Any, J2: Any, M2: Any, E2: Any, short: bool) -> None:
     """Copy the active jobs' state (and the kernel's memory of them) into a workspace for a
-    playout: remaining work becomes the estimate, no arrivals follow."""
+    playout: remaining work becomes the estimate, no arrivals follow. A short round that
+    started nothing waits for an arrival the playout will not see: the next starts at once."""
     E2.clk[:] = E.clk
     E2.cnt[:] = E.cnt
     E2.rng[:] = E.rng
@@ -300,6 +308,8 @@ def fork(J: Any, M: Any, E: Any, J2: Any, M2: Any, E2: Any) -> None:
     E2.hold[:E.cnt[N_HOLD]] = E.hold[:E.cnt[N_HOLD]]
     E2.cnt[NXT] = J.arrival.shape[0]
     E2.cnt[PHASE] = 0
+    if short and E2.clk[NEXT_ROUND] == _INF:
+        E2.clk[NEXT_ROUND] = E.clk[NOW]
     M2.g[:] = M.g
     M2.gi[:] = M.gi
     M2.quiet[:] = M.quiet

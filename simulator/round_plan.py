@@ -31,11 +31,12 @@ from simulator.round_arrays import (  # noqa: E402
     SURGING,
 )
 
-__all__ = ["BAD_COUNT", "BAD_DEVICE", "OVER_DEMAND", "OVER_MEMORY", "OVER_NODE", "apply_plan",
-           "check_plan", "index_devices", "job_rate", "rerate", "speed"]
+__all__ = ["BAD_COUNT", "BAD_DEVICE", "OVER_DEMAND", "OVER_MEMORY", "OVER_NODE", "UNUSABLE_TYPE",
+           "apply_plan", "check_plan", "index_devices", "job_rate", "rerate", "speed"]
 
-# plan errors (cnt[ERR_A]; cnt[ERR_B] the node, device or row, clk[ERR_X] the amount)
-BAD_COUNT, OVER_NODE, OVER_DEMAND, BAD_DEVICE, OVER_MEMORY = range(5)
+# plan errors (cnt[ERR_A]; cnt[ERR_B] the node, device or row, clk[ERR_X] the amount, or for
+# UNUSABLE_TYPE the GPU type a row was placed on where its model's speed is 0)
+BAD_COUNT, OVER_NODE, OVER_DEMAND, BAD_DEVICE, OVER_MEMORY, UNUSABLE_TYPE = range(6)
 _INF = np.inf
 
 
@@ -281,6 +282,9 @@ def check_plan(C: Any, J: Any, M: Any, E: Any, shares: bool) -> int:
         for r in T:
             if M.out_alloc[r].sum() > J.demand[r]:
                 return _fail(E, OVER_DEMAND, r, float(M.out_alloc[r].sum()))
+            for k in range(used.shape[0]):
+                if M.out_alloc[r, k] > 0 and C.speeds[J.model[r], C.node_type[k]] <= 0:
+                    return _fail(E, UNUSABLE_TYPE, r, float(C.node_type[k]))
         return -1
     D = C.device_node.shape[0]
     mem, surge, count = np.zeros(D), np.zeros(D), np.zeros(D, dtype=np.int64)
@@ -308,4 +312,8 @@ def check_plan(C: Any, J: Any, M: Any, E: Any, shares: bool) -> int:
     for r in T:
         if M.out_nw[r] > J.demand[r]:
             return _fail(E, OVER_DEMAND, r, float(M.out_nw[r]))
+        for s in range(J.woff[r], J.woff[r] + M.out_nw[r]):
+            t = C.device_type[M.out_wdev[s]]
+            if C.speeds[J.model[r], t] <= 0:
+                return _fail(E, UNUSABLE_TYPE, r, float(t))
     return -1

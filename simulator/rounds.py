@@ -11,12 +11,16 @@ Semantics:
 - Decisions at round boundaries, every ``round_s`` from the first arrival; when the cluster
   empties, the clock re-anchors at the next arrival. A policy that ``reacts`` also decides at
   every arrival and completion. Jobs arriving mid-round wait for the next decision; GPUs a job
-  frees mid-round stay idle until then.
+  frees mid-round stay idle until then. With ``short_rounds`` (Gavel's simulator) a round also
+  ends when no job holds GPUs any more (its kernel may end it sooner by lowering the clock's
+  next round), and a round that starts nothing lasts until the next arrival (a playout, which
+  sees none, starts the next at once).
 - Between decisions rates are constant, so completions are computed, not stepped. At one
   instant, completions are handled before arrivals, then the decision is taken.
 - A job holding ``g`` GPUs progresses at ``speedup(model, g)`` times the per-GPU speed of the
   slowest GPU type it holds (Hadar eq. 1b), times the profile's ``inter_node_factor`` if its
-  GPUs span more than one node.
+  GPUs span more than one node. A plan may not give a job GPUs of a type where its model's
+  speed is 0 (it cannot run there: :class:`~simulator.scaling.TypeSpeeds`).
 - A started job whose allocation changes to a non-zero one pauses ``restart_overhead_s``
   (checkpoint and restart); every change after the first start counts as a preemption.
 - A policy that ``shares_gpus`` places workers on devices instead: its plan is a
@@ -203,7 +207,8 @@ class RoundScheduler(Protocol):
     ``state.memo`` and must otherwise depend on the state only. ``round_s`` is the time
     between decisions; ``reacts`` asks for decisions at arrivals and completions too. A
     scheduler with a true ``shares_gpus`` attribute returns a ``(jobs, devices)`` 0/1 plan
-    instead (module docstring).
+    instead, and one with a true ``short_rounds`` attribute has Gavel's rounds (module
+    docstring).
     """
 
     @property
@@ -245,4 +250,11 @@ def checked_plan(plan: Any, state: RoundState, policy: RoundScheduler, shares: b
     if greedy.size:
         raise InvalidPlan(f"{where}: job row {state.rows[greedy[0]]} given "
                           f"{out[greedy[0]].sum()} GPUs, demand {state.demand[greedy[0]]}")
+    types = cluster.node_type[cluster.device_node] if shares else cluster.node_type
+    unusable = np.argwhere((out > 0) & (state.speeds[state.model][:, types] <= 0))
+    if unusable.size:
+        i, k = unusable[0]
+        raise InvalidPlan(f"{where}: job row {state.rows[i]} placed on GPU type "
+                          f"{cluster.types[types[k]]!r}, where its model "
+                          f"{state.scaling.models[state.model[i]]!r} cannot run (speed 0)")
     return out

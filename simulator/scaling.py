@@ -184,19 +184,40 @@ class TypeSpeeds:
     A job of model ``m`` holding ``g`` GPUs of type ``t`` progresses at
     ``speedup[m, g] * speed[m, t]`` seconds of reference-type work per second.
 
+    A speed of 0 means the model cannot run on that type (Gavel measured no throughput for
+    it there): heterogeneity-aware policies never place it there, and the round engine rejects
+    a plan that does (:class:`~simulator.rounds.InvalidPlan`).
+
     Attributes:
         types: GPU type names (columns).
-        speed: ``(models, types)`` multipliers, > 0.
+        speed: ``(models, types)`` multipliers, finite and >= 0, each model's positive on at
+            least one type.
+        steps_per_s: ``(models,)`` training steps per second of reference-type work, where
+            the work is counted in steps (Gavel's measurements, whose rounds run whole
+            steps); None where it is not.
     """
 
     types: tuple[str, ...]
     speed: FloatArray
+    steps_per_s: FloatArray | None = None
 
     def __post_init__(self) -> None:
-        if self.speed.shape[1] != len(self.types) or not np.all(self.speed > 0):
-            raise InvalidWorkload(f"type speeds: expected a positive (models, {len(self.types)})"
-                                  f" array for types {self.types}, got shape {self.speed.shape}")
-        self.speed.flags.writeable = False
+        k = self.steps_per_s
+        if k is not None and (k.shape != self.speed.shape[:1] or not (np.isfinite(k).all()
+                                                                       and (k > 0).all())):
+            raise InvalidWorkload(f"type speeds: steps_per_s must be {self.speed.shape[0]} "
+                                  f"positive numbers, one per model (got shape {k.shape})")
+        s = self.speed
+        if s.ndim != 2 or s.shape[1] != len(self.types):
+            raise InvalidWorkload(f"type speeds: expected a (models, {len(self.types)}) array "
+                                  f"for types {self.types}, got shape {s.shape}")
+        if not (np.isfinite(s).all() and (s >= 0).all()):
+            raise InvalidWorkload(f"type speeds: must be finite and >= 0 (types {self.types})")
+        dead = np.flatnonzero(~(s > 0).any(axis=1))
+        if dead.size:
+            raise InvalidWorkload(f"type speeds: model row {dead[0]} has speed 0 on every type "
+                                  f"{self.types}, so it could never run")
+        s.flags.writeable = False
 
     @classmethod
     def uniform(cls, relative_speed: Mapping[str, float], n_models: int) -> TypeSpeeds:

@@ -5,14 +5,17 @@
 for V100, P100 and K80 (plus ``*_unconsolidated``: a gang spread across servers). This module
 turns it into arrays: isolated throughput ``(entries, gpu types)``, spread-out throughput, and a
 pairwise co-location matrix, each NaN where Gavel measured nothing. It also derives a scaling
-table (speed-up at 1, 2, 4, 8 GPUs on the reference type) for the simulator, and generates
-Gavel's "continuous-multiple" workload.
+table (speed-up at 1, 2, 4, 8 GPUs on the reference type) for the simulator, one model per
+``(job type, scale)`` entry for replaying Gavel's traces exactly
+(:meth:`ThroughputTable.entry_models`, used by :func:`simulator.traces.read_gavel_trace`), and
+generates Gavel's "continuous-multiple" workload.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,7 +29,7 @@ from simulator.errors import InvalidWorkload
 from simulator.scaling import ScalingTable, TypeSpeeds
 from simulator.workload import Workload
 
-__all__ = ["ThroughputTable", "TypeSpeeds", "generate_gavel"]
+__all__ = ["ThroughputTable", "TypeSpeeds", "generate_gavel", "model_name"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -80,14 +83,17 @@ class ThroughputTable:
             points[job] = np.interp(g, xs, ys) if len(xs) > 1 else g
         return ScalingTable.from_points(points)
 
-    def interference(self, scaling: ScalingTable) -> Interference:
+    def interference(self, scaling: ScalingTable,
+                     entries: Sequence[tuple[str, int]] | None = None) -> Interference:
         """Pairwise slowdown of ``scaling``'s models sharing one GPU, per GPU type.
 
         ``slowdown[i, j, t] = isolated[i, t] / colocated[i, j, t] - 1`` from the single-GPU
-        entries; pairs Gavel did not measure are filled conservatively
+        entries (or from ``entries``, the ``(job type, scale)`` of each model in order); pairs
+        Gavel did not measure are filled conservatively
         (:func:`~simulator.colocation.fill_unmeasured`).
         """
-        rows = [self.index(name) for name in scaling.models]
+        rows = ([self.index(name) for name in scaling.models] if entries is None
+                else [self.index(*e) for e in entries])
         own = self.colocated[np.ix_(rows, rows)][..., 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             slow = self.isolated[rows][:, None, :] / own - 1.0
@@ -99,9 +105,10 @@ class ThroughputTable:
 
         ``speed[m, t] = isolated[(m, 1), t] / isolated[(m, 1), reference]``: single-GPU
         throughputs, since the scaling table already carries the speed-up with GPU count.
+        Work is counted in steps: ``isolated[(m, 1), reference]`` steps per second of it.
         """
         ref = self.gpu_types.index(reference)
-        rows = []
+        rows, steps = [], []
         for name in scaling.models:
             try:
                 one = self.isolated[self.index(name)]
@@ -109,7 +116,47 @@ class ThroughputTable:
                 raise InvalidWorkload(f"throughput table: no single-GPU entry for model "
                                       f"{name!r}") from None
             rows.append(one / one[ref])
-        return TypeSpeeds(self.gpu_types, np.array(rows))
+            steps.append(one[ref])
+        return TypeSpeeds(self.gpu_types, np.array(rows), np.array(steps))
+
+    def entry_models(self, entries: Sequence[tuple[str, int]], reference: str = "v100"
+                     ) -> tuple[ScalingTable, TypeSpeeds]:
+        """One model per ``(job type, scale)`` entry, named by :func:`model_name`.
+
+        A model's speed-up curve is its job type's (:meth:`scaling`, exact at the measured
+        GPU counts on ``reference``) and its per-GPU speed on type ``t`` is
+        ``isolated[entry, t] / isolated[entry, reference]``. So a job of the entry holding its
+        ``scale`` GPUs of type ``t`` progresses at ``isolated[entry, t] / isolated[(job type, 1),
+        reference]`` reference seconds per second: with ``service_s = steps / isolated[(job
+        type, 1), reference]`` it runs ``steps / isolated[entry, t]`` seconds, as in Gavel's
+        simulator. A speed of 0 (Gavel measured 0 steps/s) means the job cannot run there.
+        Work is counted in steps: ``isolated[(job type, 1), reference]`` per second of it.
+
+        Raises:
+            InvalidWorkload: an entry is not in the table, or its throughput on ``reference``
+                is not positive, or it has no measurement on some type.
+        """
+        if reference not in self.gpu_types:
+            raise InvalidWorkload(f"throughput table: no reference GPU type {reference!r}; it "
+                                  f"has {list(self.gpu_types)}")
+        ref = self.gpu_types.index(reference)
+        base = self.scaling(reference)
+        curves, speeds, steps = {}, [], []
+        for job, scale in entries:
+            if (job, scale) not in self._index:
+                raise InvalidWorkload(f"throughput table: no entry {(job, scale)!r}")
+            iso = self.isolated[self.index(job, scale)]
+            if not (np.isfinite(iso).all() and (iso >= 0).all() and iso[ref] > 0):
+                measured = dict(zip(self.gpu_types, iso.tolist(), strict=True))
+                raise InvalidWorkload(f"throughput table: entry {(job, scale)!r} needs a "
+                                      f"positive throughput on {reference} and a measured one "
+                                      f"(>= 0) on every type; it has {measured}")
+            m = base.index(job)
+            curves[model_name(job, scale)] = base.speedup[m, 1:base.max_gpus[m] + 1]
+            speeds.append(iso / iso[ref])
+            steps.append(self.isolated[self.index(job), ref])
+        return ScalingTable.from_points(curves), TypeSpeeds(self.gpu_types, np.array(speeds),
+                                                            np.array(steps))
 
     @classmethod
     def from_gavel_json(cls, path: str | Path) -> ThroughputTable:
@@ -136,6 +183,12 @@ class ThroughputTable:
             for k, row in doc.get(f"{t}_unconsolidated", {}).items():
                 spread[index[_key(k, path)], c] = float(row["null"])
         return cls(tuple(entries), types, iso, spread, pair)
+
+
+def model_name(job_type: str, scale: int) -> str:
+    """The model of ``scale``-GPU jobs of ``job_type`` (:meth:`ThroughputTable.entry_models`):
+    the job type itself on one GPU, ``"<job type> (<scale> GPUs)"`` on more."""
+    return job_type if scale == 1 else f"{job_type} ({scale} GPUs)"
 
 
 def _key(text: str, path: str | Path) -> tuple[str, int]:

@@ -1,10 +1,10 @@
 """Loaders for more real trace formats, each mapped onto the workload schema.
 
-All three carry durations at the job's own GPU count, not per-GPU work, so jobs get the
-``linear`` scaling model and ``service_s = duration x GPUs`` (their runtime at full demand is
-the trace's duration). Rows are ordered by submit time (stably); errors name the file's rows.
-Jobs that never ran (zero GPUs or zero duration: CPU-only jobs, instant failures) are dropped
-and the workload's source says how many; negative values are errors.
+The three CSV formats carry durations at the job's own GPU count, not per-GPU work, so jobs
+get the ``linear`` scaling model and ``service_s = duration x GPUs`` (their runtime at full
+demand is the trace's duration). Rows are ordered by submit time (stably); errors name the
+file's rows. Jobs that never ran (zero GPUs or zero duration: CPU-only jobs, instant failures)
+are dropped and the workload's source says how many; negative values are errors.
 
 * **Chronus** (``trace_job_Philly_*.csv``, UniSched's SLO workloads): ``job_id, user, num_gpu,
   submit_time, iterations, model_name, duration, interval, expect_time_list,
@@ -17,10 +17,18 @@ and the workload's source says how many; negative values are errors.
 * **Helios** ``cluster_log.csv``: ``job_id, user, vc, gpu_num, cpu_num, node_num, state,
   submit_time, start_time, end_time, duration, queue``; submit times as datetimes or epoch
   seconds.
+* **Gavel** ``.trace`` (:func:`read_gavel_trace`): tab-separated, no header, one job a line:
+  :data:`GAVEL_COLUMNS` (8-column traces lack ``priority_weight`` and ``SLO``). Jobs are
+  counted in steps; Gavel's measured throughputs turn them into time, one model per
+  ``(job type, scale factor)`` (:meth:`~simulator.throughput.ThroughputTable.entry_models`),
+  so a job on its ``scale_factor`` GPUs of type ``t`` runs ``total_steps / throughput`` s, as
+  in Gavel's simulator. Jobs keep the file's order, and job ids are Gavel's (row - 1).
 """
 
 from __future__ import annotations
 
+import difflib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +36,15 @@ import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
 from simulator.scaling import ScalingTable, parametric_table
+from simulator.throughput import ThroughputTable, model_name
 from simulator.workload import PCS_TRACE_COLUMNS, Workload, read_pcs_trace, read_table
 
-__all__ = ["read_chronus", "read_helios", "read_philly_jobs", "read_trace"]
+__all__ = ["GAVEL_COLUMNS", "read_chronus", "read_gavel_trace", "read_helios",
+           "read_philly_jobs", "read_trace"]
+
+GAVEL_COLUMNS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir",
+                 "total_steps", "scale_factor", "priority_weight", "SLO", "arrival_time")
+"""The columns of a Gavel trace line (Gavel's ``utils.parse_trace``), tab-separated."""
 
 
 def _read(path: str | Path, required: tuple[str, ...], what: str) -> pd.DataFrame:
@@ -54,6 +68,20 @@ def _numbers(df: pd.DataFrame, column: str, src: str) -> pd.Series:
         raise InvalidWorkload(located(src, row=i + 1, column=column, value=df[column].iloc[i],
                                       problem="must be a number"))
     return values
+
+
+def _integers(df: pd.DataFrame, column: str, src: str, low: int, high: float = np.inf
+              ) -> pd.Series:
+    """``column`` as whole numbers in ``[low, high]``, naming the first cell that is not."""
+    values = _numbers(df, column, src)
+    whole = np.isfinite(values) & (values == np.round(values))
+    bad = np.flatnonzero(~(whole & (values >= low) & (values <= high)).to_numpy())
+    if bad.size:
+        i = int(bad[0])
+        rule = f">= {low}" if high == np.inf else f"in [{low}, {int(high)}]"
+        raise InvalidWorkload(located(src, row=i + 1, column=column, value=df[column].iloc[i],
+                                      problem=f"must be an integer {rule}"))
+    return values.astype(np.int64)
 
 
 def _seconds(df: pd.DataFrame, column: str, src: str) -> pd.Series:
@@ -167,6 +195,88 @@ def read_helios(path: str | Path, *, scaling: ScalingTable | None = None) -> Wor
     return _build(frame, "gpu_num", "duration", src, scaling)
 
 
+def _gavel_lines(path: str | Path) -> pd.DataFrame:
+    """A Gavel trace's cells as text, one row per line, in :data:`GAVEL_COLUMNS` (8-column
+    lines get Gavel's defaults: priority weight 1, no SLO)."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidWorkload(f"{path}: cannot read Gavel trace: {exc}") from exc
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise InvalidWorkload(f"{path}: the Gavel trace has no jobs")
+    rows = []
+    for i, line in enumerate(lines):
+        cells = line.split("\t")
+        if len(cells) == 8:
+            cells = [*cells[:7], "1", "-1", cells[7]]
+        if len(cells) != len(GAVEL_COLUMNS):
+            raise InvalidWorkload(located(
+                str(path), row=i + 1, value=line[:80],
+                problem=f"expected 10 tab-separated columns ({', '.join(GAVEL_COLUMNS)}) or "
+                        f"8 (without priority_weight and SLO), found {len(cells)} in line"))
+        rows.append(cells)
+    return pd.DataFrame(rows, columns=list(GAVEL_COLUMNS))
+
+
+def _check_entries(df: pd.DataFrame, scale: pd.Series, table: ThroughputTable, src: str) -> None:
+    """Every ``(job_type, scale_factor)`` must be one Gavel measured."""
+    scales: dict[str, list[int]] = {}
+    for job, s in table.entries:
+        scales.setdefault(job, []).append(s)
+    for i, (job, s) in enumerate(zip(df["job_type"], scale, strict=True)):
+        if job not in scales:
+            close = difflib.get_close_matches(job, scales, n=3)
+            raise InvalidWorkload(located(
+                src, row=i + 1, column="job_type", value=job,
+                problem="job type not in the throughput table",
+                fix=f"closest: {close}" if close else f"it has: {', '.join(scales)}"))
+        if s not in scales[job]:
+            raise InvalidWorkload(located(
+                src, row=i + 1, column="scale_factor", value=df["scale_factor"].iloc[i],
+                problem=f"the throughput table has no entry for {job!r} on this many GPUs",
+                fix=f"it has scale factors {scales[job]}"))
+
+
+def read_gavel_trace(path: str | Path, throughputs: ThroughputTable, *,
+                     reference: str = "v100") -> Workload:
+    """A Gavel ``.trace``, timed by Gavel's measured ``throughputs`` (module docstring).
+
+    A job of type ``X`` on ``scale_factor`` = ``s`` GPUs needs exactly ``s`` (``min_gpus =
+    gpus = s``, Gavel's gangs) and has ``service_s = total_steps / isolated[(X, 1),
+    reference]``. ``priority_weight`` and ``SLO`` are checked to be numbers but not used.
+
+    Raises:
+        InvalidWorkload: naming the file, row (= Gavel's job id + 1), column and value: a
+            line without 8 or 10 columns, a non-number, ``total_steps`` or ``scale_factor``
+            not an integer >= 1, a ``(job_type, scale_factor)`` the table lacks, or a
+            negative or decreasing ``arrival_time``.
+    """
+    src = str(path)
+    df = _gavel_lines(path)
+    steps = _integers(df, "total_steps", src, 1)
+    scale = _integers(df, "scale_factor", src, 1)
+    _integers(df, "needs_data_dir", src, 0, 1)
+    for column in ("priority_weight", "SLO"):
+        _numbers(df, column, src)
+    arrival = _numbers(df, "arrival_time", src)
+    _check_entries(df, scale, throughputs, src)
+    entries = [(str(j), int(s)) for j, s in zip(df["job_type"], scale, strict=True)]
+    distinct = sorted(set(entries), key=lambda e: throughputs.index(*e))
+    scaling, speeds = throughputs.entry_models(distinct, reference)
+    ref = throughputs.gpu_types.index(reference)
+    one_gpu = np.array([throughputs.isolated[throughputs.index(j), ref] for j, _ in entries])
+    frame = pd.DataFrame({"job_id": np.arange(len(df)), "arrival_time": arrival,
+                          "scale_factor": scale, "min_gpus": scale,
+                          "service_s": steps.to_numpy() / one_gpu,
+                          "model": [model_name(*e) for e in entries]})
+    wl = Workload.from_frame(frame, scaling=scaling, source=src,
+                             columns={"arrival_s": "arrival_time", "gpus": "scale_factor"})
+    return replace(wl, type_speed=speeds,
+                   interference=throughputs.interference(scaling, entries=distinct))
+
+
 _FORMATS = (  # (columns that identify the format, loader), most specific first
     (set(PCS_TRACE_COLUMNS.values()), read_pcs_trace),
     ({"expect_time_list", "expect_value_list", "job_type"}, read_chronus),
@@ -175,15 +285,24 @@ _FORMATS = (  # (columns that identify the format, loader), most specific first
 )
 
 
-def read_trace(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
-    """Load a trace in any supported format, told apart by its columns.
+def read_trace(path: str | Path, *, scaling: ScalingTable | None = None,
+               throughputs: ThroughputTable | None = None) -> Workload:
+    """Load a trace in any supported format, told apart by its suffix and columns.
 
     CSV: PCS/Philly traces (``app_id, ..., num_jobs``), Chronus, Helios ``cluster_log.csv``
     and the Pollux/Sia Philly job CSV are recognised by their columns; any other CSV, and
     Parquet, must follow the workload schema. ``scaling`` defaults to the parametric models
-    (PCS traces need PCS's ``scaling_tables.csv``).
+    (PCS traces need PCS's ``scaling_tables.csv``). A ``.trace`` is Gavel's format and needs
+    Gavel's ``throughputs`` (:func:`read_gavel_trace`; ``scaling`` does not apply).
     """
     path = Path(path)
+    if path.suffix == ".trace":
+        if throughputs is None:
+            raise InvalidWorkload(f"{path}: a Gavel .trace counts jobs in steps and needs "
+                                  "Gavel's measured throughputs to time them: pass "
+                                  "throughputs= (on the command line: --gavel THROUGHPUTS, "
+                                  "e.g. simulation_throughputs.json)")
+        return read_gavel_trace(path, throughputs)
     if path.suffix == ".csv":
         try:
             header = set(pd.read_csv(path, nrows=0).columns)
@@ -194,5 +313,6 @@ def read_trace(path: str | Path, *, scaling: ScalingTable | None = None) -> Work
                 return loader(path, scaling=scaling or parametric_table(64))
     elif path.suffix != ".parquet":
         raise InvalidWorkload(f"{path}: unsupported trace format {path.suffix!r}; give a .csv "
-                              "(a supported trace format or the workload schema) or a .parquet")
+                              "(a supported trace format or the workload schema), a .parquet "
+                              "or a Gavel .trace")
     return read_table(path, scaling=scaling)

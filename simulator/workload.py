@@ -122,6 +122,8 @@ class Workload:
                     *((self.slos.job_class, self.slos.deadlines_s, self.slos.rewards)
                       if self.slos else ()),
                     *((self.type_speed.speed,) if self.type_speed else ()),
+                    *((self.type_speed.steps_per_s,)
+                      if self.type_speed and self.type_speed.steps_per_s is not None else ()),
                     *(self.sharing.columns().values() if self.sharing else ()),
                     *((self.interference.slowdown,) if self.interference else ())):
             h.update(np.ascontiguousarray(arr).tobytes())

@@ -54,6 +54,29 @@ def test_heterogeneous_gavel_workload_and_slo_mix(capsys: pytest.CaptureFixture[
     assert 0 < doc["metrics"]["slo_miss"]["avg"] <= 1  # contended: some deadlines missed
 
 
+def test_gavel_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gavel = str(SHARED / "data" / "gavel" / "simulation_throughputs.json")
+    trace = tmp_path / "jobs.trace"
+    # Gavel's 10 columns: type, command, directory, steps flag, needs data, steps, GPUs,
+    # priority weight, SLO, arrival (s)
+    trace.write_text("".join(f"{job}\tpython3 train.py\tdir\t--steps\t1\t{steps}\t{gpus}\t1"
+                             f"\t-1\t{arrival}\n" for job, steps, gpus, arrival in [
+                                 ("ResNet-50 (batch size 128)", 3000, 4, 0),
+                                 ("A3C", 20000, 1, 0), ("LM (batch size 20)", 50000, 2, 600)]))
+    out = tmp_path / "jobs.csv"
+    assert main(["simulate", "--trace", str(trace), "--gavel", gavel, "--policy", "hadar",
+                 "--profile", "gavel-hetero-60", "--json", "--out", str(out)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["jobs"] == 3 and doc["metrics"]["jct"]["avg"] > 0
+    records = pd.read_csv(out)
+    assert records.job_id.tolist() == [0, 1, 2] and records.finish_s.notna().all()
+    assert main(["simulate", "--trace", str(trace)]) == 2
+    assert "--gavel THROUGHPUTS" in " ".join(capsys.readouterr().err.split())
+    assert main(["simulate", "--trace", TRACE, "--gavel", gavel]) == 2
+    assert "--gavel with --trace reads a Gavel .trace" in " ".join(
+        capsys.readouterr().err.split())
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--policy", "nope"], "unknown policy 'nope'"),
     (["--set", "W=99"], "parameter 'W': expected a value in [-3, 3], got 99"),
