@@ -1,40 +1,71 @@
-"""Gavel's heterogeneity-aware round-based scheduling (the Hadar baseline; SPEC §3.4).
+"""Gavel's heterogeneity-aware round-based scheduling, as its simulator runs it (SPEC §3.4).
 
-Gavel (Narayanan et al., OSDI 2020) solves a linear program for an allocation ``x[j, t]``: the
-fraction of time job ``j`` should run on GPU type ``t``, every worker of a job on one type
-(job-level heterogeneity). Rounds then realise it: each round, job ``j``'s priority on type
-``t`` is ``x[j, t]`` over the fraction of time it has run there since the allocation was last
-computed (``x * 1e9`` before it has run there), and (job, type) pairs are granted in priority
-order, each job at most once, while the type has ``demand`` free GPUs. Pairs with ``x = 0``
-come last but are granted too, as in Gavel's scheduler. Facts from Gavel's public code.
+Gavel (Narayanan et al., OSDI 2020) computes an allocation ``x[j, t]``: the fraction of time
+job ``j`` should run on GPU type ``t``, each job's whole gang on one type. Rounds realise it.
+Every fact below is from Gavel's public simulator (``scheduler.py`` in simulation mode), which
+this module reproduces job for job (``tests/test_gavel_parity.py``):
 
-Objectives (``objective``):
+- **Rounds** (``short_rounds``): each round, every granted job runs a task of
+  ``floor(rate x round_s)`` whole training steps, or the steps it has left; the round ends when
+  the last task does (a little under ``round_s``, or sooner if all finish early), a job whose
+  task ends first holds its GPUs idle until then, and a round that grants nothing lasts until
+  the next arrival. Jobs arriving mid-round join at the next round. A task with fewer steps
+  than the gang has GPUs fails (Gavel splits steps over workers): no progress, no credit, and
+  after 5 failures in a row Gavel drops the job (we let it finish its last steps on GPUs left
+  over, outside the scheduler; Gavel's average leaves it out). Work counts in steps where the
+  workload says how many a second of it is (``TypeSpeeds.steps_per_s``: Gavel's traces and
+  generator); otherwise tasks run ``round_s`` of continuous work.
+- **Time accounting**: every job starts with half a round of credit on each type. When a
+  round ends, each task gets ``its end - the previous busy round's end`` on its type (the
+  first round counts from time 0, and an idle gap counts towards the next busy round: Gavel's
+  bookkeeping); the type's total gets the same, finished jobs' included.
+- **Allocation resets**: an arrival or completion marks the allocation stale. At a round
+  that finds it stale, and ``reset_s`` after the last reset (or while the last reset was at
+  time 0), each job's deficit grows by the time its old allocation promised minus the time it
+  got, the credits go back to half a round, and the allocation is recomputed for the active
+  jobs. Jobs that arrived since belong to no allocation until then: FIFO never grants them,
+  the others grant them but leave their GPUs idle. Once every job has arrived, a round that
+  follows an idle one resets regardless.
+- **Granting**: type by type (V100, P100, K80 in profile order; a fresh random order each
+  round for the heterogeneity-agnostic policies, from Python's ``random`` seeded with
+  ``seed + 5``), jobs in order of priority ``x[j, t] / (credit on t / type total)`` (0 where
+  ``x`` or the job's throughput there is 0), then deficit, then ``x``, then arrival; each job
+  at most once, while the type has GPUs for its gang.
 
-- ``max_min`` (Gavel's heterogeneity-aware max-min fairness / LAS, its testbed policy): maximize
-  the smallest ``sum_t x[j,t] X[j,t] / X_iso[j]``, where ``X_iso`` is the job's throughput under
-  an equal share of every type (``min(1, C / sum demand)`` of each type's time, in proportion to
-  its GPUs). A second LP then maximizes the sum of those ratios with the minimum held, a
-  one-step stand-in for Gavel's water-filling, so no capacity is left idle for nothing.
-- ``max_sum`` (Gavel's max-sum-throughput): maximize ``sum x[j,t] X[j,t]``.
+Objectives (``objective``, with ``aware``; Gavel's ``_perf`` policies are the aware ones):
 
-``X[j, t]`` is the job's progress rate on ``demand`` GPUs of type ``t`` (reference-type work
-per second, so rates of different jobs are commensurable). The allocation is recomputed, and
-the time counters reset, whenever the set of active jobs changes (as Gavel does).
+- ``max_min`` (LAS, Gavel's ``max_min_fairness``): maximize the smallest
+  ``sum_t x[j, t] s_j X[j, t] / P_j``, ``s_j`` the gang size and ``P_j`` the job's throughput
+  under an equal share of every type in proportion to its GPUs. Agnostic: ``X = 1``.
+- ``max_sum``: maximize ``sum x[j, t] X[j, t]``.
+- ``fifo``: jobs in arrival order each get one type for all their time (``x = 1``) while some
+  type has room for the gang: the fastest (aware), or, agnostic, Gavel's own choice (it draws a
+  random index, ``random.Random(seed)``, but takes the last type in name order that has free
+  GPUs, which can overbook it; reproduced, draws included). Agnostic FIFO keeps earlier
+  choices across resets.
 
-The rounds run in a compiled kernel; the LP stays in Python (SciPy's HiGHS), a host step the
-kernel asks for only when the set of active jobs has changed.
+``X[j, t]`` is the job's progress rate with its gang on type ``t``. Gavel solves the LP with
+cvxpy's ECOS; so do we by default (``lp="ecos"``: the same interior-point method on the same
+LP, its allocations to 1e-9), since the LP rarely has one optimum and which one a solver
+returns moves every job. ``lp="highs"`` uses HiGHS's interior point without crossover
+instead (another optimum; README, fidelity table). Gavel's
+simulator has no restart cost and ignores placement; on a profile that charges them, a
+restart eats into the task and a spread gang runs slower.
 """
 
 from __future__ import annotations
 
 import functools
+import random
 import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import ecos
 import numba as nb
 import numpy as np
 import numpy.typing as npt
+from scipy import sparse
 from scipy.optimize._highspy import _core as highs  # SciPy's HiGHS (highspy's API)
 
 from policies.base import param, register
@@ -43,6 +74,8 @@ from policies.round_kernel import KernelRoundPolicy
 from simulator.round_arrays import (
     HOST,
     N_ACTIVE,
+    NEXT_ROUND,
+    NXT,
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,
@@ -54,7 +87,7 @@ from simulator.round_arrays import (
     touch,
 )
 
-__all__ = ["Gavel", "gavel_allocation", "gavel_round"]
+__all__ = ["Gavel", "gavel_allocation", "gavel_grant"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -63,6 +96,33 @@ _Csc = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], FloatArray]
 """A matrix as compressed columns: column starts, row indices, values."""
 _THREAD = threading.local()
 _COLWISE, _MINIMIZE = int(highs.MatrixFormat.kColwise), int(highs.ObjSense.kMinimize)
+
+# kernel parameters
+P_ROUND, P_RESET, P_AWARE, P_FIFO, P_TYPES = range(5)
+# memory (only the active rows' is carried into a playout, so the round's tasks live in the
+# global entries): per row (f) blocks of one column per type: allocation, credit, deficit,
+# then the steps per reference second; per row (i) in the allocation, admitted, agnostic
+# FIFO's kept type, failed tasks in a row, dropped; globally (g) last reset, allocation stale,
+# previous busy round's start and end, host work pending (1 allocation, 2 type orders; -1
+# done), an idle round retried, per-type credit totals from G_TOTAL, then this round's task
+# ends; (gi) the type-order cursor and count, the orders, the two generators' states, then
+# the number of tasks and each task's row and type (-1: it fails)
+I_ALLOC, I_KNOWN, I_KEPT, I_FAILS, I_DROP = range(5)
+G_RESET, G_STALE, G_START, G_END, G_HOST, G_RETRY, G_TOTAL = range(7)
+ORDERS = 1024
+"""Type orders drawn per host step (agnostic policies)."""
+FAILS = 5
+"""Failed tasks in a row after which Gavel drops a job (its ``MAX_FAILED_ATTEMPTS``)."""
+_MT_WORDS = 625
+"""Words of a Mersenne Twister state (Python's ``random``)."""
+
+
+@nb.njit(cache=True)
+def _ran_at(m: int) -> int:
+    """Where this round's task list starts in ``gi``, after the type-order cursor and count,
+    ``ORDERS`` type orders and the two generators' states (a layout that does not depend on
+    the rows, so memory grown by rows keeps it)."""
+    return 2 + ORDERS * m + 2 * _MT_WORDS
 
 
 def _matrix(demand: IntArray, m: int, ratio: FloatArray | None = None) -> _Csc:
@@ -84,50 +144,52 @@ def _matrix(demand: IntArray, m: int, ratio: FloatArray | None = None) -> _Csc:
 
 
 def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArray,
-                     objective: str = "max_min") -> FloatArray:
+                     objective: str = "max_min", solver: str = "ecos") -> FloatArray:
     """Gavel's LP: the time fraction ``x[j, t]`` each job should run on each type.
 
     Args:
-        throughput: ``(jobs, types)`` rate of each job on ``demand`` GPUs of each type.
+        throughput: ``(jobs, types)`` rate of each job with its gang on each type (ones for
+            the heterogeneity-agnostic policies).
         demand: gang sizes.
         type_gpus: GPUs of each type.
         objective: ``"max_min"`` or ``"max_sum"`` (module docstring).
+        solver: ``"ecos"`` (what Gavel's cvxpy calls: its allocations to 1e-9) or
+            ``"highs"`` (HiGHS's interior point, another optimum where there are several).
 
     Raises:
-        RuntimeError: HiGHS found no optimum (cannot happen: ``x = 0`` is feasible).
+        RuntimeError: the solver found no optimum (cannot happen: ``x = 0`` is feasible).
     """
     n, m = throughput.shape
     if n == 0:
         return np.zeros((0, m))
-    usable = (demand[:, None] <= type_gpus[None, :]) & (throughput > 0)
-    bounds = np.where(usable.ravel(), 1.0, 0.0)
+    solve = _ecos if solver == "ecos" else _solve
     b_cap = np.concatenate([np.ones(n), type_gpus.astype(np.float64)])
     if objective == "max_sum":
-        return _solve(-throughput.ravel(), _matrix(demand, m), b_cap, bounds).reshape(n, m)
-    share = min(1.0, float(type_gpus.sum()) / float(demand.sum()))
-    iso = share * (throughput @ (type_gpus / type_gpus.sum()))
-    norm = throughput / iso[:, None]
-    start, index, value = a = _matrix(demand, m, norm)
-    # stage 1: max z with z <= ratio_j for every job (variables: x, then z in one more column)
+        return solve(-throughput.ravel(), _matrix(demand, m), b_cap, False).reshape(n, m)
+    # max z with z <= sum_t x[j, t] s_j X[j, t] / P_j (variables: x, then z)
+    fair = throughput @ (type_gpus / type_gpus.sum())
+    start, index, value = _matrix(demand, m, throughput * (demand / fair)[:, None])
     cost = np.zeros(n * m + 1)
     cost[-1] = -1.0
     with_z = (np.append(start, np.int32(index.shape[0] + n)),
               np.concatenate([index, np.arange(n, dtype=np.int32)]),
               np.concatenate([value, np.ones(n)]))
-    z = _solve(cost, with_z, np.concatenate([np.zeros(n), b_cap]), np.append(bounds, np.inf))[-1]
-    # stage 2: max the summed ratios, each at least z
-    b2 = np.concatenate([np.full(n, -z * (1 - 1e-7)), b_cap])
-    return _solve(-norm.ravel(), a, b2, bounds).reshape(n, m)
+    x = solve(cost, with_z, np.concatenate([np.zeros(n), b_cap]), True)
+    return x[:-1].reshape(n, m)
 
 
-def _solve(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, upper: FloatArray) -> FloatArray:
-    """HiGHS on ``min cost.x, a_ub x <= b_ub, 0 <= x <= upper``: the model SciPy's ``milp``
-    passes it, handed over directly (its checks and conversions cost more than the solve)."""
+def _solve(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, free_last: bool) -> FloatArray:
+    """HiGHS on ``min cost.x, a_ub x <= b_ub, x >= 0`` (the last column free if
+    ``free_last``: Gavel's epigraph variable): the model SciPy's ``milp`` passes it, handed
+    over directly (its checks and conversions cost more than the solve)."""
     start, index, value = a_ub
     n, rows = cost.shape[0], b_ub.shape[0]
+    lower = np.zeros(n)
+    lower[-1] = -np.inf if free_last else 0.0
     h = _highs()
-    h.passModel(n, rows, index.shape[0], _COLWISE, _MINIMIZE, 0.0, cost, np.zeros(n), upper,
-                np.full(rows, -np.inf), b_ub, start, index, value, np.zeros(n, dtype=np.int32))
+    h.passModel(n, rows, index.shape[0], _COLWISE, _MINIMIZE, 0.0, cost, lower,
+                np.full(n, np.inf), np.full(rows, -np.inf), b_ub, start, index, value,
+                np.zeros(n, dtype=np.int32))
     h.run()
     status = h.getModelStatus()
     if status != highs.HighsModelStatus.kOptimal:
@@ -135,75 +197,151 @@ def _solve(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, upper: FloatArray) ->
     return np.clip(np.asarray(h.getSolution().col_value, dtype=np.float64), 0.0, 1.0)
 
 
+def _ecos(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, free_last: bool) -> FloatArray:
+    """ECOS on the same LP (the sign bounds as rows ``-x <= 0``), with cvxpy's defaults;
+    "close to optimal" is accepted, as Gavel does (it only warns)."""
+    start, index, value = a_ub
+    n, rows = cost.shape[0], b_ub.shape[0]
+    bound = n - 1 if free_last else n
+    # each column's sign row (rows + column) goes after its entries, keeping rows sorted
+    sign = np.arange(n) < bound
+    shift = np.concatenate([[0], np.cumsum(sign)]).astype(np.int32)
+    indptr = start + shift
+    col = np.repeat(np.arange(n), np.diff(start))
+    indices = np.empty(indptr[-1], dtype=np.int32)
+    data = np.empty(indptr[-1])
+    at = np.arange(index.shape[0]) + shift[col]
+    indices[at], data[at] = index, value
+    last = indptr[1:][sign] - 1
+    indices[last], data[last] = rows + np.arange(bound, dtype=np.int32), -1.0
+    g = sparse.csc_matrix((data, indices, indptr), shape=(rows + bound, n))
+    h = np.concatenate([b_ub, np.zeros(bound)])
+    sol = ecos.solve(cost, g, h, {"l": rows + bound, "q": [], "e": 0}, verbose=False)
+    if sol["info"]["exitFlag"] not in (0, 10):
+        raise RuntimeError(f"Gavel LP: ECOS returned {sol['info']['infostring']}")
+    return np.clip(np.asarray(sol["x"], dtype=np.float64), 0.0, 1.0)
+
+
 def _highs() -> Any:
     """This thread's HiGHS, kept between solves (passing a model drops the last one's basis
     and solution), quiet and without presolve: on these LPs of a few dozen columns presolve
-    costs more than it saves (the same solutions on all 5,293 LPs of the 1,000-job example
-    with prediction, in 40% less solver time)."""
+    costs more than it saves."""
     h = getattr(_THREAD, "highs", None)
     if h is None:
         h = _THREAD.highs = highs._Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("presolve", "off")
+        h.setOptionValue("solver", "ipm")
+        h.setOptionValue("run_crossover", "off")
     return h
 
 
 @functools.lru_cache(maxsize=4096)
-def _allocation(throughput: bytes, demand: bytes, type_gpus: bytes, objective: str) -> FloatArray:
+def _allocation(throughput: bytes, demand: bytes, type_gpus: bytes, objective: str,
+                solver: str) -> FloatArray:
     """:func:`gavel_allocation` of the float64 rates and int64 gang sizes and GPUs these bytes
-    hold, read-only. The same inputs hand HiGHS the same model, hence get the same answer, so
-    each is solved once: a playout meets active sets the run met, and the run meets the sets
-    its last playout met (a third of the LPs with prediction at 1,000 jobs)."""
+    hold, read-only. The same inputs hand the solver the same model, hence get the same
+    answer, so each is solved once (playouts meet the active sets the run met)."""
     gpus = np.frombuffer(type_gpus, dtype=np.int64)
     x = gavel_allocation(np.frombuffer(throughput).reshape(-1, gpus.shape[0]),
-                         np.frombuffer(demand, dtype=np.int64), gpus, objective)
+                         np.frombuffer(demand, dtype=np.int64), gpus, objective, solver)
     x.flags.writeable = False
     return x
 
 
-@nb.njit(cache=True)
-def _by_priority(x: Any, fraction: Any, throughput: Any) -> Any:
-    """The (job, type) pairs, flattened ``j * types + t``, by priority, then ``x``, then
-    throughput, all descending, then job (``np.lexsort``'s order: stable sorts from the
-    least significant key)."""
-    n, m = x.shape
-    priority = np.empty(n * m)
-    for j in range(n):
-        for t in range(m):
-            f = fraction[j, t]
-            priority[j * m + t] = x[j, t] / f if f > 0 else x[j, t] * 1e9
-    order = np.arange(n * m)  # already by job
-    for key in (throughput.ravel(), x.ravel(), priority):
-        order = order[np.argsort(-key[order], kind="mergesort")]
-    return order
+def _rng(words: IntArray) -> random.Random:
+    """A Python ``random.Random`` in the state ``words`` hold (:func:`_save`)."""
+    rng = random.Random()
+    rng.setstate((3, tuple(int(w) for w in words), None))
+    return rng
+
+
+def _save(rng: random.Random, words: IntArray) -> None:
+    words[:] = rng.getstate()[1]
+
+
+def _fifo(rows: IntArray, rate: FloatArray, demand: IntArray, type_gpus: IntArray,
+          kept: dict[int, int], aware: bool, rng: random.Random) -> dict[int, int]:
+    """Gavel's FIFO allocation: workload row -> type, for the active ``rows`` (in arrival
+    order, with their ``rate`` and ``demand``).
+
+    ``kept``: the agnostic policy's choices from its last call, finished rows included (a
+    finished job's type goes to the head of the queue if it has room there, room counted
+    before the jobs after it, as in Gavel). Types are tried in the reverse of the profile's
+    order: Gavel sorts their names, and k80 < p100 < v100."""
+    pos = {int(r): a for a, r in enumerate(rows)}
+    alloc = {} if aware else dict(kept)
+    free = [int(g) for g in type_gpus]
+    queue = [int(r) for r in rows if int(r) not in alloc]
+    for r in sorted(alloc):
+        t = alloc[r]
+        if r in pos:
+            free[t] -= int(demand[pos[r]])
+            continue
+        head = pos[queue[0]] if queue else -1
+        if head >= 0 and demand[head] <= free[t] and rate[head, t] > 0:
+            alloc[queue.pop(0)] = t
+            free[t] -= int(demand[head])
+        del alloc[r]
+    open_types = [t for t in reversed(range(len(free))) if free[t] > 0]
+    while queue and open_types:
+        j = pos[queue[0]]
+        where = [i for i, t in enumerate(open_types) if free[t] >= demand[j]]
+        if not where:
+            break
+        row = queue.pop(0)
+        if aware:
+            pick, idx, best = -1, -1, -1.0
+            for k, i in enumerate(where):
+                if rate[j, open_types[i]] > best:
+                    pick, idx, best = open_types[i], k, rate[j, open_types[i]]
+        else:
+            idx, pick = rng.randrange(len(where)), open_types[-1]
+        if rate[j, pick] > 0:
+            alloc[row] = pick
+            free[pick] -= int(demand[j])
+            if free[pick] == 0:
+                open_types.pop(where[idx])
+    return alloc
 
 
 @nb.njit(cache=True)
-def gavel_round(x: Any, fraction: Any, throughput: Any, demand: Any, prev: Any,
-                node_type: Any, node_gpus: Any) -> Any:
-    """Turn the allocation into this round's placements (Gavel's priority rounding).
+def gavel_grant(x: Any, credit: Any, total: Any, deficit: Any, throughput: Any,
+                demand: Any, in_alloc: Any, order: Any, type_gpus: Any, fifo: bool) -> Any:
+    """The type each job runs on this round (-1: none), Gavel's priority order.
 
     Args:
-        x: ``(jobs, types)`` target time fractions.
-        fraction: ``(jobs, types)`` time each job has run on each type since ``x`` was
-            computed, over the time elapsed since then (zeros at first).
-        throughput: ``(jobs, types)`` rates (pairs with zero rate are never granted).
-        demand: gang sizes.
-        prev: ``(jobs, nodes)`` current placements (kept when the type is granted again).
-        node_type, node_gpus: the nodes.
+        x: ``(jobs, types)`` allocation; ``in_alloc``: the job belongs to it.
+        credit, total: ``(jobs, types)`` time credited to each job on each type, and
+            ``(types,)`` each type's total.
+        deficit: ``(jobs, types)`` time owed by earlier allocations.
+        throughput: ``(jobs, types)`` rates (zero: the job cannot run there).
+        demand: gang sizes; ``order``: the types in the order they are granted.
+        type_gpus: GPUs of each type; ``fifo``: grant only jobs of positive priority.
     """
-    n, m = x.shape
-    free = node_gpus.copy()
-    out = np.zeros((n, node_type.shape[0]), dtype=np.int64)
-    done = np.zeros(n, dtype=np.bool_)
-    row = np.zeros(node_type.shape[0], dtype=np.int64)
-    for k in _by_priority(x, fraction, throughput):
-        j, t = k // m, k % m
-        if done[j] or throughput[j, t] <= 0:
-            continue
-        if gang_row(np.where(node_type == t, free, 0), demand[j], prev[j], row):
-            out[j], done[j] = row, True
-            free -= row
+    n = x.shape[0]
+    out = np.full(n, -1, dtype=np.int64)
+    left = type_gpus.copy()
+    priority = np.empty(n)
+    for t in order:
+        for j in range(n):
+            if not in_alloc[j] or x[j, t] == 0.0 or throughput[j, t] == 0.0:
+                priority[j] = 0.0
+            elif total[t] > 0.0 and credit[j, t] > 0.0:
+                priority[j] = x[j, t] / (credit[j, t] / total[t])
+            else:
+                priority[j] = x[j, t] * 1e9
+        rank = np.arange(n)  # stable sorts from the least significant key: arrival first
+        for key in (x[:, t] * in_alloc, deficit[:, t].copy(), priority):
+            rank = rank[np.argsort(-key[rank], kind="mergesort")]
+        for j in rank:
+            if left[t] == 0:
+                break
+            if out[j] >= 0 or throughput[j, t] <= 0.0 or (fifo and priority[j] <= 0.0):
+                continue
+            if demand[j] <= left[t]:
+                left[t] -= demand[j]
+                out[j] = t
     return out
 
 
@@ -218,78 +356,311 @@ def _throughput(C: Any, J: Any, active: Any) -> Any:
     return out
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
-def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
-    """A round: the host solves the LP if the active jobs changed, then time on each type
-    is counted and the pairs are granted (:func:`gavel_round`). Memory: per row (``f``) the
-    target fractions and the seconds run on each type, (``i``) whether the row is in the
-    LP; globally (``g``) when the LP was solved and the last decision, (``gi``) its jobs."""
-    active, m = active_rows(E), C.speeds.shape[1]
-    n = active.shape[0]
-    same = M.gi[0] == n
+@nb.njit(cache=True)
+def _reset(M: Any, active: Any, now: float) -> None:
+    """Settle deficits under the old allocation and restart the credits (module docstring)."""
+    p, m = M.params, int(M.params[P_TYPES])
+    half, elapsed = p[P_ROUND] / 2, now - M.g[G_RESET]
+    M.g[G_TOTAL:G_TOTAL + m] = 0.0
     for r in active:
-        same = same and M.i[r, 0] == 1
-    if not same:
-        return HOST
-    x, ran = np.empty((n, m)), np.empty((n, m))
-    prev = np.empty((n, C.node_gpus.shape[0]), dtype=np.int64)
-    demand = np.empty(n, dtype=np.int64)
-    dt, elapsed = now - M.g[1], now - M.g[0]
-    held = np.zeros(m, dtype=np.bool_)
-    for a in range(n):
-        r = active[a]
-        prev[a], demand[a] = J.alloc[r], J.demand[r]
-        held[:] = False
-        for h in range(prev.shape[1]):
-            if prev[a, h] > 0:
-                held[C.node_type[h]] = True
         for t in range(m):
-            if held[t]:
-                M.f[r, m + t] += dt
-        x[a], ran[a] = M.f[r, :m], M.f[r, m:]
-    M.g[1] = now
-    fraction = ran / elapsed if elapsed > 0 else np.zeros_like(ran)
-    out = gavel_round(x, fraction, _throughput(C, J, active), demand, prev, C.node_type,
-                      C.node_gpus)
+            owed = M.f[r, t] * elapsed if M.i[r, I_ALLOC] else 0.0
+            M.f[r, 2 * m + t] += owed - (M.f[r, m + t] - half)
+            M.f[r, m + t] = half
+            M.g[G_TOTAL + t] += half
+    M.g[G_RESET], M.g[G_STALE] = now, 0.0
+
+
+@nb.njit(cache=True)
+def _due(M: Any, now: float) -> bool:
+    """Whether a round at ``now`` resets the allocation."""
+    return M.g[G_STALE] > 0 and (now - M.g[G_RESET] >= M.params[P_RESET] or M.g[G_RESET] == 0)
+
+
+@nb.njit(cache=True)
+def _bookkeeping(J: Any, M: Any, E: Any, active: Any, now: float) -> None:
+    """Credit the round that just ended, admit arrivals, reset the allocation if due
+    (module docstring); flag the host work this needs in ``g[G_HOST]``. A task whose job is
+    no longer active finished it at the task's end."""
+    p, m, N = M.params, int(M.params[P_TYPES]), J.arrival.shape[0]
+    at, ends = _ran_at(m), G_TOTAL + m
+    ran = M.gi[at]
+    if ran > 0:  # Gavel's round bookkeeping: from the previous busy round's end
+        if not np.isnan(M.g[G_END]):
+            M.g[G_START] = M.g[G_END]
+        M.g[G_END] = M.g[ends:ends + ran].max()
+    for k in range(ran):
+        r, t, end = M.gi[at + 1 + 2 * k], M.gi[at + 2 + 2 * k], M.g[ends + k]
+        a = np.searchsorted(active, r)
+        done = a == active.shape[0] or active[a] != r
+        if t < 0:  # a failed task: no credit, the allocation is stale
+            M.g[G_STALE] = 1.0
+            M.i[r, I_FAILS] += 1
+            if M.i[r, I_FAILS] >= FAILS:
+                M.i[r, I_DROP], M.i[r, I_KNOWN] = 1, 0
+            continue
+        M.g[G_TOTAL + t] += end - M.g[G_START]
+        if done:
+            M.g[G_STALE] = 1.0
+            continue
+        M.i[r, I_FAILS] = 0
+        M.f[r, m + t] += end - M.g[G_START]
+        if M.f[r, 3 * m] > 0:
+            _stop(J, r, end, now)
+    M.gi[at] = 0
+    if ran > 0 and M.g[G_END] < now and _due(M, M.g[G_END]):
+        _reset(M, active[:0], M.g[G_END])  # the cluster emptied then: Gavel's round there
+    arrived = False
+    for r in active:
+        if not M.i[r, I_KNOWN] and not M.i[r, I_DROP]:
+            M.i[r, I_KNOWN], M.i[r, I_ALLOC] = 1, 0
+            M.f[r, m:2 * m] = p[P_ROUND] / 2
+            M.f[r, 2 * m:3 * m] = 0.0
+            M.g[G_STALE], arrived = 1.0, True
+    if ran == 0 and not arrived and E.cnt[NXT] == N:
+        M.g[G_RESET] = 0.0  # every job is in and the last round was idle: reset now
+    host = 0
+    if _due(M, now):
+        _reset(M, _scheduled(M, active), now)
+        host = 1
+    if not p[P_AWARE] and M.gi[0] == M.gi[1]:
+        host |= 2
+    M.g[G_HOST] = host
+
+
+@nb.njit(cache=True)
+def _stop(J: Any, r: int, end: float, now: float) -> None:
+    """Take back what row ``r`` ran after its task's ``end``: the engine runs a granted job
+    until the round ends at ``now``, where Gavel's stops after its whole steps (less than one
+    step's time earlier) and holds its GPUs idle. Time it spent restarting ran nothing."""
+    idle = now - max(end, J.pause[r])
+    if idle <= 0:
+        return
+    work = J.base[r] * idle
+    J.rem[r] += work
+    J.est[r] += work
+    J.att[r] -= work
+    J.ran0[r] -= idle
+    J.ran1[r] -= work / J.alone[r]
+
+
+@nb.njit(cache=True)
+def _scheduled(M: Any, active: Any) -> Any:
+    """The active rows the scheduler still knows (not dropped)."""
+    keep = np.empty(active.shape[0], dtype=np.int64)
+    k = 0
+    for r in active:
+        if not M.i[r, I_DROP]:
+            keep[k] = r
+            k += 1
+    return keep[:k]
+
+
+@nb.njit(cache=True)
+def _task(C: Any, J: Any, M: Any, r: int, t: int, now: float) -> tuple[bool, float]:
+    """Row ``r``'s task on type ``t`` this round: whether it runs (or fails), and its end.
+
+    With step counts (``f[r, 3 m] > 0``) a job runs whole steps: ``floor(rate x round)`` or
+    what it has left, and the task fails if that is fewer steps than its GPUs (Gavel splits a
+    task's steps over its workers, and a worker with none fails it)."""
+    m, round_s = C.type_gpus.shape[0], M.params[P_ROUND]
+    top = C.speedup.shape[1] - 1
+    rate = C.speedup[J.model[r], min(J.demand[r], top)] * C.speeds[J.model[r], t]
+    per_s = M.f[r, 3 * m]
+    if per_s <= 0.0:
+        return True, now + min(round_s, J.rem[r] / rate)
+    steps = min(np.floor(rate * per_s * round_s), max(1.0, np.ceil(J.rem[r] * per_s - 1e-6)))
+    return steps >= J.demand[r], now + steps / (rate * per_s)
+
+
+@nb.njit(cache=True)
+def _place(C: Any, J: Any, M: Any, active: Any, grant: Any, now: float) -> tuple[float, int]:
+    """Put the granted jobs in the allocation on their type's nodes (those already there
+    first, keeping their GPUs; a failing task holds none), then dropped jobs on GPUs left
+    free; write the plan and list the round's tasks. When the round's last task ends (-inf:
+    no task), and how many jobs hold GPUs."""
+    n, m = active.shape[0], C.type_gpus.shape[0]
+    at, ends = _ran_at(m), G_TOTAL + m
+    free = C.node_gpus.copy()
+    row, none = np.zeros_like(free), np.zeros_like(free)
+    out = np.zeros((n, free.shape[0]), dtype=np.int64)
+    ran, last = 0, -np.inf
+    for keep in (True, False):
+        for a in range(n):
+            r, t = active[a], grant[a]
+            if t < 0 or not M.i[r, I_ALLOC]:
+                continue
+            on_t = J.alloc[r].sum() > 0 and C.node_type[np.argmax(J.alloc[r])] == t
+            if keep != on_t:
+                continue
+            ok, end = _task(C, J, M, r, t, now)
+            if ok and gang_row(np.where(C.node_type == t, free, 0), J.demand[r],
+                               J.alloc[r] if on_t else none, row):
+                out[a] = row
+                free -= row
+            M.gi[at + 1 + 2 * ran], M.gi[at + 2 + 2 * ran] = r, t if out[a].sum() > 0 else -1
+            M.g[ends + ran] = end
+            last = max(last, end)
+            ran += 1
+    M.gi[at] = ran
+    for a in range(n):  # dropped jobs finish their last steps on whatever is left
+        r = active[a]
+        if M.i[r, I_DROP] and gang_row(np.where(C.speeds[J.model[r]][C.node_type] > 0, free,
+                                                0), J.demand[r], J.alloc[r], row):
+            out[a] = row
+            free -= row
+    held = 0
     for a in range(n):
         r = active[a]
+        held += out[a].sum() > 0
         if np.any(out[a] != M.out_alloc[r]):
             M.out_alloc[r] = out[a]
             touch(M, r)
-    return PLAN
+    return last, held
+
+
+@nb.njit(ROUND_KERNEL_SIG, cache=True)
+def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    """A round (module docstring): bookkeeping, the host's allocation if it is reset, then
+    the grants, placed on the granted type's nodes (a job keeps its GPUs where it can); the
+    round ends when its last task does (``clk[NEXT_ROUND]``). A round of failing tasks only,
+    or one that grants nothing once every job is in, is followed at once by another (Gavel's
+    next iteration). Memory: module constants."""
+    p, N = M.params, J.arrival.shape[0]
+    active = active_rows(E)
+    m = C.type_gpus.shape[0]
+    while True:
+        if M.g[G_HOST] >= 0:
+            _bookkeeping(J, M, E, active, now)
+            if M.g[G_HOST] > 0:
+                return HOST
+        M.g[G_HOST] = 0
+        order = np.arange(m)
+        if not p[P_AWARE]:
+            k = M.gi[0]
+            order = M.gi[2 + k * m:2 + (k + 1) * m].copy()
+            M.gi[0] = k + 1
+        known = _scheduled(M, active)
+        got = gavel_grant(M.f[known, :m], M.f[known, m:2 * m], M.g[G_TOTAL:G_TOTAL + m],
+                          M.f[known, 2 * m:3 * m], _throughput(C, J, known), J.demand[known],
+                          M.i[known, I_ALLOC] > 0, order, C.type_gpus, p[P_FIFO] > 0)
+        grant = np.full(active.shape[0], -1, dtype=np.int64)
+        k = 0
+        for a in range(active.shape[0]):  # `known` is `active` without the dropped rows
+            if k < known.shape[0] and active[a] == known[k]:
+                grant[a] = got[k]
+                k += 1
+        last, held = _place(C, J, M, active, grant, now)
+        if held:
+            if last > now:
+                E.clk[NEXT_ROUND] = min(E.clk[NEXT_ROUND], last)
+            M.g[G_RETRY] = 0.0
+            return PLAN
+        if last > -np.inf:
+            continue  # only failing tasks, each under a second: the next round follows
+        if E.cnt[NXT] < N or M.g[G_RETRY] > 0:
+            M.g[G_RETRY] = 0.0
+            return PLAN
+        M.g[G_RETRY] = 1.0
 
 
 @register
 @dataclass(frozen=True)
 class Gavel(KernelRoundPolicy):
-    """Gavel: an LP over time fractions per (job, type), realised round by round."""
+    """Gavel: an allocation over time fractions per (job, type), realised round by round."""
 
     name: ClassVar[str] = "gavel"
     summary: ClassVar[str] = "job-level heterogeneity-aware LP allocation in rounds (Gavel)"
 
     round_s: float = param(360.0, low=60.0, high=1800.0, help="round length (s)")
-    objective: str = param("max_min", kind="choice", choices=("max_min", "max_sum"),
-                           help="LP objective: max-min fairness (LAS) or max-sum throughput")
+    objective: str = param("max_min", kind="choice", choices=("max_min", "max_sum", "fifo"),
+                           help="allocation: max-min fairness (LAS), max-sum throughput, FIFO")
+    aware: bool = param(True, kind="choice", choices=(True, False),
+                        help="heterogeneity-aware (Gavel's _perf policies) or agnostic")
+    reset_s: float = param(1920.0, low=0.0, high=7200.0,
+                           help="least time between allocation resets (s; Gavel: 1920)")
+    seed: int = param(0, low=0, high=2**31 - 1, kind="int", searchable=False,
+                      help="Gavel's scheduler seed (agnostic type orders and FIFO draws)")
+    lp: str = param("ecos", kind="choice", choices=("ecos", "highs"), searchable=False,
+                    help="LP solver: ECOS, as Gavel's cvxpy (its allocations exactly), or HiGHS")
     kernel = staticmethod(_gavel)
 
+    @property
+    def short_rounds(self) -> bool:
+        return True
+
     def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
-        """Target fractions and seconds run per (row, type), LP membership and times (kernel)."""
-        return empty_memory(jobs, cluster.node_gpus.shape[0], f=2 * cluster.speeds.shape[1],
-                            i=1, g=2, gi=1)
+        """Allocation, credits, deficits and flags per row; type orders and the two random
+        generators' states (module constants)."""
+        m = cluster.type_gpus.shape[0]
+        gpus = int(cluster.node_gpus.sum())  # a round has at most one task per GPU
+        mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
+            self.round_s, self.reset_s, self.aware, self.objective == "fifo", m],
+            f=3 * m + 1, i=5, g=G_TOTAL + m + gpus, gi=_ran_at(m) + 1 + 2 * gpus)
+        mem.g[G_END] = np.nan
+        mem.i[:, I_KEPT] = -1
+        states = mem.gi[2 + ORDERS * m:_ran_at(m)]
+        _save(random.Random(self.seed + 5), states[:_MT_WORDS])
+        _save(random.Random(self.seed), states[_MT_WORDS:])
+        return mem
+
+    def round_kernel(self, cluster: ClusterArrays, jobs: JobArrays, workload: Any
+                     ) -> tuple[Any, PolicyMemory] | None:
+        """The kernel, with each row's steps per reference second where the workload counts
+        steps (Gavel's traces and workloads: whole-step rounds)."""
+        made = super().round_kernel(cluster, jobs, workload)
+        steps = workload.type_speed.steps_per_s if workload.type_speed is not None else None
+        if made is not None and steps is not None:
+            made[1].f[:, 3 * cluster.type_gpus.shape[0]] = steps[workload.model]
+        return made
+
+    def allocate(self, rate: FloatArray, demand: IntArray, type_gpus: IntArray,
+                 rows: IntArray, memory: PolicyMemory, now: float) -> FloatArray:
+        """The allocation ``x`` (``(jobs, types)``) of the jobs in workload ``rows`` with
+        these rates and gangs, at an allocation reset at ``now`` (module docstring)."""
+        if self.objective != "fifo":
+            X = rate if self.aware else np.ones_like(rate)
+            return _allocation(X.tobytes(), demand.tobytes(), type_gpus.tobytes(),
+                               self.objective, self.lp)
+        kept = memory.i[:, I_KEPT]
+        at = _ran_at(type_gpus.shape[0])
+        words = memory.gi[at - _MT_WORDS:at]
+        rng = _rng(words)
+        got = _fifo(rows, rate, demand, type_gpus,
+                    {int(r): int(kept[r]) for r in np.flatnonzero(kept >= 0)}, self.aware, rng)
+        _save(rng, words)
+        kept[:] = -1
+        x = np.zeros((rows.shape[0], type_gpus.shape[0]))
+        for a, r in enumerate(rows):
+            if int(r) in got:
+                x[a, got[int(r)]] = 1.0
+        if not self.aware:
+            for r, t in got.items():
+                kept[r] = t
+        return x
 
     def host_step(self, cluster: ClusterArrays, jobs: JobArrays, memory: PolicyMemory,
                   state: EngineState, now: float) -> None:
-        """Solve the LP for the active jobs; reset the time counters."""
-        M, active = memory, state.active[:state.cnt[N_ACTIVE]]
-        model, demand = jobs.model[active], jobs.demand[active]
-        top = cluster.speedup.shape[1] - 1
-        gang = cluster.speedup[model, np.minimum(demand, top)]
-        x = _allocation((gang[:, None] * cluster.speeds[model]).tobytes(), demand.tobytes(),
-                        cluster.type_gpus.tobytes(), self.objective)
-        m = x.shape[1]
-        M.f[active, :m] = x
-        M.f[active, m:] = 0.0
-        M.i[:, 0] = 0
-        M.i[active, 0] = 1
-        M.gi[0] = active.shape[0]
-        M.g[:] = now
+        """Recompute the allocation for the jobs the scheduler knows, or draw more type
+        orders."""
+        M, m = memory, cluster.type_gpus.shape[0]
+        if int(M.g[G_HOST]) & 1:
+            rows = state.active[:int(state.cnt[N_ACTIVE])]
+            rows = rows[M.i[rows, I_DROP] == 0]
+            model, demand = jobs.model[rows], jobs.demand[rows]
+            top = cluster.speedup.shape[1] - 1
+            rate = cluster.speedup[model, np.minimum(demand, top)][:, None] * cluster.speeds[
+                model]
+            M.f[rows, :m] = self.allocate(rate, demand, cluster.type_gpus, rows, M, now)
+            M.i[rows, I_ALLOC] = 1
+        if int(M.g[G_HOST]) & 2:
+            words = M.gi[2 + ORDERS * m:2 + ORDERS * m + _MT_WORDS]
+            rng = _rng(words)
+            orders = M.gi[2:2 + ORDERS * m].reshape(ORDERS, m)
+            for k in range(ORDERS):
+                types = list(range(m))
+                rng.shuffle(types)
+                orders[k] = types
+            _save(rng, words)
+            M.gi[0], M.gi[1] = 0, ORDERS
+        M.g[G_HOST] = -1

@@ -1,0 +1,120 @@
+"""Our ``gavel`` policy against Gavel's own simulator, run by run (tests/fixtures/gavel).
+
+For each of Gavel's reference runs (4 traces x FIFO, FIFO_Perf, LAS = ``max_min_fairness``,
+Gavel = ``max_min_fairness_perf``, on the ``gavel-108`` profile) prints: the average JCT
+beside Gavel's, the share of jobs within 5 % and within 1e-6 of Gavel's JCT, and the
+simulation's CPU seconds. The LP policies run three ways: with ECOS (the default, Gavel's
+solver), with HiGHS (``lp="highs"``), and with Gavel's own allocations replayed, which
+isolates the rounds from the solver; for the first two it prints the first allocation reset
+that differs from Gavel's by more than 1e-3 (the jobs concerned, both sides). Jobs Gavel
+drops (5 failed rounds) are left out, as its own average does. Run from the project root:
+``python benchmarks/bench_gavel_parity.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.test_gavel_parity import (  # noqa: E402  (after the path is set)
+    FIXTURES,
+    POLICIES,
+    TRACES,
+    TYPES,
+    GavelsAllocations,
+    reference,
+    workload,
+)
+
+
+def run(trace: str, policy: Any) -> tuple[np.ndarray, float, list[tuple[float, dict[int, Any]]]]:
+    """JCTs, CPU seconds and the allocations computed at each reset."""
+    from simulator import load_profile, simulate
+
+    seen: list[tuple[float, dict[int, Any]]] = []
+    allocate = policy.allocate
+
+    def spy(rate: Any, demand: Any, gpus: Any, rows: Any, memory: Any, now: float) -> Any:
+        x = allocate(rate, demand, gpus, rows, memory, now)
+        seen.append((now, {int(r): x[a] for a, r in enumerate(rows)}))
+        return x
+
+    object.__setattr__(policy, "allocate", spy)
+    wl = workload(trace)
+    t0 = time.process_time()
+    res = simulate(wl, load_profile("gavel-108"), policy)
+    return np.asarray(res.finish_s) - wl.arrival_s, time.process_time() - t0, seen
+
+
+def first_difference(trace: str, name: str, ours: list[tuple[float, dict[int, Any]]],
+                     jobs: int = 3) -> str:
+    """The first reset whose allocation differs by more than 1e-3, both sides."""
+    with gzip.open(FIXTURES / f"{trace}__{name}.alloc.jsonl.gz", "rt") as f:
+        gavel = [json.loads(line) for line in f]
+    for (t, x), doc in zip(ours, gavel, strict=False):
+        if abs(t - doc["t"]) > 1e-6:
+            return (f"    resets part: ours at {t:.3f} s, Gavel at {doc['t']:.3f} s (every "
+                    "allocation until then within 1e-3 of Gavel's)")
+        theirs = {int(j): np.array([v[k] for k in TYPES]) for j, v in doc["alloc"].items()}
+        gap = {j: np.abs(x[j] - theirs[j]).max() for j in x if j in theirs}
+        if max(gap.values(), default=0.0) > 1e-3:
+            worst = sorted(gap, key=lambda j: -gap[j])[:jobs]
+            lines = [f"    first differing reset at {t:.1f} s ({len(x)} jobs, "
+                     f"{sum(g > 1e-3 for g in gap.values())} differ by > 1e-3); x on "
+                     f"{'/'.join(TYPES)}:"]
+            lines += [f"      job {j:>3}: ours {np.round(x[j], 3)}  Gavel {np.round(theirs[j], 3)}"
+                      for j in worst]
+            return "\n".join(lines)
+    return "    every allocation agrees within 1e-3"
+
+
+def compare(ref: pd.DataFrame, jct: np.ndarray) -> tuple[float, float, float]:
+    kept = ref.jct_s.notna().to_numpy()
+    theirs = ref.jct_s.to_numpy()[kept]
+    rel = np.abs(jct[kept] - theirs) / theirs
+    return (100 * (jct[kept].mean() / theirs.mean() - 1), 100 * (rel <= 0.05).mean(),
+            100 * (rel <= 1e-6).mean())
+
+
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    from policies.gavel import Gavel
+
+    print(f"{'trace':<18} {'Gavel policy':<22} {'what':<9} {'avg JCT s':>10} {'Gavel s':>10} "
+          f"{'diff %':>7} {'<=5 %':>6} {'exact':>6} {'CPU s':>6}")
+    for trace in TRACES:
+        for name, params in POLICIES.items():
+            ref = reference(trace, name)
+            theirs = ref.jct_s.mean()
+            variants: list[tuple[str, Any]] = [("ECOS" if "max_min" in name else "ours",
+                                                Gavel(**params))]
+            if "max_min" in name:
+                source = str(FIXTURES / f"{trace}__{name}.alloc.jsonl.gz")
+                variants += [("HiGHS", Gavel(**params, lp="highs")),
+                             ("replayed", GavelsAllocations(**params, source=source))]
+            notes = []
+            for what, policy in variants:
+                jct, cpu, seen = run(trace, policy)
+                diff, near, exact = compare(ref, jct)
+                kept = ref.jct_s.notna().to_numpy()
+                print(f"{trace:<18} {name:<22} {what:<9} {jct[kept].mean():>10.1f} "
+                      f"{theirs:>10.1f} {diff:>+7.2f} {near:>6.1f} {exact:>6.1f} {cpu:>6.2f}")
+                if what in ("ECOS", "HiGHS"):
+                    notes.append(f"  {what}:\n" + first_difference(trace, name, seen))
+            for note in notes:
+                print(note)
+
+
+if __name__ == "__main__":
+    main()
