@@ -55,21 +55,17 @@ restart eats into the task and a spread gang runs slower.
 
 from __future__ import annotations
 
-import functools
 import random
-import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import ecos
 import numba as nb
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse
-from scipy.optimize._highspy import _core as highs  # SciPy's HiGHS (highspy's API)
 
 from policies.base import param, register
 from policies.gangs import gang_row
+from policies.gavel_lp import allocation, fifo, rng, save
 from policies.round_kernel import KernelRoundPolicy
 from simulator.round_arrays import (
     HOST,
@@ -87,15 +83,10 @@ from simulator.round_arrays import (
     touch,
 )
 
-__all__ = ["Gavel", "gavel_allocation", "gavel_grant"]
+__all__ = ["Gavel", "gavel_grant"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-_Csc = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], FloatArray]
-"""A matrix as compressed columns: column starts, row indices, values."""
-_THREAD = threading.local()
-_COLWISE, _MINIMIZE = int(highs.MatrixFormat.kColwise), int(highs.ObjSense.kMinimize)
 
 # kernel parameters
 P_ROUND, P_RESET, P_AWARE, P_FIFO, P_TYPES = range(5)
@@ -123,186 +114,6 @@ def _ran_at(m: int) -> int:
     ``ORDERS`` type orders and the two generators' states (a layout that does not depend on
     the rows, so memory grown by rows keeps it)."""
     return 2 + ORDERS * m + 2 * _MT_WORDS
-
-
-def _matrix(demand: IntArray, m: int, ratio: FloatArray | None = None) -> _Csc:
-    """The LP's ``<=`` rows over the variables ``x[j, t]`` (column ``j m + t``): one per job
-    for ``-ratio_j . x_j`` when ``ratio`` is given, then ``sum_t x[j, t] <= 1`` per job and
-    ``sum_j demand_j x[j, t] <= gpus_t`` per type; each column lists its rows in order."""
-    n = demand.shape[0]
-    jobs = np.repeat(np.arange(n, dtype=np.int32), m)
-    types = np.tile(np.arange(m, dtype=np.int32), n)
-    top = 0 if ratio is None else n
-    rows = [top + jobs, top + n + types]
-    values = [np.ones(n * m), np.repeat(demand.astype(np.float64), m)]
-    if ratio is not None:
-        rows.insert(0, jobs)
-        values.insert(0, -ratio.ravel())
-    index = np.stack(rows, axis=1).ravel()
-    return (np.arange(0, index.shape[0] + 1, len(rows), dtype=np.int32), index,
-            np.stack(values, axis=1).ravel())
-
-
-def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArray,
-                     objective: str = "max_min", solver: str = "ecos") -> FloatArray:
-    """Gavel's LP: the time fraction ``x[j, t]`` each job should run on each type.
-
-    Args:
-        throughput: ``(jobs, types)`` rate of each job with its gang on each type (ones for
-            the heterogeneity-agnostic policies).
-        demand: gang sizes.
-        type_gpus: GPUs of each type.
-        objective: ``"max_min"`` or ``"max_sum"`` (module docstring).
-        solver: ``"ecos"`` (what Gavel's cvxpy calls: its allocations to 1e-9) or
-            ``"highs"`` (HiGHS's interior point, another optimum where there are several).
-
-    Raises:
-        RuntimeError: the solver found no optimum (cannot happen: ``x = 0`` is feasible).
-    """
-    n, m = throughput.shape
-    if n == 0:
-        return np.zeros((0, m))
-    solve = _ecos if solver == "ecos" else _solve
-    b_cap = np.concatenate([np.ones(n), type_gpus.astype(np.float64)])
-    if objective == "max_sum":
-        return solve(-throughput.ravel(), _matrix(demand, m), b_cap, False).reshape(n, m)
-    # max z with z <= sum_t x[j, t] s_j X[j, t] / P_j (variables: x, then z)
-    fair = throughput @ (type_gpus / type_gpus.sum())
-    start, index, value = _matrix(demand, m, throughput * (demand / fair)[:, None])
-    cost = np.zeros(n * m + 1)
-    cost[-1] = -1.0
-    with_z = (np.append(start, np.int32(index.shape[0] + n)),
-              np.concatenate([index, np.arange(n, dtype=np.int32)]),
-              np.concatenate([value, np.ones(n)]))
-    x = solve(cost, with_z, np.concatenate([np.zeros(n), b_cap]), True)
-    return x[:-1].reshape(n, m)
-
-
-def _solve(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, free_last: bool) -> FloatArray:
-    """HiGHS on ``min cost.x, a_ub x <= b_ub, x >= 0`` (the last column free if
-    ``free_last``: Gavel's epigraph variable): the model SciPy's ``milp`` passes it, handed
-    over directly (its checks and conversions cost more than the solve)."""
-    start, index, value = a_ub
-    n, rows = cost.shape[0], b_ub.shape[0]
-    lower = np.zeros(n)
-    lower[-1] = -np.inf if free_last else 0.0
-    h = _highs()
-    h.passModel(n, rows, index.shape[0], _COLWISE, _MINIMIZE, 0.0, cost, lower,
-                np.full(n, np.inf), np.full(rows, -np.inf), b_ub, start, index, value,
-                np.zeros(n, dtype=np.int32))
-    h.run()
-    status = h.getModelStatus()
-    if status != highs.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"Gavel LP: HiGHS returned {h.modelStatusToString(status)}")
-    return np.clip(np.asarray(h.getSolution().col_value, dtype=np.float64), 0.0, 1.0)
-
-
-def _ecos(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, free_last: bool) -> FloatArray:
-    """ECOS on the same LP (the sign bounds as rows ``-x <= 0``), with cvxpy's defaults;
-    "close to optimal" is accepted, as Gavel does (it only warns)."""
-    start, index, value = a_ub
-    n, rows = cost.shape[0], b_ub.shape[0]
-    bound = n - 1 if free_last else n
-    # each column's sign row (rows + column) goes after its entries, keeping rows sorted
-    sign = np.arange(n) < bound
-    shift = np.concatenate([[0], np.cumsum(sign)]).astype(np.int32)
-    indptr = start + shift
-    col = np.repeat(np.arange(n), np.diff(start))
-    indices = np.empty(indptr[-1], dtype=np.int32)
-    data = np.empty(indptr[-1])
-    at = np.arange(index.shape[0]) + shift[col]
-    indices[at], data[at] = index, value
-    last = indptr[1:][sign] - 1
-    indices[last], data[last] = rows + np.arange(bound, dtype=np.int32), -1.0
-    g = sparse.csc_matrix((data, indices, indptr), shape=(rows + bound, n))
-    h = np.concatenate([b_ub, np.zeros(bound)])
-    sol = ecos.solve(cost, g, h, {"l": rows + bound, "q": [], "e": 0}, verbose=False)
-    if sol["info"]["exitFlag"] not in (0, 10):
-        raise RuntimeError(f"Gavel LP: ECOS returned {sol['info']['infostring']}")
-    return np.clip(np.asarray(sol["x"], dtype=np.float64), 0.0, 1.0)
-
-
-def _highs() -> Any:
-    """This thread's HiGHS, kept between solves (passing a model drops the last one's basis
-    and solution), quiet and without presolve: on these LPs of a few dozen columns presolve
-    costs more than it saves."""
-    h = getattr(_THREAD, "highs", None)
-    if h is None:
-        h = _THREAD.highs = highs._Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("presolve", "off")
-        h.setOptionValue("solver", "ipm")
-        h.setOptionValue("run_crossover", "off")
-    return h
-
-
-@functools.lru_cache(maxsize=4096)
-def _allocation(throughput: bytes, demand: bytes, type_gpus: bytes, objective: str,
-                solver: str) -> FloatArray:
-    """:func:`gavel_allocation` of the float64 rates and int64 gang sizes and GPUs these bytes
-    hold, read-only. The same inputs hand the solver the same model, hence get the same
-    answer, so each is solved once (playouts meet the active sets the run met)."""
-    gpus = np.frombuffer(type_gpus, dtype=np.int64)
-    x = gavel_allocation(np.frombuffer(throughput).reshape(-1, gpus.shape[0]),
-                         np.frombuffer(demand, dtype=np.int64), gpus, objective, solver)
-    x.flags.writeable = False
-    return x
-
-
-def _rng(words: IntArray) -> random.Random:
-    """A Python ``random.Random`` in the state ``words`` hold (:func:`_save`)."""
-    rng = random.Random()
-    rng.setstate((3, tuple(int(w) for w in words), None))
-    return rng
-
-
-def _save(rng: random.Random, words: IntArray) -> None:
-    words[:] = rng.getstate()[1]
-
-
-def _fifo(rows: IntArray, rate: FloatArray, demand: IntArray, type_gpus: IntArray,
-          kept: dict[int, int], aware: bool, rng: random.Random) -> dict[int, int]:
-    """Gavel's FIFO allocation: workload row -> type, for the active ``rows`` (in arrival
-    order, with their ``rate`` and ``demand``).
-
-    ``kept``: the agnostic policy's choices from its last call, finished rows included (a
-    finished job's type goes to the head of the queue if it has room there, room counted
-    before the jobs after it, as in Gavel). Types are tried in the reverse of the profile's
-    order: Gavel sorts their names, and k80 < p100 < v100."""
-    pos = {int(r): a for a, r in enumerate(rows)}
-    alloc = {} if aware else dict(kept)
-    free = [int(g) for g in type_gpus]
-    queue = [int(r) for r in rows if int(r) not in alloc]
-    for r in sorted(alloc):
-        t = alloc[r]
-        if r in pos:
-            free[t] -= int(demand[pos[r]])
-            continue
-        head = pos[queue[0]] if queue else -1
-        if head >= 0 and demand[head] <= free[t] and rate[head, t] > 0:
-            alloc[queue.pop(0)] = t
-            free[t] -= int(demand[head])
-        del alloc[r]
-    open_types = [t for t in reversed(range(len(free))) if free[t] > 0]
-    while queue and open_types:
-        j = pos[queue[0]]
-        where = [i for i, t in enumerate(open_types) if free[t] >= demand[j]]
-        if not where:
-            break
-        row = queue.pop(0)
-        if aware:
-            pick, idx, best = -1, -1, -1.0
-            for k, i in enumerate(where):
-                if rate[j, open_types[i]] > best:
-                    pick, idx, best = open_types[i], k, rate[j, open_types[i]]
-        else:
-            idx, pick = rng.randrange(len(where)), open_types[-1]
-        if rate[j, pick] > 0:
-            alloc[row] = pick
-            free[pick] -= int(demand[j])
-            if free[pick] == 0:
-                open_types.pop(where[idx])
-    return alloc
 
 
 @nb.njit(cache=True)
@@ -600,8 +411,8 @@ class Gavel(KernelRoundPolicy):
         mem.g[G_END] = np.nan
         mem.i[:, I_KEPT] = -1
         states = mem.gi[2 + ORDERS * m:_ran_at(m)]
-        _save(random.Random(self.seed + 5), states[:_MT_WORDS])
-        _save(random.Random(self.seed), states[_MT_WORDS:])
+        save(random.Random(self.seed + 5), states[:_MT_WORDS])
+        save(random.Random(self.seed), states[_MT_WORDS:])
         return mem
 
     def round_kernel(self, cluster: ClusterArrays, jobs: JobArrays, workload: Any
@@ -620,15 +431,15 @@ class Gavel(KernelRoundPolicy):
         these rates and gangs, at an allocation reset at ``now`` (module docstring)."""
         if self.objective != "fifo":
             X = rate if self.aware else np.ones_like(rate)
-            return _allocation(X.tobytes(), demand.tobytes(), type_gpus.tobytes(),
+            return allocation(X.tobytes(), demand.tobytes(), type_gpus.tobytes(),
                                self.objective, self.lp)
         kept = memory.i[:, I_KEPT]
         at = _ran_at(type_gpus.shape[0])
         words = memory.gi[at - _MT_WORDS:at]
-        rng = _rng(words)
-        got = _fifo(rows, rate, demand, type_gpus,
-                    {int(r): int(kept[r]) for r in np.flatnonzero(kept >= 0)}, self.aware, rng)
-        _save(rng, words)
+        draws = rng(words)
+        got = fifo(rows, rate, demand, type_gpus,
+                    {int(r): int(kept[r]) for r in np.flatnonzero(kept >= 0)}, self.aware, draws)
+        save(draws, words)
         kept[:] = -1
         x = np.zeros((rows.shape[0], type_gpus.shape[0]))
         for a, r in enumerate(rows):
@@ -655,12 +466,12 @@ class Gavel(KernelRoundPolicy):
             M.i[rows, I_ALLOC] = 1
         if int(M.g[G_HOST]) & 2:
             words = M.gi[2 + ORDERS * m:2 + ORDERS * m + _MT_WORDS]
-            rng = _rng(words)
+            shuffler = rng(words)
             orders = M.gi[2:2 + ORDERS * m].reshape(ORDERS, m)
             for k in range(ORDERS):
                 types = list(range(m))
-                rng.shuffle(types)
+                shuffler.shuffle(types)
                 orders[k] = types
-            _save(rng, words)
+            save(shuffler, words)
             M.gi[0], M.gi[1] = 0, ORDERS
         M.g[G_HOST] = -1

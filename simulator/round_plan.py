@@ -279,12 +279,14 @@ def check_plan(C: Any, J: Any, M: Any, E: Any, shares: bool) -> int:
         for k in range(used.shape[0]):
             if used[k] > C.node_gpus[k]:
                 return _fail(E, OVER_NODE, k, float(used[k]))
-        for r in T:
-            if M.out_alloc[r].sum() > J.demand[r]:
-                return _fail(E, OVER_DEMAND, r, float(M.out_alloc[r].sum()))
+        for r in T:  # one pass over the row: its GPUs, and none on a type it cannot use
+            held = 0
             for k in range(used.shape[0]):
+                held += M.out_alloc[r, k]
                 if M.out_alloc[r, k] > 0 and C.speeds[J.model[r], C.node_type[k]] <= 0:
                     return _fail(E, UNUSABLE_TYPE, r, float(C.node_type[k]))
+            if held > J.demand[r]:
+                return _fail(E, OVER_DEMAND, r, float(held))
         return -1
     D = C.device_node.shape[0]
     mem, surge, count = np.zeros(D), np.zeros(D), np.zeros(D, dtype=np.int64)
