@@ -77,7 +77,8 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
 
             outcome = retune(spec, on_start=started, on_generation=progress,
                              connect=lambda: open_client(args.scheduler, args.cluster_config,
-                                                         workers=spec.workers))
+                                                         workers=spec.workers,
+                                                         files=not spec.workers_named))
     except TooFewJobs as exc:
         err.print(f"[yellow]skipped:[/yellow] {exc}", highlight=False)
         return Exit.TOO_FEW_JOBS

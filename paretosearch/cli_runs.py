@@ -79,8 +79,9 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--pop-size", type=int, default=70, help="SPEA2 archive size (default: 70)")
     p.add_argument("--offspring", type=int, default=105, help="offspring per generation")
     p.add_argument("--seed", type=int, default=0, help="search seed (default: 0)")
-    p.add_argument("--workers", type=int, default=2,
-                   help="Dask LocalCluster worker processes; 0 evaluates serially (default: 2)")
+    p.add_argument("--workers", type=int,
+                   help="Dask LocalCluster worker processes; 0 evaluates serially (default: "
+                        "./dask-cluster.yaml or $PARETOSEARCH_DASK_CLUSTER if set, else 2)")
     add_cluster_options(p, "--workers")
     p.add_argument("--run-dir", type=Path,
                    help="where to publish the run (default: runs/<date-time>, with runs/latest "
@@ -99,7 +100,8 @@ def add_cluster_options(p: argparse.ArgumentParser, workers: str) -> None:
                    help="start the Dask cluster described in PATH (dask-ctl format; examples "
                         "in deploy/) unless a scheduler address is given or in "
                         "DASK_SCHEDULER_ADDRESS (default: $PARETOSEARCH_DASK_CLUSTER, else "
-                        f"./dask-cluster.yaml if it exists, else a local cluster of {workers})")
+                        "./dask-cluster.yaml if it exists, these two unless "
+                        f"{workers} is given; else a local cluster of {workers})")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="log what happens (which Dask cluster, checkpoints, a failure's cause)")
 
@@ -131,13 +133,14 @@ def _search(args: argparse.Namespace, console: Console) -> None:
                                     "search' (or it never started)")
         vars(args).update(json.loads(saved.read_text()))
     default_dir = args.run_dir is None
+    workers = 2 if args.workers is None else args.workers  # named: no cluster file found
     if default_dir:
         args.run_dir = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     search = PolicySearch(
         args.trace, profile=args.profile, policy=args.policy, fixed=parse_overrides(args.set),
         settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
                                 n_offsprings=args.offspring, seed=args.seed),
-        run_dir=args.run_dir, workers=args.workers, jobs=args.generate, load=args.load,
+        run_dir=args.run_dir, workers=workers, jobs=args.generate, load=args.load,
         replicates=args.replicates, slo_mix=args.slo_mix, sharing=args.sharing)
     search.SetPreference(*(args.objective or ["jct:avg", "pred_err:avg"]))
     if args.resume is None:
@@ -148,7 +151,8 @@ def _search(args: argparse.Namespace, console: Console) -> None:
             _point_latest(args.run_dir)
         write_json({k: getattr(args, k) for k in SEARCH_OPTIONS}, args.run_dir / "cli.json")
     with search_progress(console, args.budget) as progress, \
-            open_client(args.scheduler, args.cluster_config, workers=args.workers) as client:
+            open_client(args.scheduler, args.cluster_config, workers=workers,
+                        files=args.workers is None) as client:
         search.client = client
         search.run(progress, resume=args.resume is not None)
     _front(args.run_dir, None, console)

@@ -10,7 +10,8 @@ A cluster file uses dask-ctl's spec format (read here without depending on dask-
 
 :func:`open_client` takes the first of: an explicit scheduler address; Dask's
 ``scheduler-address`` setting (``DASK_SCHEDULER_ADDRESS``); a cluster file (an explicit path,
-else ``$PARETOSEARCH_DASK_CLUSTER``, else ``./dask-cluster.yaml`` if it exists); else nothing,
+else ``$PARETOSEARCH_DASK_CLUSTER``, else ``./dask-cluster.yaml`` if it exists, these two only
+when the user named no worker count); else nothing,
 which tells the caller to start its embedded ``LocalCluster`` (or evaluate serially). A client
 of a ``tls://`` address uses Dask's configured security (``distributed.comm.tls.*``).
 """
@@ -142,10 +143,13 @@ def load_cluster_spec(path: str | Path) -> ClusterSpec:
     return ClusterSpec(source, doc["module"], doc["class"], tuple(doc.get("args") or ()), kwargs)
 
 
-def _cluster_file(config: str | Path | None) -> Path | None:
-    """The cluster file to use: explicit, else from the environment, else ./dask-cluster.yaml."""
+def _cluster_file(config: str | Path | None, files: bool) -> Path | None:
+    """The cluster file to use: explicit, else (if ``files``) from the environment, else
+    ./dask-cluster.yaml."""
     if config is not None:
         return Path(config)
+    if not files:
+        return None
     if os.environ.get(CLUSTER_FILE_ENV):
         return Path(os.environ[CLUSTER_FILE_ENV])
     return CLUSTER_FILE if CLUSTER_FILE.exists() else None
@@ -153,7 +157,7 @@ def _cluster_file(config: str | Path | None) -> Path | None:
 
 @contextlib.contextmanager
 def open_client(scheduler: str | None = None, config: str | Path | None = None, *,
-                workers: int = 2) -> Iterator[Any]:
+                workers: int = 2, files: bool = True) -> Iterator[Any]:
     """A ``distributed.Client`` of the configured cluster, or None; closed on exit.
 
     Args:
@@ -162,6 +166,8 @@ def open_client(scheduler: str | None = None, config: str | Path | None = None, 
         config: a cluster file; used only when no address is given or configured in Dask.
         workers: the size of the caller's embedded ``LocalCluster`` (0: serial), used only
             to log what happens when nothing is configured.
+        files: whether a cluster file named by ``$PARETOSEARCH_DASK_CLUSTER`` or found in
+            the working directory may be used (not when the user named a worker count).
 
     Yields:
         A client (of a running scheduler, or of the cluster the file starts, which is closed
@@ -179,7 +185,7 @@ def open_client(scheduler: str | None = None, config: str | Path | None = None, 
         with Client(address) as client:  # type: ignore[no-untyped-call]
             yield client
         return
-    path = _cluster_file(config)
+    path = _cluster_file(config, files)
     if path is None:
         logger.info("Dask: no scheduler or cluster file configured; %s",
                     f"an embedded LocalCluster of {workers} workers" if workers > 0

@@ -60,6 +60,9 @@ class RetuneSpec:
     production: Path | None = None
     """The config in production (``chosen.json`` of ``paretosearch select``)."""
     workers: int = 2
+    workers_named: bool = False
+    """Whether the spec names ``workers`` (then no cluster file from the environment or the
+    working directory is used)."""
     slo_mix: str | None = None
     sharing: bool = False
 
@@ -107,7 +110,8 @@ class RetuneSpec:
                                     n_offsprings=search.integer("offspring", 105, low=1),
                                     seed=search.integer("seed", 0, low=0)),
             warm_start=spec.get("warm_start", bool, True), production=spec.path("production"),
-            workers=spec.integer("workers", 2, low=0), slo_mix=slo_mix,
+            workers=spec.integer("workers", 2, low=0), workers_named="workers" in spec.doc,
+            slo_mix=slo_mix,
             sharing=spec.get("sharing", bool, False))
 
 

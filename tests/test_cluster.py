@@ -160,7 +160,7 @@ def test_deploy_examples_are_valid(name: str, module: str, cls: str, known: set[
 
 @pytest.mark.dask
 def test_local_example_starts_two_workers(env: Callable[..., None]) -> None:
-    with open_client(config=ROOT / "deploy" / "dask-cluster.yaml") as client:
+    with open_client(config=ROOT / "dask-cluster.yaml") as client:
         assert isinstance(client.cluster, LocalCluster)
         client.wait_for_workers(2, timeout=60)
         assert client.submit(operator.add, 1, 2).result() == 3
@@ -300,6 +300,24 @@ def test_precedence(env: Callable[..., None], tmp_path: Path, tcp_scheduler: str
             assert client.cluster.name == chosen
 
 
+def test_a_named_worker_count_beats_implicit_cluster_files(env: Callable[..., None],
+                                                          tmp_path: Path) -> None:
+    """--workers N (files=False): neither ./dask-cluster.yaml nor $PARETOSEARCH_DASK_CLUSTER
+    is used; --cluster-config still is."""
+    for name in ("cwd", "env"):
+        (tmp_path / f"{name}.yaml").write_text(LOCAL_FILE.format(name=name))
+    (tmp_path / "cwd.yaml").rename(tmp_path / "dask-cluster.yaml")
+    with open_client(workers=0) as client:
+        assert client.cluster.name == "cwd"
+    with open_client(workers=0, files=False) as client:
+        assert client is None
+    env(**{CLUSTER_FILE_ENV: str(tmp_path / "env.yaml")})
+    with open_client(workers=0, files=False) as client:
+        assert client is None
+    with open_client(config=tmp_path / "env.yaml", workers=0, files=False) as client:
+        assert client.cluster.name == "env"
+
+
 @pytest.mark.dask
 def test_search_on_real_workers_matches_serial(tcp_scheduler: str,
                                                serial_front: list[tuple[Any, ...]]) -> None:
@@ -341,7 +359,7 @@ def test_cli_search_prefers_the_scheduler_address(env: Callable[..., None], tmp_
                                                   caplog: pytest.LogCaptureFixture) -> None:
     env(DASK_SCHEDULER_ADDRESS=tcp_scheduler)
     caplog.set_level(logging.INFO, logger="paretosearch.cluster")
-    local = ROOT / "deploy" / "dask-cluster.yaml"  # would start a LocalCluster if chosen
+    local = ROOT / "dask-cluster.yaml"  # would start a LocalCluster if chosen
     with Client(tcp_scheduler) as observer:
         with get_task_stream(client=observer) as stream:
             assert main([*SEARCH_ARGS, "--run-dir", str(tmp_path / "run"),

@@ -106,6 +106,7 @@ def test_the_deploy_example_spec_loads() -> None:
     assert (spec.policy, spec.min_jobs, spec.max_jobs, spec.window_s) == ("wfq", 500, 4000,
                                                                           604800.0)
     assert spec.out == ROOT / "deploy" / "/var/lib/paretosearch"
+    assert (spec.workers, spec.workers_named) == (2, False)  # cluster files may be used
 
 
 def test_the_window_is_the_newest_jobs_of_all_files(tmp_path: Path) -> None:
