@@ -321,8 +321,9 @@ class PolicySearch:
         from paretosearch.optuna_mirror import mirror
 
         assert self.store is not None
+        spec = self.spec()
         mirror(self.store.path / "optuna.db", "paretosearch", self.objectives, self.space,
-               evaluations)
+               evaluations, {k: spec[k] for k in ("policy", "profile", "fixed", "train", "test")})
 
 
 def _jsonable(spec: dict[str, Any]) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,13 @@ __all__ = ["mirror"]
 
 
 def mirror(db: Path, study_name: str, objectives: Sequence[Objective], space: SearchSpace,
-           evaluations: Sequence[Evaluation]) -> int:
+           evaluations: Sequence[Evaluation], about: Mapping[str, Any]) -> int:
     """Add the evaluations the study does not hold yet (in order); return the trial count.
+    ``about``: what was searched (policy, profile, samples), the study's user attributes.
 
-    ``optuna best-trials --storage sqlite:///DB --study-name NAME`` then lists the front.
+    ``optuna best-trials --storage sqlite:///DB --study-name NAME`` then lists the front, and
+    ``optuna-dashboard sqlite:///DB`` shows the objectives by name, the parameters, the
+    Pareto front and what the study is.
     """
     import optuna
 
@@ -29,13 +32,13 @@ def mirror(db: Path, study_name: str, objectives: Sequence[Objective], space: Se
         return _add(optuna.create_study(
             storage=storage, study_name=study_name, load_if_exists=True,
             directions=["maximize" if o.maximize else "minimize" for o in objectives]),
-            objectives, space, evaluations)
+            objectives, space, evaluations, about)
     finally:
         storage.engine.dispose()  # no file left open (a long-lived process mirrors often)
 
 
 def _add(study: Any, objectives: Sequence[Objective], space: SearchSpace,
-         evaluations: Sequence[Evaluation]) -> int:
+         evaluations: Sequence[Evaluation], about: Mapping[str, Any]) -> int:
     import optuna
     from optuna.distributions import (
         BaseDistribution,
@@ -56,6 +59,9 @@ def _add(study: Any, objectives: Sequence[Objective], space: SearchSpace,
         else:
             dists[n] = FloatDistribution(d.low, d.high, log=d.log)
     done = len(study.get_trials(deepcopy=False))
+    if done == 0:
+        for key, value in about.items():
+            study.set_user_attr(key, value)
     trials = []
     for params, record in evaluations[done:]:
         values = [record[o.label] for o in objectives]

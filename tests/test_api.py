@@ -89,6 +89,8 @@ def test_optuna_study_mirrors_every_evaluation(tmp_path: Path) -> None:
                               storage=f"sqlite:///{tmp_path / 'optuna.db'}")
     assert len(study.trials) == 32
     assert [d.name for d in study.directions] == ["MINIMIZE", "MAXIMIZE"]
+    assert study.metric_names == ["jct:avg", "utilization:avg"]  # the dashboard's names
+    assert (study.user_attrs["policy"], study.user_attrs["profile"]) == ("wfq", "pcs-64")
     records = pd.read_parquet(tmp_path / "records.parquet")
     assert sorted(t.values[0] for t in study.trials) == sorted(records["jct:avg"])
 

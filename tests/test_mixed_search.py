@@ -211,9 +211,10 @@ def test_optuna_mirror_records_choices(gavel_run: tuple[Path, SearchOutcome],
 
     _, out = gavel_run
     db = tmp_path / "optuna.db"
-    assert mirror(db, "mixed", JCT, SearchSpace.of("gavel"), out.evaluations) == len(
-        out.evaluations)
+    assert mirror(db, "mixed", JCT, SearchSpace.of("gavel"), out.evaluations,
+                  {"policy": "gavel"}) == len(out.evaluations)
     study = optuna.load_study(study_name="mixed", storage=f"sqlite:///{db}")
+    assert study.user_attrs == {"policy": "gavel"}
     assert [t.params["objective"] for t in study.trials] == [
         p["objective"] for p, _ in out.evaluations]
     assert isinstance(study.trials[0].distributions["objective"], CategoricalDistribution)
