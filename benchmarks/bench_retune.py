@@ -168,6 +168,7 @@ def _plot(days: list[dict[str, Any]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     cols = min(len(days), 4)
     rows = -(-len(days) // cols)
@@ -182,11 +183,15 @@ def _plot(days: list[dict[str, Any]], path: Path) -> None:
         ax.plot(day["steps"], day["warm"], color="tab:blue", lw=2, label="warm start (median)")
         ax.axhline(day["target"], ls=":", color="tab:gray")
         ax.axvline(day["steps"][-1] // 2, ls="--", color="black", lw=0.8)
-        ax.set(title=f"night 1 on {day['rows']} rows", xlabel="evaluations",
-               ylabel="hypervolume")
+        ax.set(title=f"night 2 after night 1 on {day['rows']:,} rows",
+               xlabel="evaluations (count)",
+               ylabel="hypervolume (day's scale: ideal 0, nadir 1; higher is better)")
         ax.grid(alpha=0.3)
-    axes.flat[0].legend()
-    fig.tight_layout()
+    handles, _ = axes.flat[0].get_legend_handles_labels()
+    handles += [Line2D([], [], ls=":", color="tab:gray", label="cold final (median)"),
+                Line2D([], [], ls="--", color="black", lw=0.8, label="half the budget")]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
+    fig.tight_layout(rect=(0, 0.06 / rows, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

@@ -140,6 +140,9 @@ class PolicySearch:
         self.objectives: tuple[Objective, ...] = ()
         self.front: list[dict[str, Any]] = []
         self.baselines: dict[str, dict[str, float]] = {}
+        """Each baseline policy's record on the training sample; ``baselines_test``: on the
+        test sample (``front.json``'s ``baselines`` and ``baselines_test``)."""
+        self.baselines_test: dict[str, dict[str, float]] = {}
         self.chosen: dict[str, Any] | None = None
 
     # --- PCS's interface ------------------------------------------------------------------
@@ -233,15 +236,17 @@ class PolicySearch:
             unique = list({tuple(r[o.label] for o in self.objectives): (p, r)
                            for p, r in reversed(out.front)}.values())[::-1]
             tests = test_runner.map(self.task, [p for p, _ in unique])
-            self.baselines = {name: train_runner.map(Task(name, self.profile,
-                                                          predict=self.task.predict), [{}])[0]
-                              for name in baselines_for(self.train[0], self.profile)}
+            for name in baselines_for(self.train[0], self.profile):
+                task = Task(name, self.profile, predict=self.task.predict)
+                self.baselines[name] = train_runner.map(task, [{}])[0]
+                self.baselines_test[name] = test_runner.map(task, [{}])[0]
         self.front = sorted((front_entry(p, r, self.objectives, t, self.fitted(p))
                              for (p, r), t in zip(unique, tests, strict=True)),
                             key=lambda e: [e["objectives"][o.label] for o in self.objectives])
         if self.store:
             self.store.write_progress(out.evaluations, self.front, out.hypervolume,
                                       seed=self.settings.seed, baselines=self.baselines,
+                                      baselines_test=self.baselines_test,
                                       dropped=dict(self.space.dropped), done=True)
         return self.front
 

@@ -168,12 +168,14 @@ def _point_latest(run: Path) -> None:
 
 
 def _front(run: Path, png: Path | None, console: Console) -> None:
-    from paretosearch.plots import plot_front
+    from paretosearch.plots import Marked, plot_front
 
-    doc = RunStore(run).read_front()
+    store = RunStore(run)
+    doc = store.read_front()
     front = doc["front"]
     if not front:
         raise ParetoSearchError(f"{run}: the front is empty")
+    chosen = store.chosen_index(front)
     labels = list(front[0]["objectives"])
     params = list(front[0]["params"])
     status = "" if doc.get("done") else " — search still running or interrupted"
@@ -190,15 +192,26 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
         for name in labels:
             cells += [fmt(entry["objectives"][name]), fmt(test.get(name, math.nan))]
         cells += [_cell(entry["params"][p]) for p in params]
-        table.add_row(str(i), *cells)
+        table.add_row(f"{i} chosen" if i == chosen else str(i), *cells,
+                      style="bold" if i == chosen else None)
+    tests = doc.get("baselines_test") or {}
     for name, rec in (doc.get("baselines") or {}).items():
-        cells = [c for n in labels for c in (fmt(rec[n]), "")]
+        test = tests.get(name) or {}
+        cells = [c for n in labels for c in (fmt(rec[n]), fmt(test.get(n, math.nan)))]
         table.add_row(name, *cells, *([""] * len(params)), style="red")
     console.print(table)
     for name, why in (doc.get("dropped") or {}).items():
         console.print(f"{name}: dropped from the search ({why}); kept at its default")
-    path = plot_front(doc, png or RunStore(run).path / "front.png", title=str(run))
+    marked = None if chosen is None else Marked(
+        "chosen", front[chosen]["metrics"], front[chosen].get("test_metrics"))
+    path = plot_front(doc, png or store.path / "front.png", title=str(run), marked=marked)
     console.print(f"plot written to {path}")
+
+
+def _report(run: Path, out: Path | None) -> Path:
+    from paretosearch.report_html import write_html_report
+
+    return write_html_report(run, out)
 
 
 def _cell(value: Any) -> str:

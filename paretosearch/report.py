@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from paretosearch.io import write_text
-from paretosearch.plots import plot_front
+from paretosearch.plots import Marked, plot_front
 
-__all__ = ["fmt", "write_retune_report"]
+__all__ = ["drift_rows", "fmt", "write_retune_report"]
 
 
 def fmt(value: float | None) -> str:
@@ -27,9 +27,8 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: dict[str, Any])
     (``doc``: the run's ``front.json``) with the baselines, and the production config's drift
     (``summary``: its ``retune.json``)."""
     prod = summary["production"]
-    extra = {"production": prod["train"]} if prod else {}
-    plot_front({**doc, "baselines": {**(doc.get("baselines") or {}), **extra}},
-               run / "report.png", title=f"retune {run.name}")
+    plot_front(doc, run / "report.png", title=f"retune {run.name}",
+               marked=Marked("production", prod["train"], prod["test"]) if prod else None)
     labels = summary["objectives"]
     w = summary["window"]
     lines = [f"# Retune {run.name}", "",
@@ -57,8 +56,10 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: dict[str, Any])
         params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in e["params"].items())
         lines.append(f"| {i} | {cells} | {params} |")
+    tests = doc.get("baselines_test") or {}
     for name, rec in (doc.get("baselines") or {}).items():
-        cells = " | ".join(f"{fmt(rec.get(lab))} | " for lab in labels)
+        test = tests.get(name) or {}
+        cells = " | ".join(f"{fmt(rec.get(lab))} | {fmt(test.get(lab))}" for lab in labels)
         lines.append(f"| {name} | {cells} | baseline |")
     lines += ["", "## Production config", ""]
     if prod is None:
@@ -68,20 +69,33 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: dict[str, Any])
     write_text(run / "report.md", "\n".join(lines) + "\n")
 
 
-def _drift_lines(prod: dict[str, Any], labels: Sequence[str]) -> list[str]:
-    lines = [f"`{prod['source']}` ({prod['policy']}), re-evaluated on this window.", ""]
+def drift_rows(prod: Mapping[str, Any], labels: Sequence[str]
+               ) -> list[tuple[str, str, list[list[str]]]]:
+    """The production config's drift on each sample: ``(sample, verdict, rows)``, a row per
+    objective: its name, production's value, the best front entry's, and the gain."""
+    out = []
     for sample in ("train", "test"):
         d = prod[f"drift_{sample}"]
-        verdict = (f"**dominated** by {len(d['dominated_by'])} front configurations; the "
-                   f"safest switch is #{d['best']}" if d["dominated"]
+        verdict = (f"dominated by {len(d['dominated_by'])} front configurations; the safest "
+                   f"switch is #{d['best']}" if d["dominated"]
                    else "not dominated by the new front")
-        lines += [f"On the {sample} sample: {verdict}.", "",
-                  "| objective | production | front #best | gain |", "|---|---|---|---|"]
+        rows = []
         for lab in labels:
             row = d["objectives"][lab]
             gain = row.get("gain")
-            lines.append(f"| {lab} | {fmt(row['production'])} | {fmt(row.get('front'))} | "
-                         + (f"{100 * gain:+.1f} %" if gain is not None else "—") + " |")
+            rows.append([lab, fmt(row["production"]), fmt(row.get("front")),
+                         f"{100 * gain:+.1f} %" if gain is not None else "—"])
+        out.append((sample, verdict, rows))
+    return out
+
+
+def _drift_lines(prod: dict[str, Any], labels: Sequence[str]) -> list[str]:
+    lines = [f"`{prod['source']}` ({prod['policy']}), re-evaluated on this window.", ""]
+    for sample, verdict, rows in drift_rows(prod, labels):
+        lines += [f"On the {sample} sample: " + (f"**{verdict}**" if verdict.startswith("dom")
+                                                   else verdict) + ".", "",
+                  "| objective | production | front #best | gain |", "|---|---|---|---|"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
         lines.append("")
     since = prod.get("since_previous")
     if since:

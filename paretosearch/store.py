@@ -180,6 +180,15 @@ class RunStore:
         """``chosen.json``: the operator's selected configuration."""
         return write_json(choice, self.path / "chosen.json")
 
+    def chosen_index(self, front: Sequence[dict[str, Any]]) -> int | None:
+        """The index in ``front`` of the entry ``chosen.json`` records, or None (no choice
+        made, or one that is not on this front)."""
+        if not (self.path / "chosen.json").exists():
+            return None
+        picked = self._read_json("chosen.json").get("params") or {}
+        return next((i for i, e in enumerate(front)
+                     if all(picked.get(k) == v for k, v in e["params"].items())), None)
+
     def _read_json(self, name: str) -> dict[str, Any]:
         try:
             doc: dict[str, Any] = json.loads((self.path / name).read_text())

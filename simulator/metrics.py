@@ -36,10 +36,12 @@ class Metric:
 
     name: str
     unit: str
+    title: str
     help: str
     compute: Callable[[SimulationResult], FloatArray]
     maximize: bool = False
     predicted: bool = False
+    per_run: bool = False
 
 
 def _pred_err(r: SimulationResult) -> FloatArray:
@@ -81,31 +83,39 @@ def _per_gpu_time(integral: float, r: SimulationResult) -> FloatArray:
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("jct", "s", "job completion time: finish - arrival", lambda r: r.jct_s),
-    Metric("wait", "s", "queueing delay: first start - arrival",
+    Metric("jct", "s", "job completion time", "finish - arrival", lambda r: r.jct_s),
+    Metric("wait", "s", "queueing delay", "first start - arrival",
            lambda r: r.start_s - r.workload.arrival_s),
-    Metric("makespan", "s", "last finish - first arrival (one value per run)", _makespan),
-    Metric("pred_err", "%", "|predicted JCT - JCT| / predicted JCT, prediction at arrival",
-           _pred_err, predicted=True),
-    Metric("unfairness", "%", "max(0, JCT / fair finish time - 1) (PCS)",
+    Metric("makespan", "s", "makespan", "last finish - first arrival (one value per run)",
+           _makespan, per_run=True),
+    Metric("pred_err", "%", "JCT prediction error",
+           "|predicted JCT - JCT| / predicted JCT, prediction at arrival", _pred_err,
+           predicted=True),
+    Metric("unfairness", "%", "unfairness", "max(0, JCT / fair finish time - 1) (PCS)",
            lambda r: 100.0 * np.maximum(0.0, r.jct_s / r.fft_s - 1.0)),
-    Metric("ftf", "x", "finish-time fairness rho = JCT / JCT at a 1/N share (Themis)", _ftf),
-    Metric("utilization", "frac", "time-average fraction of GPUs allocated (one per run)",
-           lambda r: _per_gpu_time(r.busy_gpu_s, r), maximize=True),
-    Metric("preemptions", "count", "allocation changes after a job first started",
+    Metric("ftf", "x", "finish-time fairness",
+           "finish-time fairness rho = JCT / JCT at a 1/N share (Themis)", _ftf),
+    Metric("utilization", "frac", "GPUs allocated",
+           "time-average fraction of GPUs allocated (one per run)",
+           lambda r: _per_gpu_time(r.busy_gpu_s, r), maximize=True, per_run=True),
+    Metric("preemptions", "count", "preemptions", "allocation changes after a job first started",
            lambda r: r.preemptions.astype(np.float64)),
-    Metric("slo_miss", "frac", "SLO jobs: 1 - reward obtained / 100 (UniSched eq. 15)",
-           _slo_miss),
-    Metric("be_jct", "s", "JCT of best-effort jobs (every job if none has an SLO)", _be_jct),
-    Metric("slowdown", "x", "(t_colocated - t_alone) / t_alone over the job's running time",
+    Metric("slo_miss", "frac", "SLO reward missed",
+           "SLO jobs: 1 - reward obtained / 100 (UniSched eq. 15)", _slo_miss),
+    Metric("be_jct", "s", "best-effort JCT",
+           "JCT of best-effort jobs (every job if none has an SLO)", _be_jct),
+    Metric("slowdown", "x", "co-location slowdown",
+           "(t_colocated - t_alone) / t_alone over the job's running time",
            lambda r: r.slowdown),
-    Metric("perf_guaranteed", "frac", "1 - mean slowdown (OJPP; one per run)",
-           lambda r: np.array([1.0 - float(r.slowdown.mean())]), maximize=True),
-    Metric("gpus_used", "count", "devices that ever hosted a job (OJPP's bins; one per run)",
-           lambda r: np.array([r.gpus_used])),
-    Metric("gpu_util_sum", "frac", "time-average GPU utilization, co-located jobs' summed and "
-           "capped at 1 per GPU (one per run)", lambda r: _per_gpu_time(r.util_gpu_s, r),
-           maximize=True),
+    Metric("perf_guaranteed", "frac", "performance guaranteed",
+           "1 - mean slowdown (OJPP; one per run)",
+           lambda r: np.array([1.0 - float(r.slowdown.mean())]), maximize=True, per_run=True),
+    Metric("gpus_used", "count", "GPUs used",
+           "devices that ever hosted a job (OJPP's bins; one per run)",
+           lambda r: np.array([r.gpus_used]), per_run=True),
+    Metric("gpu_util_sum", "frac", "GPU utilization", "time-average GPU utilization, "
+           "co-located jobs' summed and capped at 1 per GPU (one per run)",
+           lambda r: _per_gpu_time(r.util_gpu_s, r), maximize=True, per_run=True),
 )}
 """Every metric by name."""
 

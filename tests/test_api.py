@@ -58,7 +58,10 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     assert all(e["test_metrics"]["jct:avg"] > 0 for e in front)
     published = json.loads((tmp_path / "front.json").read_text())
     assert _front_key(published["front"]) == _front_key(front) and published["done"]
-    assert set(published["baselines"]) == set(BASELINES)
+    assert set(published["baselines"]) == set(published["baselines_test"]) == set(BASELINES)
+    train, test = search.evaluate("srsf", {})  # the baselines are run on both samples
+    assert published["baselines"]["srsf"]["jct:avg"] == train["jct:avg"]
+    assert published["baselines_test"]["srsf"]["jct:avg"] == test["jct:avg"] != train["jct:avg"]
     assert len(pd.read_parquet(tmp_path / "records.parquet")) == 32
     assert len(_journal_keys(tmp_path)) == 32
     chosen = search.SetConfig(search.knee())
