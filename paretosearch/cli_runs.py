@@ -249,11 +249,19 @@ def _select(args: argparse.Namespace, console: Console) -> None:
 
 
 def add_run_commands(sub: Any) -> None:
-    """Add ``search``, ``front`` and ``select`` to the CLI's subcommands."""
+    """Add ``search``, ``front``, ``report`` and ``select`` to the CLI's subcommands."""
     _search_parser(sub)
     front = sub.add_parser("front", help="print a run's Pareto front and plot it to PNG")
     front.add_argument("run", type=Path, help="the run directory")
     front.add_argument("--png", type=Path, help="where to write the plot (default: RUN/front.png)")
+    rep = sub.add_parser(
+        "report", help="write a run's interactive HTML report (one file, opens offline)",
+        description="One self-contained HTML page of a run: the front to explore (hover for a "
+                    "configuration's parameters and metrics, click for its select / export "
+                    "commands), the baselines on both samples, the hypervolume per generation, "
+                    "the parameters not searched, and a retune's production drift.")
+    rep.add_argument("run", type=Path, help="the run directory")
+    rep.add_argument("--out", type=Path, help="where to write it (default: RUN/report.html)")
     sel = sub.add_parser("select", help="choose one configuration from a run's front")
     sel.add_argument("run", type=Path, help="the run directory")
     how = sel.add_mutually_exclusive_group()
@@ -270,5 +278,7 @@ RUN_COMMANDS: dict[str, Callable[[argparse.Namespace, Console], None]] = {
     "search": _search,
     "front": lambda args, console: _front(args.run, args.png, console),
     "select": _select,
+    "report": lambda args, console: console.print(
+        f"report written to {_report(args.run, args.out)}"),
 }
 """Each run command's handler."""

@@ -11,9 +11,10 @@ One run of :func:`retune`:
 4. re-evaluates the configuration in production on the new window and reports drift:
    whether the new front dominates it, by how much on each objective, and how it moved
    since the last run;
-5. writes ``retune.json`` and a report (``report.md`` + ``report.png``), and only then moves
-   ``OUT/current`` to the new run (an atomic rename of a symlink): ``current`` never points
-   at a partial run, and a failure anywhere leaves it where it was.
+5. writes ``retune.json`` and a report (``report.md`` + ``report.png``, and the interactive
+   ``report.html``), and only then moves ``OUT/current`` to the new run (an atomic rename of
+   a symlink): ``current`` never points at a partial run, and a failure anywhere leaves it
+   where it was.
 
 Exit codes (:class:`Exit`) tell cron / a CronJob / systemd what happened.
 """
@@ -43,6 +44,7 @@ from paretosearch.cache import EvaluationCache
 from paretosearch.io import write_json
 from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.report import write_retune_report
+from paretosearch.report_html import write_html_report
 from paretosearch.retune_spec import RetuneSpec, TooFewJobs, Window, read_window
 from paretosearch.search import Progress, param_key
 from paretosearch.store import RunStore
@@ -218,6 +220,7 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
             code = Exit.DRIFT
     summary["exit"] = int(code)
     write_retune_report(run, search.store.read_front(), summary)
+    write_html_report(run, retune=summary)
     write_json(summary, run / "retune.json")
     _point(spec.out / "current", run)
     return RetuneOutcome(code, run, summary)

@@ -179,7 +179,8 @@ def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Pat
     out = tmp_path / "out"
     assert first.exit == Exit.PUBLISHED and (out / "current").resolve() == first.run
     assert first.summary["warm_start"]["from"] is None
-    for name in ("report.md", "report.png", "retune.json", "front.json", "records.parquet"):
+    for name in ("report.md", "report.png", "report.html", "retune.json", "front.json",
+                 "records.parquet"):
         assert (first.run / name).stat().st_size > 0
     # the operator puts the knee of the first front in production
     assert main(["select", str(out / "current"), "--knee",
@@ -226,6 +227,9 @@ def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Pat
     assert second.exit == (Exit.DRIFT if both else Exit.PUBLISHED)
     report = (second.run / "report.md").read_text()
     assert "production.json" in report and f"from {first.run}" in report
+    page = (second.run / "report.html").read_text()  # the interactive report: drift too
+    assert "<h2>Production config</h2>" in page and "production.json" in page
+    assert "Production config" not in (first.run / "report.html").read_text()  # none then
 
 
 def test_a_warm_start_seeds_one_configuration_per_objective_vector(tmp_path: Path) -> None:

@@ -1,0 +1,296 @@
+"""``paretosearch report RUN``: one self-contained HTML page of a run, to explore the front.
+
+Plotly draws it, its JavaScript bundle embedded, so the page opens without a network. The
+page holds: the front (one panel per pair of objectives, plus parallel coordinates for three
+or more), where hovering a point shows the configuration's parameters and its training and
+test metrics and clicking it shows the ``select`` / ``export`` commands for it; the baselines
+on both samples; the hypervolume per generation; the parameters left out of the search and
+why; and, for a retune, the production config's drift.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from paretosearch.io import write_text
+from paretosearch.plots import Axis, Marked, axis
+from paretosearch.report import drift_rows, fmt
+from paretosearch.store import RunStore
+
+__all__ = ["FRONT_TRACE", "write_html_report"]
+
+FRONT_TRACE = "front-train"
+"""The ``uid`` of the first panel's trace of the front on the training sample (one mark per
+front member); a headless browser test counts its marks."""
+_COLORS = {"front": "#1f77b4", "baseline": "#d62728", "chosen": "#b8860b"}
+_CLICK = """
+var gd = document.getElementById('{plot_id}');
+gd.on('plotly_click', function (ev) {
+  var p = ev.points[0];
+  if (p.customdata === undefined || p.customdata === null) { return; }
+  document.getElementById('command').textContent = COMMANDS[p.customdata];
+});
+"""
+
+
+def write_html_report(run: str | Path, out: str | Path | None = None, *,
+                      retune: Mapping[str, Any] | None = None) -> Path:
+    """Write the report of run directory ``run`` to ``out`` (default ``RUN/report.html``),
+    atomically; ``retune``: the run's retune summary (default: its ``retune.json``, if any)."""
+    import plotly.graph_objects as go
+
+    store = RunStore(run)
+    doc, spec = store.read_front(), store.read_spec()
+    if retune is None and (store.path / "retune.json").exists():
+        retune = json.loads((store.path / "retune.json").read_text())
+    front = doc["front"]
+    labels = list(spec["objectives"])
+    chosen = store.chosen_index(front)
+    prod = (retune or {}).get("production")
+    marked = (Marked("production", prod["train"], prod["test"]) if prod else
+              Marked(f"chosen (#{chosen})", front[chosen]["metrics"],
+                     front[chosen].get("test_metrics")) if chosen is not None else None)
+    name = str(run)
+    commands = [f"paretosearch select {name} --index {i}\n"
+                f"paretosearch export {name} --index {i} --format kueue" for i in range(len(front))]
+    front_fig = _front_figure(go, doc, labels, marked)
+    hv = doc.get("hypervolume") or []
+    hv_fig = go.Figure(go.Scatter(x=[h["evaluations"] for h in hv],
+                                  y=[h["hypervolume"] for h in hv], mode="lines+markers"))
+    hv_fig.update_layout(height=320, margin={"t": 30}, xaxis_title="evaluations",
+                         yaxis_title="hypervolume (training sample)")
+    parts = [
+        f"<h1>Run {html.escape(name)}</h1>", _summary(spec, doc, retune),
+        "<h2>Pareto front</h2>",
+        "<p>Filled: the training sample; hollow: the same configuration on the test sample, "
+        "joined by a line. Hover a point for its parameters and metrics; click a front point "
+        "for the commands that choose and export it.</p>",
+        front_fig.to_html(full_html=False, include_plotlyjs=True, div_id="front",
+                          post_script=_CLICK),
+        '<pre id="command">(click a point of the front)</pre>',
+        _front_table(front, labels, chosen), "<h2>Baselines</h2>", _baselines_table(doc, labels),
+        "<h2>Hypervolume per generation</h2>",
+        hv_fig.to_html(full_html=False, include_plotlyjs=False, div_id="hypervolume"),
+        "<h2>Parameters not searched</h2>", _dropped(doc.get("dropped") or {})]
+    if prod:
+        parts += ["<h2>Production config</h2>", _drift(prod, labels)]
+    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<title>paretosearch: {html.escape(name)}</title><style>{_CSS}</style>"
+            f"<script>var COMMANDS = {json.dumps(commands)};</script></head>"
+            f"<body>{''.join(parts)}</body></html>")
+    return write_text(Path(out) if out is not None else store.path / "report.html", page)
+
+
+def _front_figure(go: Any, doc: Mapping[str, Any], labels: Sequence[str],
+                  marked: Marked | None) -> Any:
+    """Pairwise panels of the objectives, and parallel coordinates for three or more."""
+    from plotly.subplots import make_subplots
+
+    pairs = list(combinations(range(len(labels)), 2)) or [(0, 0)]
+    panels = len(pairs) + (len(labels) >= 3)
+    cols = 1 if panels == 1 else 2
+    rows = -(-panels // cols)
+    fig = make_subplots(rows=rows, cols=cols, horizontal_spacing=0.12, vertical_spacing=0.14)
+    points = _points(doc, marked)
+    axes = {lab: axis(lab, [v for _, _, tr, te, _ in points for v in (
+        tr.get(lab), (te or {}).get(lab)) if v is not None]) for lab in labels}
+    hover = [_hover(p, axes) for p in points]
+    for k, (i, j) in enumerate(pairs):
+        row, col = k // cols + 1, k % cols + 1
+        for trace in _pair_traces(go, points, hover, labels[i], labels[j], axes,
+                                  first=k == 0):
+            fig.add_trace(trace, row=row, col=col)
+        for which, lab in (("x", labels[i]), ("y", labels[j])):
+            a = axes[lab]
+            getattr(fig, f"update_{which}axes")(
+                title_text=a.title, type="log" if a.scale == "log" else "linear",
+                row=row, col=col)
+    if len(labels) >= 3:
+        k = len(pairs)
+        for trace in _parallel_traces(go, points, hover, labels):
+            fig.add_trace(trace, row=k // cols + 1, col=k % cols + 1)
+        fig.update_xaxes(tickvals=list(range(len(labels))),
+                         ticktext=[axes[lab].title for lab in labels],
+                         row=k // cols + 1, col=k % cols + 1)
+        fig.update_yaxes(tickvals=[0, 1], ticktext=["lowest", "highest"],
+                         row=k // cols + 1, col=k % cols + 1)
+    fig.update_layout(height=480 * rows, hovermode="closest", legend={"orientation": "h"},
+                      margin={"t": 30})
+    return fig
+
+
+_Point = tuple[str, str, Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any] | None]
+"""kind (``front``, ``baseline``, ``chosen``), label, train record, test record, parameters"""
+
+
+def _points(doc: Mapping[str, Any], marked: Marked | None) -> list[_Point]:
+    tests = doc.get("baselines_test") or {}
+    out: list[_Point] = [("front", str(i), e["metrics"], e.get("test_metrics"), e["params"])
+                         for i, e in enumerate(doc["front"])]
+    out += [("baseline", name, rec, tests.get(name), None)
+            for name, rec in (doc.get("baselines") or {}).items()]
+    if marked is not None:
+        out.append(("chosen", marked.label, marked.train, marked.test, None))
+    return out
+
+
+def _hover(p: _Point, axes: Mapping[str, Axis]) -> str:
+    """A point's hover text: what it is, its parameters, each objective on both samples in
+    the axes' units."""
+    kind, label, train, test, params = p
+    head = f"<b>#{label}</b>" if kind == "front" else (
+        f"<b>{html.escape(label)}</b>" + (" (baseline)" if kind == "baseline" else ""))
+    lines = [head, *(f"{k} = {_value(v)}" for k, v in (params or {}).items())]
+    for lab, a in axes.items():
+        def shown(rec: Mapping[str, Any] | None, lab: str = lab, a: Axis = a) -> str:
+            v = (rec or {}).get(lab)
+            return fmt(None if v is None else float(v) * a.factor)
+        lines.append(f"{html.escape(a.title)}: {shown(train)} (test {shown(test)})")
+    return "<br>".join(lines)
+
+
+def _value(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else html.escape(str(v))
+
+
+def _pair_traces(go: Any, points: Sequence[_Point], hover: Sequence[str], x: str, y: str,
+                 axes: Mapping[str, Axis], *, first: bool) -> list[Any]:
+    """Train (filled) and test (hollow) marks of each kind, and the lines joining them."""
+    def at(rec: Mapping[str, Any] | None) -> tuple[float, float] | None:
+        if rec is None or rec.get(x) is None or rec.get(y) is None:
+            return None
+        px, py = float(rec[x]) * axes[x].factor, float(rec[y]) * axes[y].factor
+        return (px, py) if math.isfinite(px) and math.isfinite(py) else None
+
+    traces = []
+    lx: list[float | None] = []
+    ly: list[float | None] = []
+    for kind, symbol, size in (("front", "circle", 9), ("baseline", "square", 9),
+                               ("chosen", "star", 16)):
+        mine = [(p, h) for p, h in zip(points, hover, strict=True) if p[0] == kind]
+        for sample in ("train", "test"):
+            placed = [((p, h), at(p[2] if sample == "train" else p[3])) for p, h in mine]
+            shown = [(p, xy) for p, xy in placed if xy is not None]
+            if not shown:
+                continue
+            color = _COLORS[kind]
+            traces.append(go.Scatter(
+                x=[xy[0] for _, xy in shown], y=[xy[1] for _, xy in shown],
+                mode="markers+text" if kind != "front" and sample == "train" else "markers",
+                text=[p[1] for (p, _), _ in shown] if kind != "front" else None,
+                textposition="top right", textfont={"color": color, "size": 10},
+                marker={"symbol": symbol if sample == "train" else f"{symbol}-open",
+                        "size": size, "color": color, "line": {"color": color, "width": 1.5}},
+                hovertext=[h for (_, h), _ in shown], hovertemplate="%{hovertext}<extra></extra>",
+                customdata=[int(p[1]) for (p, _), _ in shown] if kind == "front" else None,
+                name=f"{'front' if kind == 'front' else kind}, {sample}",
+                legendgroup=f"{kind}-{sample}", showlegend=first,
+                uid=FRONT_TRACE if first and kind == "front" and sample == "train" else None))
+        for p, _ in mine:
+            a, b = at(p[2]), at(p[3])
+            if a and b:
+                lx += [a[0], b[0], None]
+                ly += [a[1], b[1], None]
+    traces.insert(0, go.Scatter(x=lx, y=ly, mode="lines", hoverinfo="skip", name="train → test",
+                                line={"color": "rgba(31,119,180,0.35)", "width": 1},
+                                legendgroup="lines", showlegend=first))
+    return traces
+
+
+def _parallel_traces(go: Any, points: Sequence[_Point], hover: Sequence[str],
+                     labels: Sequence[str]) -> list[Any]:
+    """One line per configuration over the objectives (training sample), each scaled to its
+    range over everything shown."""
+    values = {lab: [float(p[2][lab]) for p in points if p[2].get(lab) is not None
+                    and math.isfinite(float(p[2][lab]))] for lab in labels}
+    lo = {lab: min(v, default=0.0) for lab, v in values.items()}
+    span = {lab: (max(v, default=1.0) - lo[lab]) or 1.0 for lab, v in values.items()}
+    traces = []
+    for (kind, label, train, _, _), text in zip(points, hover, strict=True):
+        ys = [(float(train[lab]) - lo[lab]) / span[lab] if train.get(lab) is not None
+              and math.isfinite(float(train[lab])) else None for lab in labels]
+        traces.append(go.Scatter(
+            x=list(range(len(labels))), y=ys, mode="lines+markers",
+            line={"color": _COLORS[kind], "width": 3 if kind == "chosen" else 1},
+            opacity=0.5 if kind == "front" else 0.9, hovertext=[text] * len(labels),
+            hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+            customdata=[int(label)] * len(labels) if kind == "front" else None))
+    return traces
+
+
+def _summary(spec: Mapping[str, Any], doc: Mapping[str, Any],
+             retune: Mapping[str, Any] | None) -> str:
+    hv = doc.get("hypervolume") or []
+    items = [f"policy <code>{html.escape(spec['policy'])}</code> on profile "
+             f"<code>{html.escape(spec['profile'])}</code>",
+             "objectives: " + ", ".join(f"<code>{html.escape(o)}</code>"
+                                        for o in spec["objectives"]),
+             f"{hv[-1]['evaluations'] if hv else 0:,} evaluations, seed "
+             f"{spec['settings'].get('seed')}" + ("" if doc.get("done") else
+                                                   " (still running or interrupted)"),
+             "training sample: " + html.escape("; ".join(spec["train"])),
+             "test sample: " + html.escape("; ".join(spec["test"]))]
+    if retune:
+        w = retune["window"]
+        items.append(f"retune window: {w['jobs']:,} jobs, arrivals {w['start_s']:,.0f} s .. "
+                     f"{w['end_s']:,.0f} s")
+    return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
+
+
+def _front_table(front: Sequence[Mapping[str, Any]], labels: Sequence[str],
+                 chosen: int | None) -> str:
+    params = list(front[0]["params"]) if front else []
+    head = ["#", *(c for lab in labels for c in (lab, "test")), *params]
+    rows = []
+    for i, e in enumerate(front):
+        test = e.get("test_metrics") or {}
+        rows.append([f"{i} (chosen)" if i == chosen else str(i),
+                     *(c for lab in labels for c in (fmt(e["objectives"][lab]),
+                                                     fmt(test.get(lab)))),
+                     *(_value(e["params"][p]) for p in params)])
+    return _table(head, rows)
+
+
+def _baselines_table(doc: Mapping[str, Any], labels: Sequence[str]) -> str:
+    tests = doc.get("baselines_test") or {}
+    rows = [[html.escape(name), *(c for lab in labels for c in (
+        fmt(rec.get(lab)), fmt((tests.get(name) or {}).get(lab))))]
+            for name, rec in (doc.get("baselines") or {}).items()]
+    if not rows:
+        return "<p>No baselines for this policy family.</p>"
+    return _table(["baseline", *(c for lab in labels for c in (lab, "test"))], rows)
+
+
+def _dropped(dropped: Mapping[str, str]) -> str:
+    if not dropped:
+        return "<p>None: every parameter of the policy was searched.</p>"
+    return _table(["parameter", "why it stays at its default"],
+                  [[html.escape(k), html.escape(v)] for k, v in dropped.items()])
+
+
+def _drift(prod: Mapping[str, Any], labels: Sequence[str]) -> str:
+    out = [f"<p><code>{html.escape(prod['source'])}</code> ({html.escape(prod['policy'])}), "
+           "re-evaluated on this window.</p>"]
+    for sample, verdict, rows in drift_rows(prod, labels):
+        out += [f"<p>On the {sample} sample: {html.escape(verdict)}.</p>",
+                _table(["objective", "production", "front #best", "gain"], rows)]
+    return "".join(out)
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Cells are HTML already (escaped by the caller)."""
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
+        "padding:3px 8px;text-align:right}th{background:#f3f3f3}"
+        "pre#command{background:#f6f6f6;padding:.8em;border:1px solid #ddd}")
