@@ -172,7 +172,7 @@ def _plot(days: list[dict[str, Any]], path: Path) -> None:
 
     cols = min(len(days), 4)
     rows = -(-len(days) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.5 * rows), squeeze=False)
     for ax in axes.flat[len(days):]:
         ax.set_visible(False)
     for ax, day in zip(axes.flat, days, strict=False):
@@ -185,12 +185,14 @@ def _plot(days: list[dict[str, Any]], path: Path) -> None:
         ax.axvline(day["steps"][-1] // 2, ls="--", color="black", lw=0.8)
         ax.set(title=f"night 2 after night 1 on {day['rows']:,} rows",
                xlabel="evaluations (count)",
-               ylabel="hypervolume (day's scale: ideal 0, nadir 1; higher is better)")
+               ylabel="hypervolume (higher is better)")
         ax.grid(alpha=0.3)
     handles, _ = axes.flat[0].get_legend_handles_labels()
     handles += [Line2D([], [], ls=":", color="tab:gray", label="cold final (median)"),
                 Line2D([], [], ls="--", color="black", lw=0.8, label="half the budget")]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
+    fig.suptitle("Hypervolume of everything evaluated so far; objectives scaled per day "
+                 "between the ideal point (0) and the nadir (1) of its final fronts")
     fig.tight_layout(rect=(0, 0.06 / rows, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
