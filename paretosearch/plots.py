@@ -21,7 +21,8 @@ from typing import Any
 from paretosearch.io import atomic_write
 from simulator.metrics import METRICS
 
-__all__ = ["Axis", "Marked", "axis", "draw_front", "plot_front"]
+__all__ = ["Axis", "Marked", "Point", "axes_for", "axis", "draw_front", "parallel_coordinates",
+           "plot_front", "point_xy", "points"]
 
 LOG_SPAN = 20.0
 """An axis is logarithmic when its positive values span more than this factor."""
@@ -118,13 +119,12 @@ def draw_front(doc: Mapping[str, Any], *, title: str = "", marked: Marked | None
     cols = min(3, panels) if panels != 4 else 2
     rows = -(-panels // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 5.0 * rows), squeeze=False)
-    points = _points(doc, marked)
-    axes_of = {lab: axis(lab, [v for p in points for v in (p.train.get(lab), *(
-        [p.test.get(lab)] if p.test else []))]) for lab in labels}
-    queued = [_scatter(ax, points, axes_of[labels[i]], axes_of[labels[j]], labels[i], labels[j])
+    drawn = points(doc, marked)
+    axes_of = axes_for(drawn, labels)
+    queued = [_scatter(ax, drawn, axes_of[labels[i]], axes_of[labels[j]], labels[i], labels[j])
               for ax, (i, j) in zip(axes.flat, pairs, strict=False)]
     if len(labels) >= 3:
-        _parallel(axes.flat[len(pairs)], points, labels, axes_of)
+        _parallel(axes.flat[len(pairs)], drawn, labels, axes_of)
     for ax in list(axes.flat)[panels:]:
         ax.set_visible(False)
     handles = _legend(marked)
@@ -140,32 +140,43 @@ def draw_front(doc: Mapping[str, Any], *, title: str = "", marked: Marked | None
 
 
 @dataclass(frozen=True)
-class _Point:
+class Point:
     """One configuration as drawn: its kind (``front``, ``baseline``, ``chosen``), label
-    (baselines and chosen only), train and test records."""
+    (the front index, the baseline's name, or the star's label), train and test records,
+    and its parameters (front members only)."""
 
     kind: str
     label: str
     train: Mapping[str, Any]
     test: Mapping[str, Any] | None
+    params: Mapping[str, Any] | None = None
 
 
 _STYLE = {"front": ("o", "tab:blue", 36), "baseline": ("s", "tab:red", 36),
           "chosen": ("*", "goldenrod", 180)}
 
 
-def _points(doc: Mapping[str, Any], marked: Marked | None) -> list[_Point]:
+def points(doc: Mapping[str, Any], marked: Marked | None) -> list[Point]:
+    """What a picture of ``front.json``'s content (``doc``) shows: the front, the baselines
+    (on both samples where ``baselines_test`` has them) and the starred configuration."""
     tests = doc.get("baselines_test") or {}
-    out = [_Point("front", "", e["metrics"], e.get("test_metrics")) for e in doc["front"]]
-    out += [_Point("baseline", name, rec, tests.get(name))
+    out = [Point("front", str(i), e["metrics"], e.get("test_metrics"), e["params"])
+           for i, e in enumerate(doc["front"])]
+    out += [Point("baseline", name, rec, tests.get(name))
             for name, rec in (doc.get("baselines") or {}).items()]
     if marked is not None:
-        out.append(_Point("chosen", marked.label, marked.train, marked.test))
+        out.append(Point("chosen", marked.label, marked.train, marked.test))
     return out
 
 
-def _xy(rec: Mapping[str, Any] | None, x: str, y: str, ax_x: Axis, ax_y: Axis
-        ) -> tuple[float, float] | None:
+def axes_for(shown: Sequence[Point], labels: Sequence[str]) -> dict[str, Axis]:
+    """Each objective's :func:`axis` for everything shown, on both samples."""
+    return {lab: axis(lab, [v for p in shown for v in (p.train.get(lab), *(
+        [p.test.get(lab)] if p.test else []))]) for lab in labels}
+
+
+def point_xy(rec: Mapping[str, Any] | None, x: str, y: str, ax_x: Axis, ax_y: Axis
+             ) -> tuple[float, float] | None:
     """A record's point in shown units, or None where a metric does not apply to it."""
     if rec is None or rec.get(x) is None or rec.get(y) is None:
         return None
@@ -173,14 +184,35 @@ def _xy(rec: Mapping[str, Any] | None, x: str, y: str, ax_x: Axis, ax_y: Axis
     return (px, py) if math.isfinite(px) and math.isfinite(py) else None
 
 
-def _scatter(ax: Any, points: Sequence[_Point], ax_x: Axis, ax_y: Axis, x: str, y: str
+def parallel_coordinates(shown: Sequence[Point], labels: Sequence[str],
+                         axes: Mapping[str, Axis]
+                         ) -> tuple[list[list[float]], dict[str, float], dict[str, float]]:
+    """Each point's training record with every objective scaled to its range over
+    everything shown (NaN where it does not apply), and each range's ends in shown units."""
+    values = {lab: [float(p.train[lab]) * axes[lab].factor for p in shown
+                    if p.train.get(lab) is not None and math.isfinite(float(p.train[lab]))]
+              for lab in labels}
+    lo = {lab: min(v, default=0.0) for lab, v in values.items()}
+    hi = {lab: max(v, default=1.0) for lab, v in values.items()}
+    rows = []
+    for p in shown:
+        row = []
+        for lab in labels:
+            v = p.train.get(lab)
+            row.append((float(v) * axes[lab].factor - lo[lab]) / (hi[lab] - lo[lab] or 1.0)
+                       if v is not None and math.isfinite(float(v)) else math.nan)
+        rows.append(row)
+    return rows, lo, hi
+
+
+def _scatter(ax: Any, drawn: Sequence[Point], ax_x: Axis, ax_y: Axis, x: str, y: str
              ) -> list[tuple[str, tuple[float, float], str]]:
     """One panel: every point on train (filled) and test (hollow), joined. Returns the labels
     of the baselines and the chosen configuration, for :func:`_place_labels`."""
     queued = []
-    for p in points:
+    for p in drawn:
         marker, color, size = _STYLE[p.kind]
-        train, test = _xy(p.train, x, y, ax_x, ax_y), _xy(p.test, x, y, ax_x, ax_y)
+        train, test = point_xy(p.train, x, y, ax_x, ax_y), point_xy(p.test, x, y, ax_x, ax_y)
         z = 4 if p.kind == "chosen" else 3
         if train and test:
             ax.plot([train[0], test[0]], [train[1], test[1]], color=color, lw=0.7, alpha=0.45,
@@ -190,7 +222,7 @@ def _scatter(ax: Any, points: Sequence[_Point], ax_x: Axis, ax_y: Axis, x: str, 
         if test:
             ax.scatter(*test, marker=marker, facecolors="white", edgecolors=color, s=size,
                        zorder=z)
-        if p.label and train:
+        if p.kind != "front" and train:
             queued.append((p.label, train, color))
     _style_axis(ax, "x", ax_x)
     _style_axis(ax, "y", ax_y)
@@ -213,28 +245,17 @@ def _style_axis(ax: Any, which: str, a: Axis) -> None:
     target.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
-def _parallel(ax: Any, points: Sequence[_Point], labels: Sequence[str],
+def _parallel(ax: Any, drawn: Sequence[Point], labels: Sequence[str],
               axes_of: Mapping[str, Axis]) -> None:
-    """Parallel coordinates of the training records: one line per configuration, each
-    objective scaled to its range over everything drawn (lower is better on every axis
-    but those that say otherwise)."""
-    shown = {lab: [float(p.train[lab]) * axes_of[lab].factor for p in points
-                   if p.train.get(lab) is not None and math.isfinite(float(p.train[lab]))]
-             for lab in labels}
-    lo = {lab: min(v) if v else 0.0 for lab, v in shown.items()}
-    hi = {lab: max(v) if v else 1.0 for lab, v in shown.items()}
-    for p in points:
+    """Parallel coordinates of the training records (:func:`parallel_coordinates`); lower
+    is better on every axis but those that say otherwise."""
+    rows, lo, hi = parallel_coordinates(drawn, labels, axes_of)
+    for p, ys in zip(drawn, rows, strict=True):
         marker, color, _ = _STYLE[p.kind]
-        ys = []
-        for lab in labels:
-            v = p.train.get(lab)
-            span = hi[lab] - lo[lab] or 1.0
-            ys.append((float(v) * axes_of[lab].factor - lo[lab]) / span
-                      if v is not None and math.isfinite(float(v)) else math.nan)
         ax.plot(range(len(labels)), ys, color=color, marker=marker, ms=4,
                 lw=2.2 if p.kind == "chosen" else 1.0,
                 alpha=0.5 if p.kind == "front" else 0.9, zorder=2 if p.kind == "front" else 3)
-        if p.label and not math.isnan(ys[-1]):
+        if p.kind != "front" and not math.isnan(ys[-1]):
             ax.annotate(p.label, (len(labels) - 1, ys[-1]), xytext=(5, 0),
                         textcoords="offset points", va="center", fontsize=7, color=color)
     ax.set_xticks(range(len(labels)))

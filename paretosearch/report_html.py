@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from paretosearch.io import write_text
-from paretosearch.plots import Axis, Marked, axis
+from paretosearch.plots import (
+    Axis,
+    Marked,
+    Point,
+    axes_for,
+    parallel_coordinates,
+    point_xy,
+    points,
+)
 from paretosearch.report import drift_rows, fmt
 from paretosearch.store import RunStore
 
@@ -97,13 +105,12 @@ def _front_figure(go: Any, doc: Mapping[str, Any], labels: Sequence[str],
     cols = 1 if panels == 1 else 2
     rows = -(-panels // cols)
     fig = make_subplots(rows=rows, cols=cols, horizontal_spacing=0.12, vertical_spacing=0.14)
-    points = _points(doc, marked)
-    axes = {lab: axis(lab, [v for _, _, tr, te, _ in points for v in (
-        tr.get(lab), (te or {}).get(lab)) if v is not None]) for lab in labels}
-    hover = [_hover(p, axes) for p in points]
+    drawn = points(doc, marked)
+    axes = axes_for(drawn, labels)
+    hover = [_hover(p, axes) for p in drawn]
     for k, (i, j) in enumerate(pairs):
         row, col = k // cols + 1, k % cols + 1
-        for trace in _pair_traces(go, points, hover, labels[i], labels[j], axes,
+        for trace in _pair_traces(go, drawn, hover, labels[i], labels[j], axes,
                                   first=k == 0):
             fig.add_trace(trace, row=row, col=col)
         for which, lab in (("x", labels[i]), ("y", labels[j])):
@@ -113,7 +120,7 @@ def _front_figure(go: Any, doc: Mapping[str, Any], labels: Sequence[str],
                 row=row, col=col)
     if len(labels) >= 3:
         k = len(pairs)
-        for trace in _parallel_traces(go, points, hover, labels):
+        for trace in _parallel_traces(go, drawn, hover, labels, axes):
             fig.add_trace(trace, row=k // cols + 1, col=k % cols + 1)
         fig.update_xaxes(tickvals=list(range(len(labels))),
                          ticktext=[axes[lab].title for lab in labels],
@@ -125,33 +132,17 @@ def _front_figure(go: Any, doc: Mapping[str, Any], labels: Sequence[str],
     return fig
 
 
-_Point = tuple[str, str, Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any] | None]
-"""kind (``front``, ``baseline``, ``chosen``), label, train record, test record, parameters"""
-
-
-def _points(doc: Mapping[str, Any], marked: Marked | None) -> list[_Point]:
-    tests = doc.get("baselines_test") or {}
-    out: list[_Point] = [("front", str(i), e["metrics"], e.get("test_metrics"), e["params"])
-                         for i, e in enumerate(doc["front"])]
-    out += [("baseline", name, rec, tests.get(name), None)
-            for name, rec in (doc.get("baselines") or {}).items()]
-    if marked is not None:
-        out.append(("chosen", marked.label, marked.train, marked.test, None))
-    return out
-
-
-def _hover(p: _Point, axes: Mapping[str, Axis]) -> str:
+def _hover(p: Point, axes: Mapping[str, Axis]) -> str:
     """A point's hover text: what it is, its parameters, each objective on both samples in
     the axes' units."""
-    kind, label, train, test, params = p
-    head = f"<b>#{label}</b>" if kind == "front" else (
-        f"<b>{html.escape(label)}</b>" + (" (baseline)" if kind == "baseline" else ""))
-    lines = [head, *(f"{k} = {_value(v)}" for k, v in (params or {}).items())]
+    head = f"<b>#{p.label}</b>" if p.kind == "front" else (
+        f"<b>{html.escape(p.label)}</b>" + (" (baseline)" if p.kind == "baseline" else ""))
+    lines = [head, *(f"{k} = {_value(v)}" for k, v in (p.params or {}).items())]
     for lab, a in axes.items():
         def shown(rec: Mapping[str, Any] | None, lab: str = lab, a: Axis = a) -> str:
             v = (rec or {}).get(lab)
             return fmt(None if v is None else float(v) * a.factor)
-        lines.append(f"{html.escape(a.title)}: {shown(train)} (test {shown(test)})")
+        lines.append(f"{html.escape(a.title)}: {shown(p.train)} (test {shown(p.test)})")
     return "<br>".join(lines)
 
 
@@ -159,23 +150,20 @@ def _value(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else html.escape(str(v))
 
 
-def _pair_traces(go: Any, points: Sequence[_Point], hover: Sequence[str], x: str, y: str,
+def _pair_traces(go: Any, drawn: Sequence[Point], hover: Sequence[str], x: str, y: str,
                  axes: Mapping[str, Axis], *, first: bool) -> list[Any]:
     """Train (filled) and test (hollow) marks of each kind, and the lines joining them."""
     def at(rec: Mapping[str, Any] | None) -> tuple[float, float] | None:
-        if rec is None or rec.get(x) is None or rec.get(y) is None:
-            return None
-        px, py = float(rec[x]) * axes[x].factor, float(rec[y]) * axes[y].factor
-        return (px, py) if math.isfinite(px) and math.isfinite(py) else None
+        return point_xy(rec, x, y, axes[x], axes[y])
 
     traces = []
     lx: list[float | None] = []
     ly: list[float | None] = []
     for kind, symbol, size in (("front", "circle", 9), ("baseline", "square", 9),
                                ("chosen", "star", 16)):
-        mine = [(p, h) for p, h in zip(points, hover, strict=True) if p[0] == kind]
+        mine = [(p, h) for p, h in zip(drawn, hover, strict=True) if p.kind == kind]
         for sample in ("train", "test"):
-            placed = [((p, h), at(p[2] if sample == "train" else p[3])) for p, h in mine]
+            placed = [((p, h), at(p.train if sample == "train" else p.test)) for p, h in mine]
             shown = [(p, xy) for p, xy in placed if xy is not None]
             if not shown:
                 continue
@@ -183,17 +171,16 @@ def _pair_traces(go: Any, points: Sequence[_Point], hover: Sequence[str], x: str
             traces.append(go.Scatter(
                 x=[xy[0] for _, xy in shown], y=[xy[1] for _, xy in shown],
                 mode="markers+text" if kind != "front" and sample == "train" else "markers",
-                text=[p[1] for (p, _), _ in shown] if kind != "front" else None,
+                text=[p.label for (p, _), _ in shown] if kind != "front" else None,
                 textposition="top right", textfont={"color": color, "size": 10},
                 marker={"symbol": symbol if sample == "train" else f"{symbol}-open",
                         "size": size, "color": color, "line": {"color": color, "width": 1.5}},
                 hovertext=[h for (_, h), _ in shown], hovertemplate="%{hovertext}<extra></extra>",
-                customdata=[int(p[1]) for (p, _), _ in shown] if kind == "front" else None,
-                name=f"{'front' if kind == 'front' else kind}, {sample}",
-                legendgroup=f"{kind}-{sample}", showlegend=first,
+                customdata=[int(p.label) for (p, _), _ in shown] if kind == "front" else None,
+                name=f"{kind}, {sample}", legendgroup=f"{kind}-{sample}", showlegend=first,
                 uid=FRONT_TRACE if first and kind == "front" and sample == "train" else None))
         for p, _ in mine:
-            a, b = at(p[2]), at(p[3])
+            a, b = at(p.train), at(p.test)
             if a and b:
                 lx += [a[0], b[0], None]
                 ly += [a[1], b[1], None]
@@ -203,25 +190,18 @@ def _pair_traces(go: Any, points: Sequence[_Point], hover: Sequence[str], x: str
     return traces
 
 
-def _parallel_traces(go: Any, points: Sequence[_Point], hover: Sequence[str],
-                     labels: Sequence[str]) -> list[Any]:
-    """One line per configuration over the objectives (training sample), each scaled to its
-    range over everything shown."""
-    values = {lab: [float(p[2][lab]) for p in points if p[2].get(lab) is not None
-                    and math.isfinite(float(p[2][lab]))] for lab in labels}
-    lo = {lab: min(v, default=0.0) for lab, v in values.items()}
-    span = {lab: (max(v, default=1.0) - lo[lab]) or 1.0 for lab, v in values.items()}
-    traces = []
-    for (kind, label, train, _, _), text in zip(points, hover, strict=True):
-        ys = [(float(train[lab]) - lo[lab]) / span[lab] if train.get(lab) is not None
-              and math.isfinite(float(train[lab])) else None for lab in labels]
-        traces.append(go.Scatter(
-            x=list(range(len(labels))), y=ys, mode="lines+markers",
-            line={"color": _COLORS[kind], "width": 3 if kind == "chosen" else 1},
-            opacity=0.5 if kind == "front" else 0.9, hovertext=[text] * len(labels),
-            hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
-            customdata=[int(label)] * len(labels) if kind == "front" else None))
-    return traces
+def _parallel_traces(go: Any, drawn: Sequence[Point], hover: Sequence[str],
+                     labels: Sequence[str], axes: Mapping[str, Axis]) -> list[Any]:
+    """One line per configuration over the objectives (:func:`parallel_coordinates`)."""
+    rows, _, _ = parallel_coordinates(drawn, labels, axes)
+    return [go.Scatter(
+        x=list(range(len(labels))), y=[None if math.isnan(v) else v for v in ys],
+        mode="lines+markers",
+        line={"color": _COLORS[p.kind], "width": 3 if p.kind == "chosen" else 1},
+        opacity=0.5 if p.kind == "front" else 0.9, hovertext=[text] * len(labels),
+        hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+        customdata=[int(p.label)] * len(labels) if p.kind == "front" else None)
+        for p, ys, text in zip(drawn, rows, hover, strict=True)]
 
 
 def _summary(spec: Mapping[str, Any], doc: Mapping[str, Any],
