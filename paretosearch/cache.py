@@ -11,6 +11,7 @@ SQLite file (WAL, so a reader and a writer may overlap).
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import json
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from paretosearch.evaluation import Task
-from paretosearch.runners import OnResult, Params, Runner
+from paretosearch.runners import Next, OnResult, Params, Runner
 from simulator import Workload
 from simulator.errors import ParetoSearchError
 from simulator.jit import source_digest
@@ -108,3 +109,27 @@ class CachedRunner:
         if todo:
             self.inner.map(task, [batch[i] for i in todo], keep)
         return [r for r in out if r is not None]
+
+    @property
+    def slots(self) -> int:
+        return self.inner.slots
+
+    def stream(self, task: Task, first: Sequence[Params], on_result: Next) -> None:
+        """The inner runner's stream; candidates the cache holds finish at once (and what
+        they return is looked up in turn)."""
+        def to_run(batch: Sequence[Params]) -> list[Params]:
+            run, waiting = [], collections.deque(batch)
+            while waiting:
+                params = waiting.popleft()
+                record = self.cache.get(self.key(task, params))
+                if record is None:
+                    run.append(params)
+                else:
+                    waiting.extend(on_result(params, record))
+            return run
+
+        def keep(params: Params, record: dict[str, float]) -> list[Params]:
+            self.cache.put(self.key(task, params), record)
+            return to_run(on_result(params, record))
+
+        self.inner.stream(task, to_run(first), keep)

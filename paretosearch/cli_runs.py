@@ -17,6 +17,7 @@ from rich.table import Table
 
 from paretosearch.io import write_json
 from paretosearch.report import fmt
+from paretosearch.search import MODES
 from paretosearch.store import RunStore, choice_entry
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 from simulator.slo import MIXES
@@ -45,7 +46,8 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 SEARCH_OPTIONS = ("trace", "generate", "load", "replicates", "slo_mix", "sharing", "profile",
-                  "policy", "objective", "set", "budget", "pop_size", "offspring", "seed")
+                  "policy", "objective", "set", "budget", "pop_size", "offspring", "seed",
+                  "mode")
 """The options that define a search; saved in the run (``cli.json``) so --resume needs none."""
 
 
@@ -79,6 +81,11 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--pop-size", type=int, default=70, help="SPEA2 archive size (default: 70)")
     p.add_argument("--offspring", type=int, default=105, help="offspring per generation")
     p.add_argument("--seed", type=int, default=0, help="search seed (default: 0)")
+    p.add_argument("--mode", choices=MODES, default="generational",
+                   help="generational: a generation at a time, the same front for the same seed "
+                        "whatever the workers (default); async: a new offspring the moment a "
+                        "worker frees up, which keeps many workers busy, the front depending on "
+                        "the order evaluations finish")
     p.add_argument("--workers", type=int,
                    help="Dask LocalCluster worker processes; 0 evaluates serially (default: "
                         "./dask-cluster.yaml or $PARETOSEARCH_DASK_CLUSTER if set, else 2)")
@@ -139,7 +146,8 @@ def _search(args: argparse.Namespace, console: Console) -> None:
     search = PolicySearch(
         args.trace, profile=args.profile, policy=args.policy, fixed=parse_overrides(args.set),
         settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
-                                n_offsprings=args.offspring, seed=args.seed),
+                                n_offsprings=args.offspring, seed=args.seed,
+                                mode=args.mode),
         run_dir=args.run_dir, workers=workers, jobs=args.generate, load=args.load,
         replicates=args.replicates, slo_mix=args.slo_mix, sharing=args.sharing)
     search.SetPreference(*(args.objective or ["jct:avg", "pred_err:avg"]))

@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 
 from paretosearch.objectives import parse_objectives
-from paretosearch.search import SearchSettings
+from paretosearch.search import MODES, SearchSettings
 from policies import get_policy
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located
@@ -30,7 +30,7 @@ class TooFewJobs(ParetoSearchError, ValueError):
 _KEYS = {"trace", "scaling_table", "window", "profile", "policy", "fixed", "objectives",
          "search", "warm_start", "production", "out", "workers", "slo_mix", "sharing"}
 _WINDOW_KEYS = {"seconds", "min_jobs", "max_jobs"}
-_SEARCH_KEYS = {"budget", "pop_size", "offspring", "seed"}
+_SEARCH_KEYS = {"budget", "pop_size", "offspring", "seed", "mode"}
 _WINDOW_S, _MIN_JOBS, _OBJECTIVES = 7 * 86400.0, 200, ("jct:avg", "pred_err:avg")
 _KINDS = {int: "an integer", str: "text", list: "a list", dict: "a mapping",
           bool: "true or false"}
@@ -96,6 +96,9 @@ class RetuneSpec:
                 raise spec.fail(key, value, str(exc)) from exc
         if slo_mix is not None and slo_mix not in MIXES:
             raise spec.fail("slo_mix", slo_mix, f"known mixes: {', '.join(sorted(MIXES))}")
+        mode = search.get("mode", str, "generational")
+        if mode not in MODES:
+            raise search.fail("mode", mode, f"use one of {', '.join(MODES)}")
         min_jobs = window.integer("min_jobs", _MIN_JOBS, low=2)
         max_jobs = window.get("max_jobs", int, None)
         if max_jobs is not None and max_jobs < min_jobs:
@@ -108,7 +111,7 @@ class RetuneSpec:
             settings=SearchSettings(budget=search.integer("budget", 370, low=1),
                                     pop_size=search.integer("pop_size", 70, low=2),
                                     n_offsprings=search.integer("offspring", 105, low=1),
-                                    seed=search.integer("seed", 0, low=0)),
+                                    seed=search.integer("seed", 0, low=0), mode=mode),
             warm_start=spec.get("warm_start", bool, True), production=spec.path("production"),
             workers=spec.integer("workers", 2, low=0), workers_named="workers" in spec.doc,
             slo_mix=slo_mix,

@@ -1,15 +1,24 @@
-"""Injected parallelism: evaluate a batch of candidates serially or on Dask.
+"""Injected parallelism: evaluate candidates serially or on Dask.
 
-A runner owns the workloads (shipped to Dask workers once, by ``scatter``) and maps
-:func:`~paretosearch.evaluation.evaluate` over a batch of parameter sets. Each record is
-handed to ``on_result`` as soon as it exists (so a search can journal it before anything
-else can go wrong) and the batch's records come back in the batch's order. Results do not
-depend on which worker ran what: evaluation is pure.
+A runner owns the workloads (shipped to Dask workers once, by ``scatter``) and evaluates
+parameter sets with :func:`~paretosearch.evaluation.evaluate`, two ways:
+
+- ``map``: a batch (a generation). Each record is handed to ``on_result`` as soon as it
+  exists (so a search can journal it before anything else can go wrong) and the batch's
+  records come back in the batch's order.
+- ``stream``: candidates keep coming (the asynchronous search). Each finished evaluation is
+  handed to ``on_result``, which returns the candidates to start next, at once, so that a
+  worker that frees up gets work without waiting for the others. ``slots`` says how many
+  evaluations can run at once.
+
+Results do not depend on which worker ran what: evaluation is pure.
 """
 
 from __future__ import annotations
 
+import collections
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -17,24 +26,49 @@ from paretosearch.evaluation import Task, evaluate
 from simulator import Workload
 from simulator.errors import ParetoSearchError
 
-__all__ = ["DaskRunner", "OnResult", "Runner", "SerialRunner", "evaluate_many"]
+__all__ = ["SLOTS_S", "DaskRunner", "Next", "OnResult", "Runner", "SerialRunner", "evaluate_many"]
+
+SLOTS_S = 2.0
+"""How long a Dask runner trusts the worker count it last heard."""
 
 Params = Mapping[str, Any]
 OnResult = Callable[[int, dict[str, float]], None]
+Next = Callable[[Params, dict[str, float]], Sequence[Params]]
+"""Hears one finished evaluation (its parameters and record); returns what to start next."""
 
 
 class Runner(Protocol):
-    """Evaluates batches of candidates."""
+    """Evaluates batches of candidates, or a stream of them."""
+
+    @property
+    def slots(self) -> int:
+        """How many evaluations run at once."""
+        ...
 
     def map(self, task: Task, batch: Sequence[Params],
             on_result: OnResult | None = None) -> list[dict[str, float]]: ...
 
+    def stream(self, task: Task, first: Sequence[Params], on_result: Next) -> None:
+        """Evaluate ``first`` and whatever ``on_result`` returns, until nothing is left."""
+        ...
+
 
 class SerialRunner:
-    """Everything in this process, one after another: for debugging and tiny searches."""
+    """Everything in this process, one after another: for debugging and tiny searches.
 
-    def __init__(self, workloads: Sequence[Workload], train: Workload) -> None:
-        self.workloads, self.train = list(workloads), train
+    ``slots``: how many candidates a stream holds started at once; they finish in the order
+    they started (one at a time here), as ``slots`` workers of equal speed would finish them.
+    """
+
+    def __init__(self, workloads: Sequence[Workload], train: Workload, *, slots: int = 1
+                 ) -> None:
+        self.workloads, self.train, self.slots = list(workloads), train, slots
+
+    def stream(self, task: Task, first: Sequence[Params], on_result: Next) -> None:
+        started = collections.deque(first)
+        while started:
+            params = started.popleft()
+            started.extend(on_result(params, evaluate(task, params, self.workloads, self.train)))
 
     def map(self, task: Task, batch: Sequence[Params],
             on_result: OnResult | None = None) -> list[dict[str, float]]:
@@ -61,17 +95,20 @@ class DaskRunner:
     Dask's per-task cost small without unbalancing the workers. Tasks are submitted with
     ``pure=False`` (never deduplicated) and collected as they complete. A task whose worker
     dies is rescheduled (by Dask, or here if Dask cancelled it for lost data); one that raises
-    is retried ``retries`` times. Each record is delivered once.
+    is retried ``retries`` times. Each record is delivered once. ``work`` is what a task runs
+    (:func:`evaluate_many`; ``benchmarks/bench_scaling.py`` replays recorded durations).
     """
 
     def __init__(self, client: Any, workloads: Sequence[Workload], train: Workload, *,
-                 retries: int = 3, task_s: float = 0.5) -> None:
-        self.client = client
+                 retries: int = 3, task_s: float = 0.5,
+                 work: Callable[..., list[dict[str, float]]] = evaluate_many) -> None:
+        self.client, self.work = client, work
         self.retries = retries
         self.task_s = task_s
         self._walls: list[float] = []
         self._data = (list(workloads), train)
         self._scattered: tuple[Any, Any] | None = None
+        self._slots = (-math.inf, 0)
 
     def _shipped(self) -> tuple[Any, Any]:
         """The scattered workloads, shipped again if a lost worker took them with it."""
@@ -83,6 +120,18 @@ class DaskRunner:
             self._scattered = held
         return held
 
+    @property
+    def slots(self) -> int:
+        """Twice the cluster's worker threads: each has an evaluation running and one waiting
+        at the scheduler, so it never waits for this process to hear of the last one and start
+        the next (a round trip of 5 to 15 ms here). Asked of the scheduler at most every
+        ``SLOTS_S`` seconds (a question costs a round trip too)."""
+        now = time.monotonic()
+        if now - self._slots[0] > SLOTS_S:
+            workers = self.client.scheduler_info()["workers"].values()
+            self._slots = (now, 2 * max(1, sum(int(w.get("nthreads", 1)) for w in workers)))
+        return self._slots[1]
+
     def _chunk(self, n: int) -> int:
         workers = max(1, len(self.client.scheduler_info()["workers"]))
         if not self._walls:
@@ -93,35 +142,59 @@ class DaskRunner:
 
     def map(self, task: Task, batch: Sequence[Params],
             on_result: OnResult | None = None) -> list[dict[str, float]]:
+        size = self._chunk(len(batch))
+        parts = [batch[s:s + size] for s in range(0, len(batch), size)]
+        out: list[dict[str, float] | None] = [None] * len(batch)
+
+        def done(i: int, records: list[dict[str, float]]) -> list[int]:
+            for offset, record in enumerate(records):
+                out[i * size + offset] = record
+                if on_result is not None:
+                    on_result(i * size + offset, record)
+            return []
+
+        self._run(task, parts, done)
+        return [r for r in out if r is not None]
+
+    def stream(self, task: Task, first: Sequence[Params], on_result: Next) -> None:
+        parts: list[Sequence[Params]] = [[p] for p in first]
+
+        def done(i: int, records: list[dict[str, float]]) -> list[int]:
+            more = on_result(parts[i][0], records[0])
+            parts.extend([p] for p in more)
+            return list(range(len(parts) - len(more), len(parts)))
+
+        self._run(task, parts, done)
+
+    def _run(self, task: Task, parts: Sequence[Sequence[Params]],
+             done: Callable[[int, list[dict[str, float]]], list[int]]) -> None:
+        """Run each part (a list of candidates) as one task; ``done`` hears a part's records
+        and names the parts (indices into ``parts``, which it may extend) to start next."""
         from distributed import as_completed
 
-        size = self._chunk(len(batch))
-
-        def submit(start: int) -> Any:
+        def submit(i: int) -> Any:
             workloads, train = self._shipped()
-            return self.client.submit(evaluate_many, task,
-                                      [dict(p) for p in batch[start:start + size]],
+            return self.client.submit(self.work, task, [dict(p) for p in parts[i]],
                                       workloads, train, pure=False, retries=self.retries)
 
-        futures = {submit(s): s for s in range(0, len(batch), size)}
+        futures = {submit(i): i for i in range(len(parts))}
         lost = dict.fromkeys(futures.values(), 0)
-        out: list[dict[str, float] | None] = [None] * len(batch)
         pending = as_completed(list(futures))  # type: ignore[no-untyped-call]
         for future in pending:
-            start = futures.pop(future)
+            i = futures.pop(future)
             if future.status in ("cancelled", "lost"):  # its data died with a worker
-                lost[start] += 1
-                if lost[start] > self.retries:
-                    raise ParetoSearchError(f"evaluations {start}..{start + size - 1} were lost "
-                                            f"{lost[start]} times with their workers; is the "
-                                            "Dask cluster healthy?")
-                again = submit(start)
-                futures[again] = start
+                lost[i] += 1
+                if lost[i] > self.retries:
+                    raise ParetoSearchError(f"{len(parts[i])} evaluations were lost {lost[i]} "
+                                            "times with their workers; is the Dask cluster "
+                                            "healthy?")
+                nxt = [i]
+            else:
+                records = future.result()
+                self._walls += [r["wall_s"] for r in records]
+                nxt = done(i, records)
+            for j in nxt:
+                lost.setdefault(j, 0)
+                again = submit(j)
+                futures[again] = j
                 pending.add(again)  # type: ignore[no-untyped-call]
-                continue
-            for offset, record in enumerate(future.result()):
-                out[start + offset] = record
-                self._walls.append(record["wall_s"])
-                if on_result is not None:
-                    on_result(start + offset, record)
-        return [r for r in out if r is not None]

@@ -18,7 +18,7 @@ warm-started retune, up to half the evaluations went to one objective vector).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,26 +43,40 @@ from pymoo.operators.sampling.rnd import FloatRandomSampling
 from pymoo.operators.selection.tournament import TournamentSelection
 from pymoo.problems.static import StaticProblem
 from pymoo.util.display.multi import MultiObjectiveOutput
+from pymoo.util.optimum import filter_optimum
 
 from paretosearch.evaluation import SearchSpace, Task
 from paretosearch.objectives import Objective
 from paretosearch.runners import Runner
 from paretosearch.store import Evaluation, RunStore
+from simulator.errors import ParetoSearchError
 from simulator.metrics import InvalidObjective
 
-__all__ = ["Progress", "SearchOutcome", "SearchSettings", "param_key", "run_spea2"]
+__all__ = ["MODES", "Progress", "SearchOutcome", "SearchSettings", "param_key", "run_spea2"]
 
 FloatArray = npt.NDArray[np.float64]
 
 
+MODES = ("generational", "async")
+"""How the search waits for evaluations (:class:`SearchSettings`)."""
+
+
 @dataclass(frozen=True)
 class SearchSettings:
-    """How hard to search (PCS's settings by default: 370 evaluations, 70 / 105)."""
+    """How hard to search (PCS's settings by default: 370 evaluations, 70 / 105), and how:
+    ``mode="generational"`` (a generation of ``n_offsprings`` at a time; same seed, same
+    front, whatever the workers) or ``"async"`` (steady state: a new offspring the moment a
+    worker frees up; the front depends on the order evaluations finish, module docstring)."""
 
     budget: int = 370
     pop_size: int = 70
     n_offsprings: int = 105
     seed: int = 0
+    mode: str = "generational"
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ParetoSearchError(f"search mode {self.mode!r}: use one of {', '.join(MODES)}")
 
 
 @dataclass(frozen=True)
@@ -182,14 +196,17 @@ def _warm_population(space: SearchSpace, initial: Sequence[dict[str, Any]],
     rng = np.random.default_rng(s.seed)
     fill = [[float(rng.integers(len(d.choices))) if d.kind == "choice" else float(rng.random())
              for d in space.domains] for _ in range(s.pop_size - len(seeds))]
-    rows = seeds + fill
-    if space.mixed:  # pymoo's mixed variables: one {name: code} dict per member
-        X: Any = np.array([{n: int(c) if d.kind == "choice" else c
-                            for n, d, c in zip(space.names, space.domains, r, strict=True)}
-                           for r in rows], dtype=object)
-    else:
-        X = np.array(rows, dtype=np.float64)
-    return Population.new(X=X)
+    return Population.new(X=_coded(space, seeds + fill))
+
+
+def _coded(space: SearchSpace, rows: Sequence[Sequence[float]]) -> Any:
+    """Encoded points as pymoo holds them: a float matrix, or for mixed variables one
+    ``{name: code}`` dict per point."""
+    if space.mixed:
+        return np.array([{n: int(c) if d.kind == "choice" else c
+                          for n, d, c in zip(space.names, space.domains, r, strict=True)}
+                         for r in rows], dtype=object)
+    return np.array(rows, dtype=np.float64)
 
 
 def _mixed(space: SearchSpace, n_obj: int) -> tuple[Problem, dict[str, Any]]:
@@ -227,6 +244,9 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
         initial: configurations to start from (a warm start, e.g. the previous run's front):
             they open the first generation, random points fill the rest of it.
     """
+    if settings.mode == "async":
+        return _SteadyState(task, space, objectives, runner, settings, store, on_generation,
+                            initial).run()
     journal: dict[str, Evaluation] = store.read_journal() if store else {}
     state = store.load_checkpoint() if store else None
     if state is None:
@@ -274,3 +294,135 @@ def _front(algorithm: Any, space: SearchSpace,
     X = algorithm.opt.get("X")
     rows = list(X) if space.mixed else np.atleast_2d(X)  # mixed: one dict per member
     return [journal[param_key(space.decode(x))] for x in rows]
+
+
+class _SteadyState:
+    """The asynchronous search (``mode="async"``): steady-state SPEA2.
+
+    The first population is sampled as in the generational mode. Whenever an evaluation
+    finishes it joins the archive (SPEA2's environmental selection over the archive and it,
+    with a generator drawn from the seed and the number of evaluations finished), and every
+    free slot of the runner at once gets a new candidate: the next of the first population,
+    then an offspring bred from the archive (SPEA2's tournament, SBX and polynomial
+    mutation, with a generator drawn from the seed and the candidate's number). Each
+    candidate is written to ``started.jsonl`` (with how many evaluations had finished) before
+    it starts, each result to the journal as it finishes; a resumed run replays the journal in
+    the order evaluations finished, restarts the candidates that were running, and goes on.
+    So a run given the same order of finishing reaches the same front; which order a Dask
+    cluster produces depends on timing, so two runs may not.
+    """
+
+    def __init__(self, task: Task, space: SearchSpace, objectives: Sequence[Objective],
+                 runner: Runner, settings: SearchSettings, store: RunStore | None,
+                 on_generation: Callable[[Progress], None] | None,
+                 initial: Sequence[dict[str, Any]]) -> None:
+        self.task, self.space, self.objectives, self.runner = task, space, objectives, runner
+        self.s, self.store, self.on_generation = settings, store, on_generation
+        self.algorithm = _algorithm(space, len(objectives), settings, initial)
+        first = [space.decode(x) for x in self.algorithm.ask().get("X")]
+        self.first = list({param_key(p): p for p in first}.values())
+        self.archive = Population.empty()
+        self.journal: dict[str, Evaluation] = {}
+        self.started: list[tuple[int, dict[str, Any]]] = []
+        self.running: set[str] = set()
+        self.history: list[tuple[int, float]] = []
+        self.ref: FloatArray | None = None
+
+    def run(self) -> SearchOutcome:
+        restart: list[dict[str, Any]] = []
+        if self.store:
+            for params, record in self.store.read_journal().values():  # in finishing order
+                self._absorb(params, record)
+            self.started = self.store.read_started()
+            restart = [p for _, p in self.started if param_key(p) not in self.journal]
+            self.running = {param_key(p) for p in restart}
+            self._publish()
+        self.runner.stream(self.task, restart + self._fill(), self._finished)
+        if self.ref is not None and (not self.history or self.history[-1][0] != self._done):
+            self._record()
+        self._publish()
+        return SearchOutcome(self._front(), list(self.journal.values()), self.history)
+
+    @property
+    def _done(self) -> int:
+        return len(self.journal)
+
+    def _finished(self, params: Mapping[str, Any], record: dict[str, float]
+                  ) -> list[dict[str, Any]]:
+        key = param_key(dict(params))
+        self.running.discard(key)
+        if self.store:
+            self.store.append(key, dict(params), record)
+        self._absorb(dict(params), record)
+        if self._done % self.s.n_offsprings == 0 and self.ref is not None:
+            self._publish()
+        return self._fill()
+
+    def _absorb(self, params: dict[str, Any], record: dict[str, float]) -> None:
+        """One finished evaluation joins the archive (environmental selection)."""
+        self.journal[param_key(params)] = (params, record)
+        # the member keeps its journal key: decoding its encoding need not give back the
+        # same floats
+        member = Population.new(X=_coded(self.space, [self.space.encode(params)]),
+                                key=[param_key(params)])
+        F = np.array([[o.loss(record[o.label]) for o in self.objectives]])
+        self.algorithm.evaluator.eval(StaticProblem(self.algorithm.problem, F=F), member)
+        merged = Population.merge(self.archive, member)
+        rng = np.random.default_rng([self.s.seed, 1, self._done])
+        self.archive = self.algorithm.survival.do(self.algorithm.problem, merged,
+                                                  n_survive=self.s.pop_size,
+                                                  algorithm=self.algorithm, random_state=rng)
+        if self.ref is None and self._done == min(self.s.pop_size, self.s.budget):
+            seen = np.array([[o.loss(r[o.label]) for o in self.objectives]
+                             for _, r in self.journal.values()])
+            _check_defined(seen, self.objectives)
+            self.ref = seen.max(axis=0) + 0.1 * np.abs(seen.max(axis=0)) + 1e-9
+        if self.ref is not None and self._done % self.s.n_offsprings == 0:
+            self._record()
+
+    def _record(self) -> None:
+        assert self.ref is not None
+        self.history.append((self._done, float(HV(ref_point=self.ref)(self.archive.get("F")))))
+
+    def _fill(self) -> list[dict[str, Any]]:
+        """Candidates for the runner's free slots (none once the budget is started)."""
+        out, slots = [], self.runner.slots
+        while len(self.started) < self.s.budget and len(self.running) < slots:
+            params = self._candidate(len(self.started))
+            if params is None:
+                break
+            if self.store:
+                self.store.append_started(self._done, params)
+            self.started.append((self._done, params))
+            self.running.add(param_key(params))
+            out.append(params)
+        return out
+
+    def _candidate(self, k: int) -> dict[str, Any] | None:
+        """Candidate ``k``: the first population's, then an offspring of the archive that
+        was neither evaluated nor started (None: the archive cannot breed one yet)."""
+        if k < len(self.first):
+            return self.first[k]
+        if len(self.archive) < 2:
+            return None
+        for attempt in range(20):
+            rng = np.random.default_rng([self.s.seed, 2, k, attempt])
+            off = self.algorithm.mating.do(self.algorithm.problem, self.archive, 1,
+                                           algorithm=self.algorithm, random_state=rng)
+            if len(off):
+                params = self.space.decode(off.get("X")[0])
+                key = param_key(params)
+                if key not in self.journal and key not in self.running:
+                    return params
+        return None
+
+    def _front(self) -> list[Evaluation]:
+        """The archive's non-dominated members (what ``algorithm.opt`` is in the other mode)."""
+        if not len(self.archive):
+            return []
+        return [self.journal[k] for k in filter_optimum(self.archive).get("key")]
+
+    def _publish(self) -> None:
+        if self.on_generation is not None and self.history:
+            self.on_generation(Progress(self._front(), list(self.journal.values()),
+                                        list(self.history)))

@@ -104,9 +104,29 @@ class RunStore:
 
     def append(self, key: str, params: dict[str, Any], record: dict[str, float]) -> None:
         """Journal one finished evaluation (flushed at once; survives a kill of this process)."""
-        line = json.dumps({"key": key, "params": params, "record": record}, allow_nan=True)
+        self._append("evaluations.jsonl", {"key": key, "params": params, "record": record})
+
+    def read_started(self) -> list[tuple[int, dict[str, Any]]]:
+        """The asynchronous search's candidates in the order it started them: how many
+        evaluations had finished when each was bred, and its parameters."""
+        path = self.path / "started.jsonl"
+        out = []
+        for line in path.read_text().splitlines() if path.exists() else []:
+            try:
+                row = json.loads(line)
+                out.append((int(row["after"]), dict(row["params"])))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue  # cut short by a crash: never started, it is bred again
+        return out
+
+    def append_started(self, after: int, params: dict[str, Any]) -> None:
+        """Record a candidate the asynchronous search starts, before it starts (flushed)."""
+        self._append("started.jsonl", {"after": after, "params": params})
+
+    def _append(self, name: str, doc: dict[str, Any]) -> None:
+        line = json.dumps(doc, allow_nan=True)
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / "evaluations.jsonl", "a+b") as f:
+        with open(self.path / name, "a+b") as f:
             end = f.seek(0, os.SEEK_END)
             if end and (f.seek(end - 1), f.read(1))[1] != b"\n":
                 line = "\n" + line  # end a line cut short by a crash or a full disk
