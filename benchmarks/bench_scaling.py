@@ -19,9 +19,16 @@ finishing in the order they started (32: what 16 equally fast Dask workers hold)
 with each seed's two final fronts scaled between their joint ideal and nadir, reference
 (1.1, 1.1).
 
-With real evaluations on many cores (the lent 16-core machine when a session has it), run
-``paretosearch search --mode async --workers 16`` and compare wall times. Run from the project
-root: ``python benchmarks/bench_scaling.py`` (about 10 minutes on a 2-core machine).
+(c) With ``--real-workers N`` (for a machine with N cores or more): real evaluations of the
+unified policy at ``--real-jobs`` jobs (the problem whose times (a) replays), ``--real-budget``
+evaluations, first serially in the generational mode, then on a Dask ``LocalCluster`` of N
+single-threaded worker processes in each mode. Speed-up = evaluations per second against the
+serial run's (the generational mode evaluates the very same candidates at any worker count;
+the asynchronous one other candidates of the same problem); utilisation = the workers' own
+evaluation time / (N x wall time).
+
+Run from the project root: ``python benchmarks/bench_scaling.py`` (about 10 minutes on a
+2-core machine; ``--workers ''`` skips (a)).
 """
 
 from __future__ import annotations
@@ -169,12 +176,58 @@ def dask_check(times: np.ndarray, args: argparse.Namespace) -> list[dict[str, An
     return rows
 
 
-def _row(workers: int, mode: str, evaluations: int, busy: float, wall: float
-         ) -> dict[str, Any]:
+def _unified(jobs: int, settings: SearchSettings, run_dir: str | None = None) -> PolicySearch:
+    """The realistic problem: the unified policy on ojpp-1080ti with sharing, SLO mix MIX2."""
+    search = PolicySearch(policy="unified", profile="ojpp-1080ti", sharing=True, slo_mix="MIX2",
+                          jobs=jobs, run_dir=run_dir, settings=settings)
+    search.SetPreference("jct:avg", "slo_miss:avg")
+    return search
+
+
+def _warm() -> None:
+    """Run on each Dask worker before timing: import (and load the compiled kernels of) the
+    simulator, as the serial run had before its clock started."""
+    import paretosearch.evaluation  # noqa: F401
+
+
+def real(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """(c) Real evaluations: serially, then on ``--real-workers`` Dask worker processes."""
+    from distributed import Client, LocalCluster
+
+    search = _unified(args.real_jobs, SearchSettings(budget=args.real_budget, seed=0))
+
+    def timed(runner: Any, mode: str) -> tuple[int, float, float]:
+        settings = SearchSettings(budget=args.real_budget, seed=0, mode=mode)
+        start = time.perf_counter()
+        out = run_spea2(search.task, search.space, search.objectives, runner, settings)
+        wall = time.perf_counter() - start
+        return len(out.evaluations), sum(r["wall_s"] for _, r in out.evaluations), wall
+
+    if args.real_serial_s:  # the generational mode evaluates the same candidates at any count
+        rows, serial_rate = [], args.real_budget / args.real_serial_s
+    else:
+        n, busy, wall = timed(SerialRunner(search.train, search.train[0]), "generational")
+        rows, serial_rate = [_row(1, "generational", n, busy, wall)], n / wall
+    workers = args.real_workers
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        client.wait_for_workers(workers)
+        client.run(_warm)
+        for mode in ("generational", "async"):
+            n, busy, wall = timed(DaskRunner(client, search.train, search.train[0]), mode)
+            rows.append(_row(workers, mode, n, busy, wall, speedup=n / wall / serial_rate))
+    return rows
+
+
+def _row(workers: int, mode: str, evaluations: int, busy: float, wall: float,
+         speedup: float | None = None) -> dict[str, Any]:
+    """A figure: ``speedup`` defaults to busy / wall (against one worker that never waits)."""
+    speedup = busy / wall if speedup is None else speedup
     print(f"{workers:>3} workers {mode:>12}: {evaluations} evaluations in {wall:7.1f} s, "
-          f"utilisation {100 * busy / (workers * wall):5.1f} %", flush=True)
+          f"utilisation {100 * busy / (workers * wall):5.1f} %, speed-up {speedup:.2f}x",
+          flush=True)
     return {"workers": workers, "mode": mode, "evaluations": evaluations, "wall_s": wall,
-            "utilisation": busy / (workers * wall), "speedup": busy / wall}
+            "utilisation": busy / (workers * wall), "speedup": speedup}
 
 
 def _table(rows: list[dict[str, Any]]) -> None:
@@ -184,32 +237,36 @@ def _table(rows: list[dict[str, Any]]) -> None:
               f"{100 * r['utilisation']:>10.1f}% {r['speedup']:>7.2f}x")
 
 
-def _front_of(seed: int, mode: str, args: argparse.Namespace) -> np.ndarray:
-    """The final front (losses) of one real search, evaluated serially."""
-    settings = SearchSettings(budget=args.hv_budget, seed=seed, mode=mode)
+def _front_of(seed: int, mode: str, budget: int, args: argparse.Namespace
+              ) -> tuple[np.ndarray, int]:
+    """The final front (losses) of one real search, evaluated serially, and how many
+    evaluations it ran."""
+    settings = SearchSettings(budget=budget, seed=seed, mode=mode)
     search = PolicySearch(jobs=args.hv_jobs, settings=settings)
     search.SetPreference(*OBJECTIVES)
     slots = args.hv_slots if mode == "async" else 1
     runner = SerialRunner(search.train, search.train[0], slots=slots)
     out = run_spea2(search.task, search.space, search.objectives, runner, settings)
-    return np.array([[r[o] for o in OBJECTIVES] for _, r in out.front])
+    return np.array([[r[o] for o in OBJECTIVES] for _, r in out.front]), len(out.evaluations)
 
 
 def fronts(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Both modes' fronts per seed: the asynchronous one given as many evaluations as the
+    generational one ran (whole generations: 385 for a budget of 370)."""
     from pymoo.indicators.hv import HV
 
-    jobs = [(seed, mode) for seed in range(args.hv_seeds) for mode in ("generational", "async")]
+    seeds = list(range(args.hv_seeds))
     with ProcessPoolExecutor(args.processes) as pool:
-        done = pool.map(_front_of, [s for s, _ in jobs], [m for _, m in jobs],
-                        [args] * len(jobs))
-        got = dict(zip(jobs, done, strict=True))
+        gen = list(pool.map(_front_of, seeds, ["generational"] * len(seeds),
+                            [args.hv_budget] * len(seeds), [args] * len(seeds)))
+        asy = list(pool.map(_front_of, seeds, ["async"] * len(seeds), [n for _, n in gen],
+                            [args] * len(seeds)))
     rows = []
-    for seed in range(args.hv_seeds):
-        both = np.vstack([got[(seed, "generational")], got[(seed, "async")]])
-        lo, hi = both.min(axis=0), both.max(axis=0)
+    for seed, (g, _), (a, _) in zip(seeds, gen, asy, strict=True):
+        lo, hi = np.vstack([g, a]).min(axis=0), np.vstack([g, a]).max(axis=0)
         span = np.where(hi > lo, hi - lo, 1.0)
-        hv = {mode: float(HV(ref_point=np.full(2, 1.1))((got[(seed, mode)] - lo) / span))
-              for mode in ("generational", "async")}
+        hv = {mode: float(HV(ref_point=np.full(2, 1.1))((front - lo) / span))
+              for mode, front in (("generational", g), ("async", a))}
         rows.append({"seed": seed, **hv, "ratio": hv["async"] / hv["generational"]})
         print(f"seed {seed}: hypervolume generational {hv['generational']:.4f}, async "
               f"{hv['async']:.4f} ({100 * (hv['async'] / hv['generational'] - 1):+.2f} %)",
@@ -222,8 +279,8 @@ def main() -> None:
     p.add_argument("--records", type=Path,
                    help="records.parquet of a real run (default: run 70 evaluations of the "
                         "unified policy first: 1,000 jobs, ojpp-1080ti, sharing, MIX2)")
-    p.add_argument("--workers", type=lambda s: [int(w) for w in s.split(",")],
-                   default=[1, 2, 4, 8, 16, 32, 64])
+    p.add_argument("--workers", type=lambda s: [int(w) for w in s.split(",") if w],
+                   default=[1, 2, 4, 8, 16, 32, 64], help="replayed worker counts of (a)")
     p.add_argument("--budget", type=int, default=2000, help="evaluations per replayed search")
     p.add_argument("--time-scale", type=float, default=1.0,
                    help="replayed evaluation times are the recorded ones times this")
@@ -236,40 +293,58 @@ def main() -> None:
                    help="candidates the async mode holds started in (b): 32 is what 16 Dask "
                         "workers get (one running and one waiting each)")
     p.add_argument("--processes", type=int, default=2, help="searches of (b) side by side")
+    p.add_argument("--real-workers", type=int, default=0,
+                   help="Dask worker processes of (c), real evaluations (0: skip it)")
+    p.add_argument("--real-budget", type=int, default=385)
+    p.add_argument("--real-jobs", type=int, default=1000)
+    p.add_argument("--real-serial-s", type=float,
+                   help="wall time of (c)'s serial run, measured before on the same machine "
+                        "at the same budget and jobs (skips it)")
     p.add_argument("--json", type=Path, help="also write every figure here")
     args = p.parse_args()
-    if args.records is None:  # a first generation of the unified policy at realistic scale
-        with tempfile.TemporaryDirectory() as tmp:
-            real = PolicySearch(policy="unified", profile="ojpp-1080ti", sharing=True,
-                                slo_mix="MIX2", jobs=1000, run_dir=tmp,
-                                settings=SearchSettings(budget=70, n_offsprings=35, seed=0))
-            real.SetPreference("jct:avg", "slo_miss:avg")
-            real.run()
-            times = pd.read_parquet(Path(tmp) / "records.parquet")["wall_s"].to_numpy()
-    else:
-        times = pd.read_parquet(args.records)["wall_s"].to_numpy()
-    print(f"replaying {len(times)} recorded evaluation times: median {np.median(times):.3f} s, "
-          f"p90 {np.percentile(times, 90):.3f} s, max {times.max():.3f} s, "
-          f"times {args.time_scale}\n")
-    print("virtual clock (the search's own time real, evaluations replayed):")
-    rows = scaling(times, args)
-    _table(rows)
-    dask_rows = []
+    rows: list[dict[str, Any]] = []
+    dask_rows: list[dict[str, Any]] = []
+    if args.workers or args.dask_workers:
+        times = _times(args.records)
+        print(f"replaying {len(times)} recorded evaluation times: median "
+              f"{np.median(times):.3f} s, p90 {np.percentile(times, 90):.3f} s, max "
+              f"{times.max():.3f} s, times {args.time_scale}\n")
+    if args.workers:
+        print("virtual clock (the search's own time real, evaluations replayed):")
+        rows = scaling(times, args)
+        _table(rows)
     if args.dask_workers:
         print(f"\nreal Dask LocalCluster of {args.dask_workers} sleeping workers:")
         dask_rows = dask_check(times, args)
         _table(dask_rows)
     hv = []
     if args.hv_seeds:
-        print(f"\nfronts at {args.hv_budget} real evaluations ({args.hv_jobs} jobs, async with "
-              f"{args.hv_slots} started at once):")
+        print(f"\nfronts at a budget of {args.hv_budget} real evaluations ({args.hv_jobs} jobs, "
+              f"async with {args.hv_slots} started at once):")
         hv = fronts(args)
         ratios = [r["ratio"] for r in hv]
         print(f"median async / generational hypervolume: {statistics.median(ratios):.4f} "
               f"(spread {min(ratios):.4f} .. {max(ratios):.4f})")
+    real_rows = []
+    if args.real_workers:
+        print(f"\nreal evaluations (unified policy, {args.real_jobs} jobs), serial and "
+              f"{args.real_workers} Dask worker processes:")
+        real_rows = real(args)
+        _table(real_rows)
     if args.json:
-        args.json.write_text(json.dumps({"scaling": rows, "dask": dask_rows, "hypervolume": hv},
-                                        indent=1))
+        args.json.write_text(json.dumps({"scaling": rows, "dask": dask_rows, "hypervolume": hv,
+                                         "real": real_rows}, indent=1))
+
+
+def _times(records: Path | None) -> np.ndarray:
+    """Evaluation times to replay: a real run's, or those of a first generation of the
+    unified policy at realistic scale, run here."""
+    if records is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            _unified(1000, SearchSettings(budget=70, n_offsprings=35, seed=0), tmp).run()
+            records = Path(tmp) / "records.parquet"
+            return pd.read_parquet(records)["wall_s"].to_numpy()
+    return pd.read_parquet(records)["wall_s"].to_numpy()
 
 
 if __name__ == "__main__":
