@@ -80,7 +80,7 @@ class PolicySearch:
             searched either; they keep their defaults and are listed, with the reason, as
             ``dropped`` in ``run.json`` and ``front.json``.
         settings: budget, population sizes and seed.
-        run_dir: where the run lives (journal, checkpoint, front); None: nothing written.
+        run_dir: where the run lives (journal, front); None: nothing written.
         client: a Dask client, or a scheduler address (``"tcp://host:8786"``), to evaluate
             on; None: an embedded ``LocalCluster`` with ``workers`` processes, or serial
             evaluation in this process if ``workers`` is 0.
@@ -265,6 +265,7 @@ class PolicySearch:
             if self.store.read_spec() != _jsonable(self.spec()):
                 raise ParetoSearchError(f"{self.store.path} was started with other settings; "
                                         "resume it with the same arguments it was started with")
+            self.store.warn_of_pickles()
         else:
             self.store.write_spec(self.spec())
 

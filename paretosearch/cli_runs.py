@@ -110,7 +110,7 @@ def add_cluster_options(p: argparse.ArgumentParser, workers: str) -> None:
                         "./dask-cluster.yaml if it exists, these two unless "
                         f"{workers} is given; else a local cluster of {workers})")
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="log what happens (which Dask cluster, checkpoints, a failure's cause)")
+                   help="log what happens (which Dask cluster, a resume, a failure's cause)")
 
 
 @contextlib.contextmanager

@@ -181,7 +181,7 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
     assert search.cache is not None
     run, resume, passed_over = _run_dir(spec.out, search, previous)
     search.store = RunStore(run)
-    if resume:  # as it began: a kill before the first checkpoint starts it the same way
+    if resume:  # as it began: the same warm start, so the journal replays to the same state
         about = {**json.loads((run / "retune-start.json").read_text()), "resumed": True}
     else:
         seeds = _warm_seeds(previous, spec) if spec.warm_start else []

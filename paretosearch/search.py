@@ -2,9 +2,11 @@
 
 pymoo's ask/tell loop lets the search own evaluation: each generation's candidates are looked
 up in the run's journal first (so a resumed run never repeats finished work), the rest go to
-the injected runner, and every record is journaled the moment it exists. After each complete
-generation the optimiser (its random state included) is checkpointed, so a run killed at any
-moment resumes to the same front as an uninterrupted run with the same seed.
+the injected runner, and every record is journaled the moment it exists. Nothing else is
+saved: a run killed at any moment is resumed by running it again from its seed, the journal
+answering every candidate it had evaluated, which rebuilds the optimiser's state exactly and
+reaches the same front as an uninterrupted run (no pickle of the optimiser, which would run
+code on loading).
 
 A space with a choice parameter is searched with pymoo's mixed-variable sampling and mating
 (numbers still coded on [0, 1], choices by option index) under the same SPEA2 survival.
@@ -141,11 +143,8 @@ class _DistinctSurvival(SPEA2Survival):  # type: ignore[misc]  # pymoo is untype
 
     def _do(self, problem: Problem, pop: Population, *args: Any, n_survive: int,
             **kwargs: Any) -> Population:
-        if self.normalize and not isinstance(self.norm, _SpanNormalization):
-            norm = _SpanNormalization(problem.n_obj)
-            if self.norm is not None:  # pymoo's own, from a checkpoint: keep what it has seen
-                norm.__dict__.update(self.norm.__dict__)
-            self.norm = norm
+        if self.normalize and self.norm is None:
+            self.norm = _SpanNormalization(problem.n_obj)
         _, first = np.unique(pop.get("F"), axis=0, return_index=True)
         distinct = pop[np.sort(first)]
         return super()._do(problem, distinct, *args, n_survive=min(n_survive, len(distinct)),
@@ -239,7 +238,7 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
         runner: evaluates each generation (serial or Dask).
         settings: budget (total evaluations), population sizes and seed; same seed, same
             front, whichever worker ran what.
-        store: the run directory: journal, checkpoint (resumed from if present).
+        store: the run directory: its journal, replayed if present (a resumed run).
         on_generation: called with a :class:`Progress` after each generation.
         initial: configurations to start from (a warm start, e.g. the previous run's front):
             they open the first generation, random points fill the rest of it.
@@ -247,12 +246,12 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
     if settings.mode == "async":
         return _SteadyState(task, space, objectives, runner, settings, store, on_generation,
                             initial).run()
+    # a resumed run replays its journal: each generation asks for the same candidates as
+    # before (same seed), those evaluated are answered from the journal, the rest run
     journal: dict[str, Evaluation] = store.read_journal() if store else {}
-    state = store.load_checkpoint() if store else None
-    if state is None:
-        algorithm, history, ref = _algorithm(space, len(objectives), settings, initial), [], None
-    else:
-        algorithm, history, ref = state["algorithm"], state["history"], state["ref"]
+    algorithm = _algorithm(space, len(objectives), settings, initial)
+    history: list[tuple[int, float]] = []
+    ref: FloatArray | None = None
 
     def losses(params: dict[str, Any]) -> list[float]:
         record = journal[param_key(params)][1]
@@ -280,10 +279,7 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
         if ref is None:  # fixed once: 10 % beyond the worst of the first generation
             ref = F.max(axis=0) + 0.1 * np.abs(F.max(axis=0)) + 1e-9
         history.append((int(algorithm.evaluator.n_eval), float(HV(ref_point=ref)(opt_F))))
-        if store:
-            store.save_checkpoint({"algorithm": algorithm, "history": history, "ref": ref},
-                                  len(history))
-        if on_generation is not None:
+        if on_generation is not None and (todo or not algorithm.has_next()):
             on_generation(Progress(_front(algorithm, space, journal), list(journal.values()),
                                    list(history)))
     return SearchOutcome(_front(algorithm, space, journal), list(journal.values()), history)

@@ -5,22 +5,20 @@
   the moment it exists (a line cut short by a crash is ignored on reading);
 * ``records.parquet``: every evaluation as a table (parameters, all metrics, wall time);
 * ``front.json``: the current front and the hypervolume history;
-* ``checkpoints/gen-NNNNN.pkl`` + ``.sha256``: the optimiser's state after each of the last
-  complete generations, and its SHA-256 (checked before the pickle is loaded; the only
-  pickle read, and only from the run's own directory);
+* ``started.jsonl``: the asynchronous mode's candidates, each as it was started;
 * ``optuna.db``: every evaluation mirrored as an Optuna trial (for ``optuna-dashboard``).
 
 Tables and JSON are replaced atomically (temp file + rename), so a reader polling
-``front.json`` sees the previous front or the new one, never a partial file.
+``front.json`` sees the previous front or the new one, never a partial file. Nothing here is
+executable: the optimiser's state is not saved at all, since evaluation is pure and seeded, a
+resumed search replays its journal through the optimiser and so rebuilds that state exactly.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import pickle
 import platform
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,16 +26,13 @@ from typing import Any
 
 import pandas as pd
 
-from paretosearch.io import atomic_write, write_json, write_table, write_text
+from paretosearch.io import write_json, write_table
 from paretosearch.objectives import Objective
 from simulator.errors import ParetoSearchError
 
-__all__ = ["KEEP_CHECKPOINTS", "Evaluation", "RunStore", "choice_entry", "front_entry"]
+__all__ = ["Evaluation", "RunStore", "choice_entry", "front_entry"]
 
 log = logging.getLogger(__name__)
-
-KEEP_CHECKPOINTS = 3
-"""Checkpoints kept per run: a corrupted newest one falls back to the one before."""
 
 Evaluation = tuple[dict[str, Any], dict[str, float]]
 """(parameters, record) of one finished evaluation."""
@@ -133,50 +128,16 @@ class RunStore:
             f.write(line.encode() + b"\n")
             f.flush()
 
-    # --- checkpoint -----------------------------------------------------------------------
-
-    def save_checkpoint(self, state: Any, generation: int) -> None:
-        """Pickle the optimiser state after ``generation``, then publish its checksum.
-
-        Both files are written atomically, the checksum last: a checkpoint without one was
-        cut short and is never loaded. The newest :data:`KEEP_CHECKPOINTS` are kept.
-        """
-        blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-        stem = self.path / "checkpoints" / f"gen-{generation:05d}"
-
-        def write(tmp: Path) -> None:
-            tmp.write_bytes(blob)
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-
-        atomic_write(stem.with_suffix(".pkl"), write)
-        write_text(stem.with_suffix(".sha256"), hashlib.sha256(blob).hexdigest() + "\n")
-        for old in self._checkpoints()[KEEP_CHECKPOINTS:]:
-            old.unlink()
-            old.with_suffix(".sha256").unlink(missing_ok=True)
-
-    def load_checkpoint(self) -> Any:
-        """The newest checkpoint whose checksum holds, or None if there is none.
-
-        One that fails its checksum (altered, or damaged on disk) is renamed ``*.corrupt``,
-        reported in the log, and the one before it is used: the search goes on from the last
-        good generation (the journal keeps every evaluation since, so none runs twice).
-        """
-        for pkl in self._checkpoints():
-            sha = pkl.with_suffix(".sha256")
-            if not sha.exists():
-                continue  # cut short before its checksum was published
-            blob = pkl.read_bytes()
-            if hashlib.sha256(blob).hexdigest() == sha.read_text().strip():
-                return pickle.loads(blob)  # our own file, checksum verified
-            log.warning("%s: checksum does not match %s; not loaded (kept as %s.corrupt), "
-                        "going back to the generation before", pkl, sha.name, pkl.name)
-            os.replace(pkl, pkl.with_name(pkl.name + ".corrupt"))
-        return None
-
-    def _checkpoints(self) -> list[Path]:
-        """The run's checkpoint files, newest first."""
-        return sorted((self.path / "checkpoints").glob("gen-*.pkl"), reverse=True)
+    def warn_of_pickles(self) -> None:
+        """Say so if an earlier paretosearch left pickled optimiser states in
+        ``checkpoints/``: they are never opened (a pickle can run code), the journal is replayed
+        instead."""
+        pickles = sorted((self.path / "checkpoints").glob("*.pkl"))
+        if pickles:
+            log.warning("%s: %d pickled optimiser states of an earlier paretosearch are never "
+                        "read (a pickle can run code); the run resumes by replaying its "
+                        "journal, evaluations.jsonl, which reaches the same front. Delete %s "
+                        "to silence this", self.path, len(pickles), pickles[0].parent)
 
     # --- published results ----------------------------------------------------------------
 

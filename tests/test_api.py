@@ -22,7 +22,6 @@ from paretosearch import select as choose
 from paretosearch.api import BASELINES, PolicySearch, SearchSettings, split_workload
 from paretosearch.cli import main
 from paretosearch.io import json_text
-from paretosearch.store import RunStore
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
 from simulator.generate import add_slos
 from simulator.scaling import TypeSpeeds
@@ -114,29 +113,6 @@ def test_jcts_are_predicted_only_when_an_objective_needs_them() -> None:
     assert train["pred_err:avg"] >= 0  # predictions change no job's times
     assert train["jct:avg"] == front[0]["metrics"]["jct:avg"]
     assert test["jct:avg"] == front[0]["test_metrics"]["jct:avg"]
-
-
-def test_a_corrupted_checkpoint_falls_back_to_the_last_good_generation(tmp_path: Path) -> None:
-    search = PolicySearch(settings=SMALL, run_dir=tmp_path, jobs=200)
-    search.SetPreference("jct")
-    front = search.run()
-    newest = tmp_path / "checkpoints" / "gen-00003.pkl"  # 12 + 10 + 10 evaluations
-    assert sorted(p.name for p in newest.parent.glob("*.pkl")) == [
-        "gen-00001.pkl", "gen-00002.pkl", "gen-00003.pkl"]
-    blob = bytearray(newest.read_bytes())
-    blob[len(blob) // 2] ^= 0xFF  # one flipped byte, as a bad disk would do
-    newest.write_bytes(bytes(blob))
-    evaluated = len(_journal_keys(tmp_path))
-    state = RunStore(tmp_path).load_checkpoint()
-    assert len(state["history"]) == 2  # generation 2: the newest one that checks out
-    assert (tmp_path / "checkpoints" / "gen-00003.pkl.corrupt").exists()
-    again = PolicySearch(settings=SMALL, run_dir=tmp_path, jobs=200)
-    again.SetPreference("jct")  # resumed from generation 2: generation 3 is asked again
-    assert _front_key(again.run(resume=True)) == _front_key(front)
-    assert len(_journal_keys(tmp_path)) == evaluated  # and answered from the journal
-    for pkl in (tmp_path / "checkpoints").glob("gen-*.pkl"):
-        pkl.write_bytes(b"garbage")
-    assert RunStore(tmp_path).load_checkpoint() is None  # none good: from the journal
 
 
 def test_readers_never_see_a_partial_front(tmp_path: Path) -> None:

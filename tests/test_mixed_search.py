@@ -140,7 +140,7 @@ def test_resumed_mixed_search_equals_an_uninterrupted_one(
     whole, expected = gavel_run
     with pytest.raises(KeyboardInterrupt):
         _gavel_search(RunStore(tmp_path), stop_after=1)
-    assert list((tmp_path / "checkpoints").glob("gen-*.pkl"))
+    assert (tmp_path / "evaluations.jsonl").exists()
     resumed = _gavel_search(RunStore(tmp_path))
     assert [(p, r["jct:avg"]) for p, r in resumed.front] == [
         (p, r["jct:avg"]) for p, r in expected.front]

@@ -39,7 +39,7 @@ def _two_nights(folder: Path, settings: dict[str, Any]) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("when", ["before the first checkpoint", "after a checkpoint"])
+@pytest.mark.parametrize("when", ["at the first evaluation", "after a generation"])
 def test_sigkill_then_rerun_resumes_and_never_publishes_a_partial_run(tmp_path: Path,
                                                                       when: str) -> None:
     settings = {"budget": 40, "pop_size": 10, "offspring": 10, "seed": 5}
@@ -50,7 +50,7 @@ def test_sigkill_then_rerun_resumes_and_never_publishes_a_partial_run(tmp_path: 
     runs = tmp_path / "killed" / "out" / "runs"
     deadline = time.time() + 120
     while not [r for r in runs.glob("*/evaluations.jsonl") if r.parent != night1
-               and (when.startswith("before") or list(r.parent.glob("checkpoints/*.sha256")))]:
+               and (when.startswith("at") or len(journal(r.parent)) > settings["pop_size"])]:
         if time.time() > deadline:
             pytest.fail(f"retune made no progress to kill in 120 s: {proc.communicate()[0]!r}")
         time.sleep(0.01)
@@ -58,8 +58,6 @@ def test_sigkill_then_rerun_resumes_and_never_publishes_a_partial_run(tmp_path: 
     proc.wait()
     (run,) = [r for r in runs.iterdir() if r != night1]
     assert (tmp_path / "killed" / "out" / "current").resolve() == night1  # nothing published
-    checkpointed = bool(list(run.glob("checkpoints/*.sha256")))
-    assert checkpointed == (when == "after a checkpoint")
     assert 0 < len(journal(run)) < 40
     rerun = _cli(spec)
     output = rerun.communicate(timeout=300)[0].decode()
@@ -154,7 +152,7 @@ def _fail(error: BaseException) -> Any:
 @pytest.mark.parametrize(("target", "error"), [
     ("paretosearch.io.os.replace", ENOSPC),  # the first file published atomically
     ("paretosearch.store.RunStore.append", ENOSPC),  # the journal
-    ("paretosearch.store.RunStore.save_checkpoint", ENOSPC),
+    ("paretosearch.store.RunStore.write_progress", ENOSPC),  # a generation's front
     ("paretosearch.cache.EvaluationCache.put", FULL_SQLITE),
     ("paretosearch.optuna_mirror.mirror", FULL_SQLITE),
     ("paretosearch.report.plot_front", ENOSPC),  # the report, at the very end
@@ -180,7 +178,7 @@ def test_a_failed_run_on_an_older_window_is_named_and_left_as_it_is(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     spec, published = _publish_one(tmp_path)
     write_trace(tmp_path / "trace.csv", 1000)
-    monkeypatch.setattr("paretosearch.store.RunStore.save_checkpoint", _fail(ENOSPC))
+    monkeypatch.setattr("paretosearch.store.RunStore.write_progress", _fail(ENOSPC))
     assert main(["retune", "--spec", str(spec)]) == Exit.FAILED
     monkeypatch.undo()
     (failed,) = [r for r in (tmp_path / "out" / "runs").iterdir() if r != published]

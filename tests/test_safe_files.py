@@ -1,32 +1,40 @@
-"""Safe files: what users read or exchange is JSON / YAML / Parquet / CSV; the only pickle
-read is a run's own checkpoint, after its checksum; YAML is read with ``safe_load``."""
+"""Safe files: what users read or exchange is JSON / YAML / Parquet / CSV; nothing in the
+project unpickles anything (a search resumes by replaying its journal); YAML is read with
+``safe_load``."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import pickle
 import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 
+from paretosearch.api import PolicySearch
 from paretosearch.retune import RetuneSpec, retune
+from paretosearch.search import Progress
+from tests.test_api import SMALL, _front_key, _journal_keys
 from tests.test_retune import write_spec, write_trace
 
 ROOT = Path(__file__).resolve().parents[1]
-UNSAFE = re.compile(r"pickle\.loads?\(|yaml\.load\(|yaml\.unsafe_load|Loader=yaml\.(Unsafe|Full)?"
-                    r"Loader|read_pickle|allow_pickle=True|joblib\.load|dill\.load|marshal\.load")
+UNSAFE = re.compile(r"\b(import|from) (pickle|cloudpickle|dill|joblib|marshal|shelve)\b|"
+                    r"pickle\.|yaml\.load\(|yaml\.unsafe_load|Loader=yaml\.(Unsafe|Full)?Loader|"
+                    r"read_pickle|allow_pickle=True|joblib\.load|dill\.load|marshal\.load")
 
 
-def test_no_code_deserialises_unsafely_but_the_checksummed_checkpoint() -> None:
+def test_no_code_deserialises_unsafely() -> None:
+    assert UNSAFE.search("blob = pickle.loads(data)") and UNSAFE.search("import cloudpickle")
+    assert UNSAFE.search("np.load(path, allow_pickle=True)")  # the pattern catches them
     found = [(path.relative_to(ROOT).as_posix(), line.strip())
              for package in ("paretosearch", "simulator", "policies", "benchmarks")
              for path in sorted((ROOT / package).rglob("*.py"))
              for line in path.read_text().splitlines() if UNSAFE.search(line)]
-    assert found == [("paretosearch/store.py",
-                      "return pickle.loads(blob)  # our own file, checksum verified")]
+    assert found == []
 
 
 class _Planted:
@@ -39,15 +47,52 @@ class _Planted:
         return (Path.touch, (str(self.mark),))  # type: ignore[return-value]
 
 
+def _plant(folder: Path, mark: Path) -> None:
+    """Hostile pickles, with matching checksums, where the old checkpoints lived."""
+    blob = pickle.dumps(_Planted(mark))
+    (folder / "checkpoints").mkdir(exist_ok=True)
+    for generation in (1, 2, 3):
+        pkl = folder / "checkpoints" / f"gen-{generation:05d}.pkl"
+        pkl.write_bytes(blob)
+        pkl.with_suffix(".sha256").write_text(hashlib.sha256(blob).hexdigest() + "\n")
+
+
+def test_a_resume_replays_the_journal_and_never_opens_a_planted_pickle(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    whole = PolicySearch(settings=SMALL, run_dir=tmp_path / "whole", jobs=200)
+    whole.SetPreference("jct")
+    expected = whole.run()
+
+    def stop(progress: Progress) -> None:
+        if progress.generation == 2:
+            raise KeyboardInterrupt
+
+    run = tmp_path / "run"
+    cut = PolicySearch(settings=SMALL, run_dir=run, jobs=200)
+    cut.SetPreference("jct")
+    with pytest.raises(KeyboardInterrupt):
+        cut.run(stop)
+    evaluated = _journal_keys(run)
+    mark = tmp_path / "unpickled"
+    _plant(run, mark)
+    again = PolicySearch(settings=SMALL, run_dir=run, jobs=200)
+    again.SetPreference("jct")
+    with caplog.at_level(logging.WARNING, logger="paretosearch"):
+        front = again.run(resume=True)
+    assert not mark.exists()
+    assert "never read (a pickle can run code)" in caplog.text and "replaying" in caplog.text
+    assert _front_key(front) == _front_key(expected)
+    keys = _journal_keys(run)
+    assert keys[:len(evaluated)] == evaluated and len(keys) == len(set(keys))  # none twice
+    assert len(keys) == len(_journal_keys(tmp_path / "whole"))
+
+
 def test_a_warm_start_reads_the_previous_front_not_its_pickles(tmp_path: Path) -> None:
     write_trace(tmp_path / "trace.csv", 900)
     first = retune(RetuneSpec.load(write_spec(tmp_path)))
     # someone plants a pickle in the published run, with a matching checksum
     mark = tmp_path / "unpickled"
-    blob = pickle.dumps(_Planted(mark))
-    for pkl in (first.run / "checkpoints").glob("gen-*.pkl"):
-        pkl.write_bytes(blob)
-        pkl.with_suffix(".sha256").write_text(hashlib.sha256(blob).hexdigest())
+    _plant(first.run, mark)
     write_trace(tmp_path / "trace.csv", 1000)
     second = retune(RetuneSpec.load(write_spec(tmp_path)))
     assert second.summary["warm_start"]["configs"] > 0 and not mark.exists()
@@ -63,5 +108,4 @@ def test_a_warm_start_reads_the_previous_front_not_its_pickles(tmp_path: Path) -
             assert path.read_text().startswith("<!DOCTYPE html>") and "<script src" not in \
                 path.read_text()
         else:
-            assert path.is_dir() or path.suffix in (".jsonl", ".md", ".png", ".db", ".pkl",
-                                                    ".sha256"), path
+            assert path.is_dir() or path.suffix in (".jsonl", ".md", ".png", ".db"), path
