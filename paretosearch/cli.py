@@ -21,7 +21,7 @@ from paretosearch.cli_runs import (
     error_console,
     parse_overrides,
 )
-from paretosearch.io import write_table
+from paretosearch.io import MAX_DOCUMENT, read_bounded, write_table
 from paretosearch.report import fmt
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
 from simulator import (
@@ -162,8 +162,8 @@ def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
     """Read ``--config FILE[:KEY]`` into (policy name or None for PCS entries, params)."""
     path, _, key = spec.partition(":") if not Path(spec).exists() else (spec, "", "")
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        doc = json.loads(read_bounded(path, MAX_DOCUMENT))
+    except (ParetoSearchError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ParetoSearchError(f"{path}: cannot read policy config: {exc}") from exc
     if key:
         entries = doc.get("configs", doc) if isinstance(doc, dict) else {}

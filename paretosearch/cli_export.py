@@ -19,7 +19,9 @@ from paretosearch.export import (
     export,
     write_export,
 )
+from paretosearch.io import MAX_DOCUMENT, read_bounded
 from paretosearch.store import RunStore, choice_entry
+from simulator.errors import ParetoSearchError
 
 __all__ = ["EXPORT_COMMANDS", "add_export_command"]
 
@@ -75,9 +77,12 @@ def _document(run: Path, index: int | None) -> dict[str, Any]:
         raise ExportError(f"{run}: no chosen.json: run 'paretosearch select {run}' first or "
                           "pass --index N")
     try:
-        doc: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        doc = json.loads(read_bounded(path, MAX_DOCUMENT, inside=run if run.is_dir() else None))
+    except (ParetoSearchError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ExportError(f"{path}: cannot read a config document: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ExportError(f"{path}: a config document is a JSON object, not "
+                          f"{type(doc).__name__}")
     return doc
 
 

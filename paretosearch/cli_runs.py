@@ -134,11 +134,12 @@ def _search(args: argparse.Namespace, console: Console) -> None:
 
     if args.resume is not None:
         args.run_dir = args.resume
-        saved = RunStore(args.resume).path / "cli.json"
-        if not saved.exists():
+        store = RunStore(args.resume)
+        if not (store.path / "cli.json").exists():
             raise ParetoSearchError(f"{args.resume}: no cli.json; not a run of 'paretosearch "
                                     "search' (or it never started)")
-        vars(args).update(json.loads(saved.read_text()))
+        vars(args).update({k: v for k, v in store.read_json("cli.json").items()
+                           if k in SEARCH_OPTIONS})
     default_dir = args.run_dir is None
     workers = 2 if args.workers is None else args.workers  # named: no cluster file found
     if default_dir:

@@ -56,7 +56,7 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
     store = RunStore(run)
     doc, spec = store.read_front(), store.read_spec()
     if retune is None and (store.path / "retune.json").exists():
-        retune = json.loads((store.path / "retune.json").read_text())
+        retune = store.read_json("retune.json")
     front = doc["front"]
     labels = list(spec["objectives"])
     chosen = store.chosen_index(front)

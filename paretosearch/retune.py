@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import io
 import json
 import math
 import os
@@ -41,7 +42,7 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
 from paretosearch.api import PolicySearch
 from paretosearch.cache import EvaluationCache
-from paretosearch.io import write_json
+from paretosearch.io import MAX_TABLE, write_json
 from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.report import write_retune_report
 from paretosearch.report_html import write_html_report
@@ -182,7 +183,7 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
     run, resume, passed_over = _run_dir(spec.out, search, previous)
     search.store = RunStore(run)
     if resume:  # as it began: the same warm start, so the journal replays to the same state
-        about = {**json.loads((run / "retune-start.json").read_text()), "resumed": True}
+        about = {**RunStore(run).read_json("retune-start.json"), "resumed": True}
     else:
         seeds = _warm_seeds(previous, spec) if spec.warm_start else []
         about = {"run": str(run), "resumed": False, "window": _window_doc(window),
@@ -253,9 +254,17 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _current(out: Path) -> Path | None:
-    """The run ``OUT/current`` points at, if any."""
+    """The run ``OUT/current`` points at, if any: a run directory in ``OUT/runs/``, where
+    retunes put them (a link elsewhere is refused, not followed)."""
     link = out / "current"
-    return link.resolve() if link.is_symlink() and link.resolve().is_dir() else None
+    if not link.is_symlink():
+        return None
+    run = link.resolve()
+    if run.parent != (out / "runs").resolve() or not run.is_dir():
+        raise ParetoSearchError(f"{link} points at {run}, not at a run in {out / 'runs'}; "
+                                "refused. Point it at the run in production (ln -sfn "
+                                "runs/RUN_ID current, in that folder) or remove it")
+    return run
 
 
 def _point(link: Path, run: Path) -> None:
@@ -276,7 +285,8 @@ def _run_dir(out: Path, search: PolicySearch,
     """The newest run if it was interrupted on this same window (resume it), else a new one;
     and, when the newest run is not the published one and is not resumed, which and why (it is
     left as it is)."""
-    runs = sorted((out / "runs").glob("*")) if (out / "runs").is_dir() else []
+    runs = sorted(r for r in (out / "runs").glob("*")  # real folders, links not followed
+                  if r.is_dir() and not r.is_symlink()) if (out / "runs").is_dir() else []
     spec = json.loads(json.dumps(search.spec()))
     passed_over = None
     if runs and runs[-1].resolve() != previous:
@@ -312,7 +322,7 @@ def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]
         if store.read_spec()["policy"] != spec.policy:
             return []
         front = [dict(e["params"]) for e in store.read_front()["front"]]
-        records = pd.read_parquet(previous / "records.parquet")
+        records = pd.read_parquet(io.BytesIO(store.read("records.parquet", MAX_TABLE)))
     except (ParetoSearchError, OSError, ValueError):  # nothing usable: a cold start
         return []
     objectives = parse_objectives(spec.objectives)
@@ -380,8 +390,8 @@ def _since_previous(previous: Path | None, production: Mapping[str, Any],
     if previous is None:
         return None
     try:
-        before = json.loads((previous / "retune.json").read_text())["production"] or {}
-    except (OSError, json.JSONDecodeError, KeyError, TypeError):  # none, or unreadable
+        before = RunStore(previous).read_json("retune.json")["production"] or {}
+    except (ParetoSearchError, KeyError, TypeError):  # none, or unreadable
         return None
     same = (before.get("policy"), before.get("config")) == (production["policy"],
                                                              production["config"])

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from paretosearch.io import write_json, write_table
+from paretosearch.io import MAX_DOCUMENT, MAX_TABLE, read_bounded, write_json, write_table
 from paretosearch.objectives import Objective
 from simulator.errors import ParetoSearchError
 
@@ -77,7 +77,7 @@ class RunStore:
 
     def read_spec(self) -> dict[str, Any]:
         """The spec a run was started with (without the versions)."""
-        doc = self._read_json("run.json")
+        doc = self.read_json("run.json")
         doc.pop("versions", None)
         return doc
 
@@ -85,11 +85,8 @@ class RunStore:
 
     def read_journal(self) -> dict[str, Evaluation]:
         """Finished evaluations by key, in the order they finished."""
-        path = self.path / "evaluations.jsonl"
         out: dict[str, Evaluation] = {}
-        if not path.exists():
-            return out
-        for line in path.read_text().splitlines():
+        for line in self._lines("evaluations.jsonl"):
             try:
                 row = json.loads(line)
                 out[row["key"]] = (row["params"], row["record"])
@@ -104,9 +101,8 @@ class RunStore:
     def read_started(self) -> list[tuple[int, dict[str, Any]]]:
         """The asynchronous search's candidates in the order it started them: how many
         evaluations had finished when each was bred, and its parameters."""
-        path = self.path / "started.jsonl"
         out = []
-        for line in path.read_text().splitlines() if path.exists() else []:
+        for line in self._lines("started.jsonl"):
             try:
                 row = json.loads(line)
                 out.append((int(row["after"]), dict(row["params"])))
@@ -155,7 +151,7 @@ class RunStore:
 
     def read_front(self) -> dict[str, Any]:
         """The published front (``front.json``)."""
-        return self._read_json("front.json")
+        return self.read_json("front.json")
 
     def write_choice(self, choice: dict[str, Any]) -> Path:
         """``chosen.json``: the operator's selected configuration."""
@@ -166,14 +162,31 @@ class RunStore:
         made, or one that is not on this front)."""
         if not (self.path / "chosen.json").exists():
             return None
-        picked = self._read_json("chosen.json").get("params") or {}
+        picked = self.read_json("chosen.json").get("params") or {}
         return next((i for i, e in enumerate(front)
                      if all(picked.get(k) == v for k, v in e["params"].items())), None)
 
-    def _read_json(self, name: str) -> dict[str, Any]:
+    def read(self, name: str, limit: int = MAX_DOCUMENT) -> bytes:
+        """A file of the run, read as untrusted data: from inside the run directory only,
+        at most ``limit`` bytes (see :func:`read_bounded`)."""
+        return read_bounded(self.path / name, limit, inside=self.path)
+
+    def read_json(self, name: str) -> dict[str, Any]:
+        """A JSON document of the run (an object), read as untrusted data."""
+        if not (self.path / name).exists():
+            raise ParetoSearchError(f"{self.path}: no {name}; is this a run directory of "
+                                    "'paretosearch search'?")
         try:
-            doc: dict[str, Any] = json.loads((self.path / name).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ParetoSearchError(f"{self.path}: no readable {name} ({exc}); is this a run "
-                                    "directory of 'paretosearch search'?") from exc
+            doc = json.loads(self.read(name))
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            raise ParetoSearchError(f"{self.path / name}: not valid JSON ({exc})") from exc
+        if not isinstance(doc, dict):
+            raise ParetoSearchError(f"{self.path / name}: a JSON object expected, found "
+                                    f"{type(doc).__name__}")
         return doc
+
+    def _lines(self, name: str) -> list[str]:
+        """The lines of a journal (none if it does not exist yet)."""
+        if not (self.path / name).exists():
+            return []
+        return self.read(name, MAX_TABLE).decode(errors="replace").splitlines()

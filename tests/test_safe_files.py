@@ -7,8 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import pickle
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -16,8 +18,12 @@ import pytest
 import yaml
 
 from paretosearch.api import PolicySearch
-from paretosearch.retune import RetuneSpec, retune
+from paretosearch.cli import main
+from paretosearch.io import MAX_DOCUMENT
+from paretosearch.retune import Exit, RetuneSpec, retune
 from paretosearch.search import Progress
+from paretosearch.store import RunStore
+from simulator.errors import ParetoSearchError
 from tests.test_api import SMALL, _front_key, _journal_keys
 from tests.test_retune import write_spec, write_trace
 
@@ -109,3 +115,93 @@ def test_a_warm_start_reads_the_previous_front_not_its_pickles(tmp_path: Path) -
                 path.read_text()
         else:
             assert path.is_dir() or path.suffix in (".jsonl", ".md", ".png", ".db"), path
+
+
+# --- run folders from untrusted places ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run (with a chosen config), made once; each test works on a copy."""
+    run = tmp_path_factory.mktemp("searched") / "run"
+    assert main(["search", "--generate", "150", "--budget", "16", "--pop-size", "8",
+                 "--offspring", "8", "--workers", "0", "--run-dir", str(run)]) == 0
+    assert main(["select", str(run), "--knee"]) == 0
+    return run
+
+
+def _copy(searched: Path, tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(searched, run)
+    return run
+
+
+@pytest.mark.parametrize("name", ["front.json", "run.json", "chosen.json"])
+def test_a_link_out_of_a_run_folder_is_refused(searched: Path, tmp_path: Path, name: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    run = _copy(searched, tmp_path)
+    secret = tmp_path / "secret.json"  # another file of the user's, valid JSON even
+    shutil.copy(run / name, secret)
+    (run / name).unlink()
+    (run / name).symlink_to(secret)
+    capsys.readouterr()
+    command = {"front.json": ["front", str(run)], "run.json": ["select", str(run), "--knee"],
+               "chosen.json": ["export", str(run), "--format", "kueue"]}[name]
+    assert main(command) == Exit.BAD_INPUT
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"a link to {secret}, outside {run}; refused" in err
+    inside = run / f"copy-{name}"  # a link that stays inside the run is followed
+    secret.rename(inside)
+    (run / name).unlink()
+    (run / name).symlink_to(inside.name)
+    assert main(command) == 0
+
+
+def test_a_fifo_or_an_oversized_file_is_refused_without_waiting(
+        searched: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _copy(searched, tmp_path)
+    (run / "front.json").unlink()
+    os.mkfifo(run / "front.json")  # opening it for reading would block forever
+    capsys.readouterr()
+    assert main(["front", str(run)]) == Exit.BAD_INPUT
+    assert "front.json: not a regular file; refused" in capsys.readouterr().err
+    (run / "front.json").unlink()
+    with open(run / "front.json", "wb") as f:  # sparse: takes no disk
+        f.truncate(MAX_DOCUMENT + 1)
+    assert main(["front", str(run)]) == Exit.BAD_INPUT
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{MAX_DOCUMENT + 1:,} bytes, more than the {MAX_DOCUMENT:,}" in err
+
+
+def test_a_journal_linked_out_of_the_run_stops_a_resume(searched: Path,
+                                                        tmp_path: Path) -> None:
+    run = _copy(searched, tmp_path)
+    (tmp_path / "elsewhere.jsonl").write_text((run / "evaluations.jsonl").read_text())
+    (run / "evaluations.jsonl").unlink()
+    (run / "evaluations.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    with pytest.raises(ParetoSearchError, match="outside"):
+        RunStore(run).read_journal()
+
+
+def test_current_is_followed_only_into_the_runs_folder(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    write_trace(tmp_path / "trace.csv", 900)
+    spec = write_spec(tmp_path)
+    first = retune(RetuneSpec.load(spec))
+    out = tmp_path / "out"
+    planted = tmp_path / "planted"  # someone's run, outside OUT/runs/
+    shutil.copytree(first.run, planted)
+    (out / "current").unlink()
+    (out / "current").symlink_to(planted)
+    capsys.readouterr()
+    assert main(["retune", "--spec", str(spec)]) == Exit.BAD_INPUT
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"points at {planted}, not at a run in {out / 'runs'}; refused" in err
+    (out / "current").unlink()
+    (out / "current").symlink_to(Path("runs") / first.run.name)
+    # a link planted among the runs is not taken for an interrupted run to resume
+    (out / "runs" / "99999999-999999").symlink_to(planted)
+    write_trace(tmp_path / "trace.csv", 1000)
+    second = retune(RetuneSpec.load(spec))
+    assert second.run.parent == out / "runs" and not second.run.is_symlink()
+    assert second.run != planted and second.summary["warm_start"]["from"] == str(first.run)
