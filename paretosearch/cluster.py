@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import dask.config
-import yaml
 
 from simulator.errors import ParetoSearchError
+from simulator.files import read_yaml
 
 __all__ = ["CLUSTER_FILE", "CLUSTER_FILE_ENV", "ClusterSpec", "InvalidClusterConfig",
            "load_cluster_spec", "open_client"]
@@ -106,12 +106,7 @@ def load_cluster_spec(path: str | Path) -> ClusterSpec:
             other than 1, or a module or class that is not a valid Python name.
     """
     source = str(path)
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise InvalidClusterConfig(f"{source}: cannot read the cluster file ({exc})") from exc
-    except yaml.YAMLError as exc:
-        raise InvalidClusterConfig(f"{source}: not valid YAML ({exc})") from exc
+    doc = read_yaml(path, InvalidClusterConfig, "cluster file")
     if not isinstance(doc, dict):
         raise InvalidClusterConfig(f"{source}: expected a mapping with the fields "
                                    f"{', '.join(FIELDS)} (got {type(doc).__name__})")

@@ -7,7 +7,6 @@ import json
 import math
 import os
 import secrets
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,11 @@ from typing import Any
 import pandas as pd
 
 from simulator.errors import ParetoSearchError
+from simulator.files import MAX_DOCUMENT, read_bounded
 
 __all__ = ["MAX_DOCUMENT", "MAX_TABLE", "atomic_write", "json_text", "read_bounded",
            "write_json", "write_table", "write_text"]
 
-MAX_DOCUMENT = 64 * 2**20
-"""The most bytes a JSON document of a run (front, spec, chosen config) may have."""
 MAX_TABLE = 2 * 2**30
 """The most bytes a journal or table of a run may have."""
 
@@ -48,33 +46,6 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return path
-
-
-def read_bounded(path: str | Path, limit: int, *, inside: str | Path | None = None) -> bytes:
-    """The bytes of ``path``, read as untrusted data: a regular file (a FIFO or a device is
-    refused, never waited on) of at most ``limit`` bytes, and, with ``inside``, one that
-    lies inside that folder once links are followed (a run directory from a shared or
-    someone else's folder cannot point us at other files)."""
-    path = Path(path)
-    real = path.resolve()
-    if inside is not None and not real.is_relative_to(Path(inside).resolve()):
-        raise ParetoSearchError(f"{path}: a link to {real}, outside {inside}; refused (files of "
-                                "a run directory are read only from inside it)")
-    try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO does not wait
-    except OSError as exc:
-        raise ParetoSearchError(f"{path}: cannot read: {exc.strerror}") from exc
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ParetoSearchError(f"{path}: not a regular file; refused")
-        if info.st_size > limit:
-            raise ParetoSearchError(f"{path}: {info.st_size:,} bytes, more than the {limit:,} "
-                                    "such a file may have; refused")
-        data = f.read(limit + 1)
-    if len(data) > limit:  # it grew while being read
-        raise ParetoSearchError(f"{path}: more than {limit:,} bytes; refused")
-    return data
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> Path:

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from paretosearch.objectives import parse_objectives
 from paretosearch.search import MODES, SearchSettings
 from policies import get_policy
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located
+from simulator.files import read_yaml
 from simulator.slo import MIXES
 
 __all__ = ["RetuneSpec", "TooFewJobs", "Window", "read_window"]
@@ -70,10 +70,7 @@ class RetuneSpec:
     def load(cls, path: str | Path) -> RetuneSpec:
         """Read and check ``retune.yaml``; errors name the file, field and value."""
         path = Path(path)
-        try:
-            doc = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ParetoSearchError(f"{path}: cannot read the retune spec: {exc}") from exc
+        doc = read_yaml(path, ParetoSearchError, "retune spec")
         if not isinstance(doc, dict):
             raise ParetoSearchError(f"{path}: a retune spec is a mapping of fields "
                                     "(see deploy/retune.yaml)")
@@ -136,7 +133,8 @@ class _Fields:
 
     def get(self, key: str, kind: type, default: Any) -> Any:
         value = self.doc.get(key, default)
-        if (value is not None and not isinstance(value, kind)) or (
+        if (value is None and default is not None) or (  # an explicit null where none fits
+                value is not None and not isinstance(value, kind)) or (
                 kind is not bool and isinstance(value, bool)):
             raise self.fail(key, value, f"must be {_KINDS[kind]}")
         return value

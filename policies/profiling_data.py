@@ -54,6 +54,7 @@ import pandas as pd
 
 from simulator import libm
 from simulator.errors import ParetoSearchError, located
+from simulator.files import to_numbers
 
 __all__ = [
     "INTERFERENCE_COLUMNS", "SYNTHETIC_SLOWDOWN_NOISE", "SYNTHETIC_UTIL_NOISE",
@@ -139,7 +140,7 @@ def validate_columns(frame: pd.DataFrame, columns: tuple[Column, ...],
                 source, column=column.name, problem="required column is missing",
                 fix=f"add it ({column.unit}: {column.meaning}); present: {list(frame.columns)}"))
         raw = frame[column.name]
-        values = pd.to_numeric(raw, errors="coerce").astype(float)
+        values = to_numbers(raw).astype(float)
         bad = np.flatnonzero(values.isna().to_numpy())
         found = (int(bad[0]), "must be a number") if bad.size else column.problem(values)
         if found is not None:

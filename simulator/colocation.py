@@ -32,6 +32,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
+from simulator.files import to_numbers
 
 __all__ = ["SHARING_COLUMNS", "Interference", "JobSharing", "SlowdownCurve",
            "collision_probability", "fill_unmeasured"]
@@ -97,7 +98,7 @@ class JobSharing:
         out = []
         for name, (low, high, rule) in rules.items():
             raw = df[name]
-            values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+            values = to_numbers(raw).to_numpy(dtype=np.float64)
             v = np.nan_to_num(values, nan=-1.0)
             good = np.isfinite(values) & (v >= low) & (v <= high)
             if name == "gpu_util":

@@ -18,6 +18,7 @@ import pandas as pd
 from simulator import libm
 from simulator.colocation import JobSharing
 from simulator.errors import InvalidWorkload, located
+from simulator.files import to_numbers
 from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
 from simulator.slo import JOB_CLASSES, MIXES, SOFT, STRICT, SLOs, deadline_steps, pad_steps
 from simulator.workload import Workload
@@ -109,8 +110,8 @@ def read_cdf(path: str | Path) -> tuple[FloatArray, FloatArray]:
     if df.shape[1] != 2:
         raise InvalidWorkload(located(src, problem=f"expected 2 columns value,cdf, "
                                                    f"found {df.shape[1]}"))
-    values = pd.to_numeric(df.iloc[:, 0], errors="coerce").to_numpy(np.float64)
-    cdf = pd.to_numeric(df.iloc[:, 1], errors="coerce").to_numpy(np.float64)
+    values = to_numbers(df.iloc[:, 0]).to_numpy(np.float64)
+    cdf = to_numbers(df.iloc[:, 1]).to_numpy(np.float64)
     for name, arr in (("value", values), ("cdf", cdf)):
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from simulator.colocation import SlowdownCurve
 from simulator.errors import InvalidProfile, located
+from simulator.files import read_yaml
 
 __all__ = ["PROFILE_DIR", "ClusterProfile", "NodeGroup", "list_profiles", "load_profile"]
 
@@ -182,10 +181,7 @@ def load_profile(name_or_path: str | Path) -> ClusterProfile:
         if not path.exists():
             raise InvalidProfile(f"unknown cluster profile {str(name_or_path)!r}; shipped "
                                  f"profiles: {', '.join(list_profiles())} (or give a YAML path)")
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise InvalidProfile(f"{path}: cannot read cluster profile: {exc}") from exc
+    doc = read_yaml(path, InvalidProfile, "cluster profile")
     profile = _parse(doc, str(path))
     if path.parent == PROFILE_DIR and profile.name != path.stem:
         raise InvalidProfile(located(str(path), column="name", value=profile.name,

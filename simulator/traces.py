@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
+from simulator.files import to_numbers
 from simulator.scaling import ScalingTable, parametric_table
 from simulator.throughput import ThroughputTable, model_name
 from simulator.workload import PCS_TRACE_COLUMNS, Workload, read_pcs_trace, read_table
@@ -61,7 +62,7 @@ def _read(path: str | Path, required: tuple[str, ...], what: str) -> pd.DataFram
 
 
 def _numbers(df: pd.DataFrame, column: str, src: str) -> pd.Series:
-    values = pd.to_numeric(df[column], errors="coerce")
+    values = to_numbers(df[column])
     bad = np.flatnonzero(values.isna().to_numpy())
     if bad.size:
         i = int(bad[0])
@@ -87,11 +88,12 @@ def _integers(df: pd.DataFrame, column: str, src: str, low: int, high: float = n
 def _seconds(df: pd.DataFrame, column: str, src: str) -> pd.Series:
     """Datetimes or epoch seconds, as seconds after the earliest."""
     raw = df[column]
-    numeric = pd.to_numeric(raw, errors="coerce")
+    numeric = to_numbers(raw)
     if numeric.notna().all():
         offsets: pd.Series = numeric - numeric.min()
         return offsets
-    stamps = pd.to_datetime(raw, errors="coerce", format="mixed")
+    # in UTC: a cell with a time zone among cells without is compared on one clock
+    stamps = pd.to_datetime(raw, errors="coerce", format="mixed", utc=True)
     bad = np.flatnonzero(stamps.isna().to_numpy())
     if bad.size:
         i = int(bad[0])

@@ -43,6 +43,7 @@ import pandas as pd
 
 from simulator.colocation import SHARING_COLUMNS, Interference, JobSharing
 from simulator.errors import InvalidWorkload, located
+from simulator.files import to_numbers
 from simulator.scaling import ScalingTable, TypeSpeeds, parametric_table
 from simulator.slo import SLOs
 
@@ -185,6 +186,13 @@ class Workload:
                      if names["estimated_service_s"] in df else service.copy())
         job_id = (col.ints("job_id", lambda a: a >= 0, ">= 0")
                   if names["job_id"] in df else np.arange(n, dtype=np.int64))
+        again = np.flatnonzero(pd.Series(job_id).duplicated().to_numpy())
+        if again.size:  # jobs are told apart by id: results would be ambiguous
+            i = int(again[0])
+            first = int(np.argmax(job_id == job_id[i])) + 1
+            raise InvalidWorkload(located(source, row=i + 1, column=names["job_id"],
+                                          value=int(job_id[i]),
+                                          problem=f"duplicate job id (first at row {first})"))
         model = col.models(scaling) if names["model"] in df else np.full(
             n, scaling.index("linear") if "linear" in scaling.models else 0, np.int64)
         slos = (SLOs.from_columns(df[names["job_class"]], df.get(names["deadlines_s"]),
@@ -222,7 +230,7 @@ class _Columns:
 
     def floats(self, key: str, ok: object, rule: str) -> FloatArray:
         raw = self._raw(key)
-        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+        values = to_numbers(raw).to_numpy(dtype=np.float64)
         good = np.isfinite(values) & ok(values)  # type: ignore[operator]
         if not good.all():
             i = int(np.flatnonzero(~good)[0])
@@ -231,8 +239,9 @@ class _Columns:
 
     def ints(self, key: str, ok: object, rule: str) -> IntArray:
         raw = self._raw(key)
-        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
-        good = np.isfinite(values) & (values == np.round(values))
+        values = to_numbers(raw).to_numpy(dtype=np.float64)
+        # integers a float holds exactly (beyond 2**53 it cannot tell them apart)
+        good = (np.abs(values) <= 2.0**53) & (values == np.round(values))
         good &= ok(np.where(good, values, 0).astype(np.int64))  # type: ignore[operator]
         if not good.all():
             i = int(np.flatnonzero(~good)[0])

@@ -9,6 +9,7 @@ preemption and priorities. Every YARN property name comes from :data:`YARN_PROPE
 from __future__ import annotations
 
 import math
+import re
 import xml.etree.ElementTree as ET
 
 from paretosearch.export.plan import JobTier, Plan, SizeClass, scaled_integers
@@ -103,7 +104,7 @@ def _xml(comment: list[str], properties: dict[str, str]) -> str:
         ET.SubElement(prop, "name").text = name
         ET.SubElement(prop, "value").text = value
     ET.indent(root)
-    text = "\n".join("  " + line.replace("--", "- -") for line in comment)
+    text = "\n".join("  " + re.sub("-(?=-)", "- ", line) for line in comment)  # no "--" in it
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n<!--\n{text}\n-->\n'
             + ET.tostring(root, encoding="unicode") + "\n")
 

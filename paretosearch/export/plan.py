@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -29,6 +30,8 @@ __all__ = [
     "WEIGHT_SCALE", "ExportError", "InvalidConfigDocument", "JobTier", "Plan", "SizeClass",
     "build_plan", "plan_dict", "scaled_integers",
 ]
+
+_GPU_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 
 class ExportError(ParetoSearchError, ValueError):
@@ -249,11 +252,13 @@ def _cluster(doc: Mapping[str, Any], source: str) -> dict[str, int]:
     cluster = cluster if isinstance(cluster, Mapping) else {}
     gpus = cluster.get("gpus_by_type")
     if not isinstance(gpus, Mapping) or not gpus or not all(
-            isinstance(t, str) and isinstance(n, int) and not isinstance(n, bool) and n > 0
-            for t, n in gpus.items()):
+            isinstance(t, str) and _GPU_TYPE.match(t) and isinstance(n, int)
+            and not isinstance(n, bool) and n > 0 for t, n in gpus.items()):
         raise InvalidConfigDocument(located(
             source, column="cluster.gpus_by_type", value=gpus,
-            problem="expected GPUs per type, e.g. {'V100': 64}, each a positive integer",
+            problem="expected GPUs per type, e.g. {'V100': 64}, each a positive integer and "
+                    "each type a name of letters, digits and '_.-' (it is written into "
+                    "scheduler configs)",
             fix="re-select from a run of this version, or add \"cluster\": {\"profile\": "
                 "NAME, \"gpus_by_type\": {TYPE: COUNT}}"))
     profile = cluster.get("profile")

@@ -15,6 +15,8 @@ __all__ = [
 
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_HOSTLIST = re.compile(r"^[A-Za-z0-9_.,\-\[\]]+$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,9 @@ class ExportOptions:
         if not _DNS_LABEL.match(self.namespace):
             raise ExportError(f"namespace: expected a Kubernetes name (lower-case letters, "
                               f"digits and '-', at most 63), got {self.namespace!r}")
-        if not self.nodes or any(c.isspace() for c in self.nodes):
-            raise ExportError(f"nodes: expected a Slurm node list such as gpu[01-16], got "
-                              f"{self.nodes!r}")
+        if not _HOSTLIST.match(self.nodes):
+            raise ExportError(f"nodes: expected a Slurm node list such as gpu[01-16] or ALL "
+                              f"(letters, digits, '_.-,[]'), got {self.nodes!r}")
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,8 @@ def header(plan: Plan, target: str, notes: Sequence[str], lost: Sequence[str]) -
                      f"{'preemptible' if t.preemptible else 'never preempted'}")
     lines += ["notes:", *(f"  - {n}" for n in notes)] if notes else []
     lines += [f"cannot express in {target}:", *(f"  - {item}" for item in lost)]
-    return lines
+    # one line each, whatever a document's strings hold: a newline would end the comment
+    return [_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line) for line in lines]
 
 
 def size_bound(value: float) -> str:
