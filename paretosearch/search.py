@@ -19,7 +19,6 @@ warm-started retune, up to half the evaluations went to one objective vector).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +49,7 @@ from pymoo.util.optimum import filter_optimum
 from paretosearch.evaluation import SearchSpace, Task
 from paretosearch.objectives import Objective
 from paretosearch.runners import Runner
-from paretosearch.store import Evaluation, RunStore
+from paretosearch.store import Evaluation, RunStore, param_key
 from simulator.errors import ParetoSearchError
 from simulator.metrics import InvalidObjective
 
@@ -113,11 +112,6 @@ class SearchOutcome:
     front: list[Evaluation]
     evaluations: list[Evaluation]
     hypervolume: list[tuple[int, float]] = field(default_factory=list)
-
-
-def param_key(params: dict[str, Any]) -> str:
-    """The content key of a candidate: its parameters, exactly (floats by repr)."""
-    return json.dumps(params, sort_keys=True)
 
 
 class _SpanNormalization(HyperplaneNormalization):  # type: ignore[misc]  # pymoo is untyped

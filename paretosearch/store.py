@@ -16,6 +16,7 @@ resumed search replays its journal through the optimiser and so rebuilds that st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -27,15 +28,20 @@ from typing import Any
 import pandas as pd
 
 from paretosearch.io import MAX_DOCUMENT, MAX_TABLE, read_bounded, write_json, write_table
-from paretosearch.objectives import Objective
-from simulator.errors import ParetoSearchError
+from paretosearch.objectives import Objective, parse_objectives
+from simulator.errors import ParetoSearchError, located
 
-__all__ = ["Evaluation", "RunStore", "choice_entry", "front_entry"]
+__all__ = ["Evaluation", "RunStore", "choice_entry", "front_entry", "param_key"]
 
 log = logging.getLogger(__name__)
 
 Evaluation = tuple[dict[str, Any], dict[str, float]]
 """(parameters, record) of one finished evaluation."""
+
+
+def param_key(params: dict[str, Any]) -> str:
+    """The content key of a candidate: its parameters, exactly (floats by repr)."""
+    return json.dumps(params, sort_keys=True)
 
 
 def front_entry(params: dict[str, Any], record: dict[str, float],
@@ -76,8 +82,15 @@ class RunStore:
                    self.path / "run.json")
 
     def read_spec(self) -> dict[str, Any]:
-        """The spec a run was started with (without the versions)."""
+        """The spec a run was started with (without the versions), its shape checked."""
         doc = self.read_json("run.json")
+        where = str(self.path / "run.json")
+        _check_shape(doc, _SPEC, where, "")
+        try:
+            parse_objectives(doc["objectives"])
+        except ParetoSearchError as exc:
+            raise ParetoSearchError(located(where, column="objectives", value=doc["objectives"],
+                                            problem=str(exc))) from exc
         doc.pop("versions", None)
         return doc
 
@@ -89,7 +102,8 @@ class RunStore:
         for line in self._lines("evaluations.jsonl"):
             try:
                 row = json.loads(line)
-                out[row["key"]] = (row["params"], row["record"])
+                if row["key"] == param_key(row["params"]):  # else damaged: it runs again
+                    out[row["key"]] = (row["params"], row["record"])
             except (json.JSONDecodeError, KeyError, TypeError):
                 continue  # a line cut short by a crash: that evaluation runs again
         return out
@@ -150,8 +164,23 @@ class RunStore:
                    self.path / "front.json")
 
     def read_front(self) -> dict[str, Any]:
-        """The published front (``front.json``)."""
-        return self.read_json("front.json")
+        """The published front (``front.json``), its shape checked: what readers index into
+        is there and of the right type, and every entry scores the same objectives."""
+        doc = self.read_json("front.json")
+        where = str(self.path / "front.json")
+        _check_shape(doc, _FRONT, where, "")
+        entries = doc["front"]
+        labels = set(entries[0]["objectives"]) if entries else set()
+        records = [(f"front[{i}]", e["objectives"]) for i, e in enumerate(entries)] + [
+            (f"front[{i}].metrics", e["metrics"]) for i, e in enumerate(entries)] + [
+            (f"{part}.{name}", r) for part in ("baselines", "baselines_test")
+            for name, r in (doc.get(part) or {}).items()]
+        for field, record in records:
+            if not labels <= set(record) or (field.count(".") == 0 and set(record) != labels):
+                raise ParetoSearchError(located(where, column=field, value=sorted(record),
+                                                problem="expected the objectives "
+                                                        f"{sorted(labels)}"))
+        return doc
 
     def write_choice(self, choice: dict[str, Any]) -> Path:
         """``chosen.json``: the operator's selected configuration."""
@@ -189,4 +218,79 @@ class RunStore:
         """The lines of a journal (none if it does not exist yet)."""
         if not (self.path / name).exists():
             return []
-        return self.read(name, MAX_TABLE).decode(errors="replace").splitlines()
+        lines = []
+        for raw in self.read(name, MAX_TABLE).splitlines():
+            with contextlib.suppress(UnicodeDecodeError):  # a damaged line is no line
+                lines.append(raw.decode())
+        return lines
+
+
+class _Or:
+    """A shape that is any one of ``shapes``."""
+
+    def __init__(self, *shapes: Any) -> None:
+        self.shapes = shapes
+
+
+_NUMBER = _Or(int, float, None)  # null: NaN, as JSON stores it
+_RECORD = {str: _NUMBER}
+_FRONT = {"front": [{"params": {str: _Or(int, float, str, bool, None)}, "objectives": _RECORD,
+                     "metrics": _RECORD, "test_metrics": _Or(_RECORD, None),
+                     "fitted": _Or(dict, None)}],
+          "hypervolume?": [{"evaluations": int, "hypervolume": _NUMBER}],
+          "baselines?": {str: _RECORD}, "baselines_test?": {str: _RECORD},
+          "dropped?": {str: str}, "done?": bool}
+_SPEC = {"policy": str, "profile": str, "objectives": [str], "fixed": dict, "space?": [str],
+         "settings?": dict, "cluster?": dict}
+
+
+def _check_shape(value: Any, shape: Any, path: str, field: str) -> None:
+    """Raise naming ``path``, the field and the value unless ``value`` has ``shape``: a type,
+    None, :class:`_Or`, ``[item]``, ``{str: value}`` (any keys) or ``{name: shape}`` (a name
+    ending in ``?`` may be missing)."""
+    if isinstance(shape, _Or):
+        for option in shape.shapes:
+            try:
+                _check_shape(value, option, path, field)
+                return
+            except ParetoSearchError:
+                continue
+        ok = False
+    elif shape is None:
+        ok = value is None
+    elif isinstance(shape, list):
+        ok = isinstance(value, list)
+        for i, item in enumerate(value if ok else []):
+            _check_shape(item, shape[0], path, f"{field}[{i}]")
+    elif isinstance(shape, dict):
+        ok = isinstance(value, dict)
+        for name, sub in shape.items() if ok else ():
+            if name is str:
+                for key, item in value.items():
+                    _check_shape(item, sub, path, f"{field}.{key}".lstrip("."))
+            elif name.rstrip("?") in value:
+                _check_shape(value[name.rstrip("?")], sub, path,
+                             f"{field}.{name.rstrip('?')}".lstrip("."))
+            elif not name.endswith("?"):
+                raise ParetoSearchError(located(path, column=f"{field}.{name}".lstrip("."),
+                                                problem="missing"))
+    else:
+        ok = isinstance(value, shape) and (shape is bool or not isinstance(value, bool))
+    if not ok:
+        shown = value if isinstance(value, int | float | str | None) else type(value).__name__
+        raise ParetoSearchError(located(path, column=field or None, value=shown,
+                                        problem=f"expected {_describe(shape)}"))
+
+
+def _describe(shape: Any) -> str:
+    if isinstance(shape, _Or):
+        return " or ".join(_describe(s) for s in shape.shapes)
+    if shape is None:
+        return "null"
+    if isinstance(shape, list):
+        return "a list"
+    if isinstance(shape, dict):
+        return "an object"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+            dict: "an object"}[shape]
+

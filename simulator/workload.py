@@ -186,13 +186,6 @@ class Workload:
                      if names["estimated_service_s"] in df else service.copy())
         job_id = (col.ints("job_id", lambda a: a >= 0, ">= 0")
                   if names["job_id"] in df else np.arange(n, dtype=np.int64))
-        again = np.flatnonzero(pd.Series(job_id).duplicated().to_numpy())
-        if again.size:  # jobs are told apart by id: results would be ambiguous
-            i = int(again[0])
-            first = int(np.argmax(job_id == job_id[i])) + 1
-            raise InvalidWorkload(located(source, row=i + 1, column=names["job_id"],
-                                          value=int(job_id[i]),
-                                          problem=f"duplicate job id (first at row {first})"))
         model = col.models(scaling) if names["model"] in df else np.full(
             n, scaling.index("linear") if "linear" in scaling.models else 0, np.int64)
         slos = (SLOs.from_columns(df[names["job_class"]], df.get(names["deadlines_s"]),

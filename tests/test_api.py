@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,8 +32,8 @@ SMALL = SearchSettings(budget=32, pop_size=12, n_offsprings=10, seed=2)
 
 def _journal_keys(run: Path) -> list[str]:
     """Keys of the complete journal lines (a line cut by a kill is not an evaluation)."""
-    keys = []
-    for line in (run / "evaluations.jsonl").read_text().splitlines():
+    keys = []  # a line damaged on disk (not even UTF-8) is not one either
+    for line in (run / "evaluations.jsonl").read_bytes().decode(errors="replace").splitlines():
         with contextlib.suppress(json.JSONDecodeError):
             keys.append(json.loads(line)["key"])
     return keys
@@ -113,6 +114,26 @@ def test_jcts_are_predicted_only_when_an_objective_needs_them() -> None:
     assert train["pred_err:avg"] >= 0  # predictions change no job's times
     assert train["jct:avg"] == front[0]["metrics"]["jct:avg"]
     assert test["jct:avg"] == front[0]["test_metrics"]["jct:avg"]
+
+
+def test_a_corrupted_journal_line_is_evaluated_again_and_the_front_is_the_same(
+        tmp_path: Path) -> None:
+    search = PolicySearch(settings=SMALL, run_dir=tmp_path / "whole", jobs=200)
+    search.SetPreference("jct")
+    expected = search.run()
+    run = tmp_path / "run"
+    shutil.copytree(tmp_path / "whole", run)
+    lines = (run / "evaluations.jsonl").read_bytes().splitlines(keepends=True)
+    damaged = bytearray(lines[5])
+    damaged[len(damaged) // 2] ^= 0xFF  # one flipped byte, as a bad disk would do
+    lost = json.loads(lines[5])["key"]
+    (run / "evaluations.jsonl").write_bytes(b"".join([*lines[:5], bytes(damaged), *lines[6:],
+                                                      b'{"key": "cut sh']))
+    again = PolicySearch(settings=SMALL, run_dir=run, jobs=200)
+    again.SetPreference("jct")
+    assert _front_key(again.run(resume=True)) == _front_key(expected)
+    keys = _journal_keys(run)  # the damaged line's evaluation ran again, and only it
+    assert keys[-1] == lost and sorted(keys) == sorted(_journal_keys(tmp_path / "whole"))
 
 
 def test_readers_never_see_a_partial_front(tmp_path: Path) -> None:

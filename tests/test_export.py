@@ -370,8 +370,9 @@ def test_every_file_states_what_it_cannot_express(fmt: str) -> None:
 def _front_entry(thresholds: list[float | None], W: float) -> dict[str, Any]:
     fitted = WFQ.from_params({"W": W, "thresholds": thresholds,
                               "rates": [0.6, 0.3, 0.1]}).to_dict()["params"]
-    return {"params": {"W": W}, "objectives": {"jct:avg": 500.0 * W, "pred_err:avg": 10.0 / W},
-            "metrics": {}, "test_metrics": None, "fitted": fitted}
+    objectives = {"jct:avg": 500.0 * W, "pred_err:avg": 10.0 / W}
+    return {"params": {"W": W}, "objectives": objectives, "metrics": dict(objectives),
+            "test_metrics": None, "fitted": fitted}
 
 
 @pytest.fixture

@@ -198,8 +198,8 @@ CASES: list[tuple[str, str, str | bytes, tuple[str, ...]]] = [
      ("row 1", "service_s", "-5")),
     ("schema: 0 GPUs", "w.csv", SCHEMA + "0,0,0,10,linear\n", ("row 1", "gpus", "0")),
     ("schema: 1.5 GPUs", "w.csv", SCHEMA + "0,0,1.5,10,linear\n", ("row 1", "gpus", "1.5")),
-    ("schema: duplicate job ids", "w.csv", SCHEMA + "7,0,1,10,linear\n7,5,1,10,linear\n",
-     ("row 2", "job_id", "duplicate job id (first at row 1)", "7")),
+    # ids are labels (a retune's day files reuse them): both jobs are kept, see below
+    ("schema: duplicate job ids", "w.csv", SCHEMA + "7,0,1,10,linear\n7,5,1,10,linear\n", ()),
     ("schema: unknown model", "w.csv", SCHEMA + "0,0,1,10,bert\n", ("row 1", "model", "bert")),
     ("schema: 400-digit GPUs", "w.csv", SCHEMA + f"0,0,{'9' * 400},10,linear\n",
      ("row 1", "gpus")),
@@ -283,6 +283,8 @@ def test_hostile_file(tmp_path: Path, what: str, name: str, content: str | bytes
             assert word in message, (word, message)
     else:  # loaded: then it was a valid file after all, and nothing the case names is in it
         assert not words, f"{what}: loaded {loaded!r}"
+        if what.startswith("schema: duplicate"):
+            assert loaded.job_id.tolist() == [7, 7] and loaded.arrival_s.tolist() == [0, 5]
     assert not marker.exists()
 
 
@@ -359,3 +361,57 @@ def test_a_hostile_front_or_chosen_config_is_named(tmp_path: Path,
         capsys.readouterr()
         assert main(["export", str(run), "--format", "slurm"]) == 2
         assert "chosen.json" in capsys.readouterr().err
+
+
+# --- a run's documents, mutated: front, select and export read them as data ----------------
+
+def _mutate_json(doc: Any, data: st.DataObject) -> Any:
+    """``doc`` with one value somewhere replaced by a hostile one, or one key dropped."""
+    if isinstance(doc, dict) and doc and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(doc)))
+        if data.draw(st.integers(0, 3)) == 0:
+            return {k: v for k, v in doc.items() if k != key}
+        return {**doc, key: _mutate_json(doc[key], data)}
+    if isinstance(doc, list) and doc and data.draw(st.booleans()):
+        i = data.draw(st.integers(0, len(doc) - 1))
+        return [*doc[:i], _mutate_json(doc[i], data), *doc[i + 1:]]
+    return data.draw(st.sampled_from([None, "", "x\n#<&", -0.0, 1e308, -1, 0, 2**70, True, [],
+                                      {}, [[[]]], "nan", {"a": None}]))
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("hostile") / "run"
+    assert main(["search", "--generate", "120", "--budget", "8", "--pop-size", "4",
+                 "--offspring", "4", "--workers", "0", "--run-dir", str(run)]) == 0
+    assert main(["select", str(run), "--knee"]) == 0
+    return run
+
+
+@pytest.mark.parametrize("name", ["front.json", "run.json", "chosen.json"])
+def test_mutated_run_documents_are_named_or_read(name: str, small_run: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    original = json.loads((run / name).read_text())
+    commands = {"front.json": [["front", str(run)], ["select", str(run), "--index", "0",
+                                                     "--out", str(tmp_path / "c.json")]],
+                "run.json": [["select", str(run), "--knee", "--out", str(tmp_path / "c.json")],
+                             ["export", str(run), "--index", "0", "--format", "slurm"]],
+                "chosen.json": [["export", str(run), "--format", fmt]
+                                for fmt in ("kueue", "volcano", "slurm", "yarn", "json")]}[name]
+
+    @settings(max_examples=20, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        (run / name).write_text(json.dumps(_mutate_json(original, data)))
+        for command in commands:
+            capsys.readouterr()
+            code = main(command)  # anything but our own error escapes as an exception
+            assert code in (0, 2)
+            if code == 2:
+                err = " ".join(capsys.readouterr().err.split())
+                assert name in err or str(run) in err, err
+
+    check()
