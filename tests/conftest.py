@@ -41,3 +41,17 @@ def pcs_trace(pcs_scaling: ScalingTable) -> Any:
         return cache[name].head(n)
 
     return load
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of 'paretosearch search' with a chosen config, made once per module:
+    copy it before changing it."""
+    from paretosearch.cli import main
+
+    run = tmp_path_factory.mktemp("small_run") / "run"
+    assert main(["search", "--generate", "120", "--budget", "8", "--pop-size", "4",
+                 "--offspring", "4", "--workers", "0", "--run-dir", str(run)]) == 0
+    assert main(["select", str(run), "--knee"]) == 0
+    return run
+

@@ -379,15 +379,6 @@ def _mutate_json(doc: Any, data: st.DataObject) -> Any:
                                       {}, [[[]]], "nan", {"a": None}]))
 
 
-@pytest.fixture(scope="module")
-def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run = tmp_path_factory.mktemp("hostile") / "run"
-    assert main(["search", "--generate", "120", "--budget", "8", "--pop-size", "4",
-                 "--offspring", "4", "--workers", "0", "--run-dir", str(run)]) == 0
-    assert main(["select", str(run), "--knee"]) == 0
-    return run
-
-
 @pytest.mark.parametrize("name", ["front.json", "run.json", "chosen.json"])
 def test_mutated_run_documents_are_named_or_read(name: str, small_run: Path, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -119,26 +119,16 @@ def test_a_warm_start_reads_the_previous_front_not_its_pickles(tmp_path: Path) -
 
 # --- run folders from untrusted places ----------------------------------------------------
 
-@pytest.fixture(scope="module")
-def searched(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished run (with a chosen config), made once; each test works on a copy."""
-    run = tmp_path_factory.mktemp("searched") / "run"
-    assert main(["search", "--generate", "150", "--budget", "16", "--pop-size", "8",
-                 "--offspring", "8", "--workers", "0", "--run-dir", str(run)]) == 0
-    assert main(["select", str(run), "--knee"]) == 0
-    return run
-
-
-def _copy(searched: Path, tmp_path: Path) -> Path:
+def _copy(small_run: Path, tmp_path: Path) -> Path:
     run = tmp_path / "run"
-    shutil.copytree(searched, run)
+    shutil.copytree(small_run, run)
     return run
 
 
 @pytest.mark.parametrize("name", ["front.json", "run.json", "chosen.json"])
-def test_a_link_out_of_a_run_folder_is_refused(searched: Path, tmp_path: Path, name: str,
+def test_a_link_out_of_a_run_folder_is_refused(small_run: Path, tmp_path: Path, name: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    run = _copy(searched, tmp_path)
+    run = _copy(small_run, tmp_path)
     secret = tmp_path / "secret.json"  # another file of the user's, valid JSON even
     shutil.copy(run / name, secret)
     (run / name).unlink()
@@ -157,8 +147,8 @@ def test_a_link_out_of_a_run_folder_is_refused(searched: Path, tmp_path: Path, n
 
 
 def test_a_fifo_or_an_oversized_file_is_refused_without_waiting(
-        searched: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run = _copy(searched, tmp_path)
+        small_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _copy(small_run, tmp_path)
     (run / "front.json").unlink()
     os.mkfifo(run / "front.json")  # opening it for reading would block forever
     capsys.readouterr()
@@ -172,9 +162,9 @@ def test_a_fifo_or_an_oversized_file_is_refused_without_waiting(
     assert f"{MAX_DOCUMENT + 1:,} bytes, more than the {MAX_DOCUMENT:,}" in err
 
 
-def test_a_journal_linked_out_of_the_run_stops_a_resume(searched: Path,
+def test_a_journal_linked_out_of_the_run_stops_a_resume(small_run: Path,
                                                         tmp_path: Path) -> None:
-    run = _copy(searched, tmp_path)
+    run = _copy(small_run, tmp_path)
     (tmp_path / "elsewhere.jsonl").write_text((run / "evaluations.jsonl").read_text())
     (run / "evaluations.jsonl").unlink()
     (run / "evaluations.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
