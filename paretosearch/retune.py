@@ -260,11 +260,11 @@ def _current(out: Path) -> Path | None:
     if not link.is_symlink():
         return None
     run = link.resolve()
-    if run.parent != (out / "runs").resolve() or not run.is_dir():
+    if run.parent != (out / "runs").resolve():
         raise ParetoSearchError(f"{link} points at {run}, not at a run in {out / 'runs'}; "
                                 "refused. Point it at the run in production (ln -sfn "
                                 "runs/RUN_ID current, in that folder) or remove it")
-    return run
+    return run if run.is_dir() else None  # a run deleted since: none to start from
 
 
 def _point(link: Path, run: Path) -> None:
