@@ -171,12 +171,14 @@ class RunStore:
         _check_shape(doc, _FRONT, where, "")
         entries = doc["front"]
         labels = set(entries[0]["objectives"]) if entries else set()
-        records = [(f"front[{i}]", e["objectives"]) for i, e in enumerate(entries)] + [
-            (f"front[{i}].metrics", e["metrics"]) for i, e in enumerate(entries)] + [
-            (f"{part}.{name}", r) for part in ("baselines", "baselines_test")
+        # each entry scores exactly these objectives; its metrics and the baselines hold them
+        scored = [(f"front[{i}].objectives", e["objectives"], True) for i, e in
+                  enumerate(entries)] + [(f"front[{i}].metrics", e["metrics"], False)
+                                         for i, e in enumerate(entries)] + [
+            (f"{part}.{name}", r, False) for part in ("baselines", "baselines_test")
             for name, r in (doc.get(part) or {}).items()]
-        for field, record in records:
-            if not labels <= set(record) or (field.count(".") == 0 and set(record) != labels):
+        for field, record, exactly in scored:
+            if set(record) != labels if exactly else not labels <= set(record):
                 raise ParetoSearchError(located(where, column=field, value=sorted(record),
                                                 problem="expected the objectives "
                                                         f"{sorted(labels)}"))

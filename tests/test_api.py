@@ -26,6 +26,7 @@ from paretosearch.io import json_text
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
 from simulator.generate import add_slos
 from simulator.scaling import TypeSpeeds
+from tests.conftest import WorkerKiller
 
 SMALL = SearchSettings(budget=32, pop_size=12, n_offsprings=10, seed=2)
 
@@ -212,16 +213,9 @@ def test_killing_a_worker_loses_nothing(tmp_path: Path) -> None:
                       dashboard_address=None) as cluster, Client(cluster) as client:
         search = PolicySearch(settings=settings, jobs=250, client=client, run_dir=tmp_path)
         search.SetPreference("jct", "pred_err")
-        killed: list[int] = []
-
-        def kill_one(progress: Any) -> None:
-            if not killed:
-                pid = next(iter(client.run(os.getpid).values()))
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-
+        kill_one = WorkerKiller(client)
         front = search.run(kill_one)
-    assert killed and _front_key(front) == expected
+    assert kill_one.killed and _front_key(front) == expected
     keys = _journal_keys(tmp_path)
     assert len(keys) == len(set(keys)) == 48
 

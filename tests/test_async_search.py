@@ -4,9 +4,7 @@ journal, resumable, on a real Dask cluster (paretosearch/search.py, `_SteadyStat
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from paretosearch.runners import SerialRunner
 from paretosearch.search import run_spea2
 from paretosearch.store import RunStore
 from simulator.errors import ParetoSearchError
+from tests.conftest import WorkerKiller
 
 ASYNC = SearchSettings(budget=40, pop_size=10, n_offsprings=10, seed=3, mode="async")
 
@@ -125,16 +124,9 @@ def test_async_loses_nothing_to_a_killed_worker(tmp_path: Path) -> None:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         search = _search(tmp_path / "run", client=client)
-        killed: list[int] = []
-
-        def kill_one(progress: Any) -> None:
-            if not killed:
-                pid = next(iter(client.run(os.getpid).values()))
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-
+        kill_one = WorkerKiller(client)
         front = search.run(kill_one)
-    assert killed
+    assert kill_one.killed
     keys = [json.loads(line)["key"] for line in _lines(tmp_path / "run" / "evaluations.jsonl")]
     assert len(keys) == len(set(keys)) == ASYNC.budget  # nothing lost, nothing run twice
     replay = tmp_path / "replay"
