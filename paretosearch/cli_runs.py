@@ -77,9 +77,13 @@ def _search_parser(sub: Any) -> None:
                    help="objective, repeatable (default: jct:avg and pred_err:avg)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="hold a parameter fixed (repeatable)")
-    p.add_argument("--budget", type=int, default=370, help="evaluations (default: 370)")
-    p.add_argument("--pop-size", type=int, default=70, help="SPEA2 archive size (default: 70)")
-    p.add_argument("--offspring", type=int, default=105, help="offspring per generation")
+    p.add_argument("--budget", type=int, default=370,
+                   help="evaluations, exactly (default: 370)")
+    p.add_argument("--pop-size", type=int, default=0,
+                   help="SPEA2 archive size (default: a tenth of the budget, 10 to 70; PCS's "
+                        "settings: --pop-size 70 --offspring 105)")
+    p.add_argument("--offspring", type=int, default=0,
+                   help="candidates per generation (default: as --pop-size)")
     p.add_argument("--seed", type=int, default=0, help="search seed (default: 0)")
     p.add_argument("--mode", choices=MODES, default="generational",
                    help="generational: a generation at a time, the same front for the same seed "

@@ -106,8 +106,8 @@ class RetuneSpec:
             max_jobs=max_jobs, scaling_table=spec.path("scaling_table"), profile=profile,
             policy=policy, fixed=fixed, objectives=objectives,
             settings=SearchSettings(budget=search.integer("budget", 370, low=1),
-                                    pop_size=search.integer("pop_size", 70, low=2),
-                                    n_offsprings=search.integer("offspring", 105, low=1),
+                                    pop_size=search.integer("pop_size", 0, low=2),
+                                    n_offsprings=search.integer("offspring", 0, low=1),
                                     seed=search.integer("seed", 0, low=0), mode=mode),
             warm_start=spec.get("warm_start", bool, True), production=spec.path("production"),
             workers=spec.integer("workers", 2, low=0), workers_named="workers" in spec.doc,
@@ -147,7 +147,10 @@ class _Fields:
         return float(value)
 
     def integer(self, key: str, default: int, *, low: int) -> int:
-        value = self.doc.get(key, default)
+        """The integer at ``key`` (>= ``low``), or ``default`` where the key is absent."""
+        if key not in self.doc:
+            return default
+        value = self.doc[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise self.fail(key, value, f"must be an integer >= {low}")
         return value

@@ -27,11 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from pymoo.algorithms.moo.nsga3 import HyperplaneNormalization
 from pymoo.algorithms.moo.spea2 import SPEA2, SPEA2Survival, spea_binary_tournament
-from pymoo.core.mixed import (
-    MixedVariableDuplicateElimination,
-    MixedVariableMating,
-    MixedVariableSampling,
-)
+from pymoo.core.mixed import MixedVariableDuplicateElimination, MixedVariableMating
 from pymoo.core.population import Population
 from pymoo.core.problem import Problem
 from pymoo.core.variable import Choice, Real
@@ -40,11 +36,11 @@ from pymoo.operators.crossover.sbx import SBX
 from pymoo.operators.crossover.ux import UX
 from pymoo.operators.mutation.pm import PM
 from pymoo.operators.mutation.rm import ChoiceRandomMutation
-from pymoo.operators.sampling.rnd import FloatRandomSampling
 from pymoo.operators.selection.tournament import TournamentSelection
 from pymoo.problems.static import StaticProblem
 from pymoo.util.display.multi import MultiObjectiveOutput
 from pymoo.util.optimum import filter_optimum
+from scipy.stats import qmc
 
 from paretosearch.evaluation import SearchSpace, Task
 from paretosearch.objectives import Objective
@@ -64,20 +60,46 @@ MODES = ("generational", "async")
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """How hard to search (PCS's settings by default: 370 evaluations, 70 / 105), and how:
-    ``mode="generational"`` (a generation of ``n_offsprings`` at a time; same seed, same
-    front, whatever the workers) or ``"async"`` (steady state: a new offspring the moment a
-    worker frees up; the front depends on the order evaluations finish, module docstring)."""
+    """How hard to search, and how.
+
+    ``budget`` evaluations in all, exactly (the last generation is cut to fit). SPEA2 keeps
+    an archive of ``pop_size`` and breeds ``n_offsprings`` candidates a generation: left
+    out, the archive is a tenth of the budget (10 to 70), the offspring as many, and the
+    search opens with a space-filling sample of a fifth of the budget. PCS's settings (70 and 105, the first
+    sample one archive) are :meth:`pcs`. ``mode="generational"`` (a generation at a time;
+    same seed, same front, whatever the workers) or ``"async"`` (steady state: a new
+    candidate the moment a worker frees up; the front depends on the order evaluations
+    finish, :class:`_SteadyState`).
+    """
 
     budget: int = 370
-    pop_size: int = 70
-    n_offsprings: int = 105
+    pop_size: int = 0
+    n_offsprings: int = 0
     seed: int = 0
     mode: str = "generational"
+    first: int = 0
+    """Size of the space-filling first sample (0: a fifth of the budget, at least the
+    archive; where ``pop_size`` is given, the archive)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ParetoSearchError(f"search mode {self.mode!r}: use one of {', '.join(MODES)}")
+        for name in ("budget", "pop_size", "n_offsprings", "first"):
+            if getattr(self, name) < (name == "budget"):
+                raise ParetoSearchError(f"search {name} must be >= {int(name == 'budget')} "
+                                        f"(got {getattr(self, name)})")
+        # sizes left out follow the budget (frozen: set once, here)
+        auto = min(70, max(10, self.budget // 10))
+        first = self.first or (self.pop_size or max(auto, self.budget // 5))
+        object.__setattr__(self, "pop_size", max(2, self.pop_size or auto))
+        object.__setattr__(self, "n_offsprings", self.n_offsprings or self.pop_size)
+        object.__setattr__(self, "first", min(max(first, 2), self.budget))
+
+    @classmethod
+    def pcs(cls, budget: int = 370, seed: int = 0, mode: str = "generational"
+            ) -> SearchSettings:
+        """PCS's settings (§5.1): archive 70, 105 offspring a generation."""
+        return cls(budget=budget, pop_size=70, n_offsprings=105, seed=seed, mode=mode)
 
 
 @dataclass(frozen=True)
@@ -159,6 +181,11 @@ def _check_defined(F: FloatArray, objectives: Sequence[Objective]) -> None:
             "are kept")
 
 
+IMMIGRANTS = 0.25
+"""Share of each generation's candidates drawn from the space-filling sequence instead of
+bred: the sequence goes on covering the space while the rest exploit the archive."""
+
+
 def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings,
                initial: Sequence[dict[str, Any]] = ()) -> SPEA2:
     # every component fresh: pymoo's default arguments are shared instances, and SPEA2's
@@ -167,11 +194,9 @@ def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings,
         problem, operators = _mixed(space, n_obj)
     else:
         problem = Problem(n_var=len(space), n_obj=n_obj, xl=0.0, xu=1.0)
-        operators = {"sampling": FloatRandomSampling(),
-                     "selection": TournamentSelection(spea_binary_tournament),
-                     "crossover": SBX(prob=1.0, eta=20), "mutation": PM(eta=20)}
-    if initial:
-        operators["sampling"] = _warm_population(space, initial, s)
+        operators = {"selection": TournamentSelection(spea_binary_tournament),
+                     "crossover": SBX(prob=1.0, prob_var=1.0, eta=10), "mutation": PM(eta=10)}
+    operators["sampling"] = _first_sample(space, initial, s)
     algorithm = SPEA2(pop_size=s.pop_size, n_offsprings=s.n_offsprings,
                       survival=_DistinctSurvival(normalize=True), output=MultiObjectiveOutput(),
                       **operators)
@@ -180,16 +205,35 @@ def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings,
     return algorithm
 
 
-def _warm_population(space: SearchSpace, initial: Sequence[dict[str, Any]],
-                     s: SearchSettings) -> Population:
-    """The first generation of a warm start: the given configurations (up to the population
-    size, duplicates dropped), then random points (from the search seed) to fill it."""
+def _space_filling(space: SearchSpace, seed: int, start: int, n: int) -> list[list[float]]:
+    """Points ``start`` to ``start + n`` of the search's scrambled Halton sequence, as codes:
+    a number's code is its coordinate, a choice's the option whose k-th of [0, 1) it is in."""
+    sequence = qmc.Halton(len(space), rng=np.random.default_rng([seed, 3]))
+    sequence.fast_forward(start)
+    return [[min(int(u * len(d.choices)), len(d.choices) - 1) if d.kind == "choice"
+             else float(u) for d, u in zip(space.domains, row, strict=True)]
+            for row in sequence.random(n)]
+
+
+def _first_sample(space: SearchSpace, initial: Sequence[dict[str, Any]],
+                  s: SearchSettings) -> Population:
+    """The first generation: the given configurations (a warm start, up to the archive
+    size, duplicates dropped), then the space-filling sequence to ``s.first`` points."""
     seeds = list({param_key(space.decode(space.encode(p))): space.encode(p)
                   for p in initial}.values())[:s.pop_size]
-    rng = np.random.default_rng(s.seed)
-    fill = [[float(rng.integers(len(d.choices))) if d.kind == "choice" else float(rng.random())
-             for d in space.domains] for _ in range(s.pop_size - len(seeds))]
+    fill = _space_filling(space, s.seed, 0, max(0, s.first - len(seeds)))
     return Population.new(X=_coded(space, seeds + fill))
+
+
+def _immigrate(space: SearchSpace, s: SearchSettings, pop: Population, start: int) -> int:
+    """Replace the last :data:`IMMIGRANTS` share of a bred generation by the space-filling
+    sequence's points from ``start``; returns how many."""
+    k = int(IMMIGRANTS * len(pop))
+    if k:
+        X = pop.get("X")
+        X[len(X) - k:] = _coded(space, _space_filling(space, s.seed, start, k))
+        pop.set("X", X)
+    return k
 
 
 def _coded(space: SearchSpace, rows: Sequence[Sequence[float]]) -> Any:
@@ -205,7 +249,7 @@ def _coded(space: SearchSpace, rows: Sequence[Sequence[float]]) -> Any:
 def _mixed(space: SearchSpace, n_obj: int) -> tuple[Problem, dict[str, Any]]:
     """pymoo's mixed-variable problem and operators: numbers on [0, 1], choices by index.
 
-    Numbers mate as in the real-coded search (SBX p=1 η=20, polynomial mutation η=20);
+    Numbers mate as in the real-coded search (SBX p=1 η=10, polynomial mutation η=10);
     each choice by uniform crossover and random resetting; parents by SPEA2's tournament.
     """
     variables = {n: Choice(options=list(range(len(d.choices)))) if d.kind == "choice"
@@ -213,11 +257,10 @@ def _mixed(space: SearchSpace, n_obj: int) -> tuple[Problem, dict[str, Any]]:
                  for n, d in zip(space.names, space.domains, strict=True)}
     mating = MixedVariableMating(
         selection=TournamentSelection(spea_binary_tournament),
-        crossover={Real: SBX(prob=1.0, eta=20), Choice: UX()},
-        mutation={Real: PM(eta=20), Choice: ChoiceRandomMutation()},
+        crossover={Real: SBX(prob=1.0, prob_var=1.0, eta=10), Choice: UX()},
+        mutation={Real: PM(eta=10), Choice: ChoiceRandomMutation()},
         eliminate_duplicates=MixedVariableDuplicateElimination())
-    return Problem(vars=variables, n_obj=n_obj), {
-        "sampling": MixedVariableSampling(), "mating": mating,
+    return Problem(vars=variables, n_obj=n_obj), {"mating": mating,
         "eliminate_duplicates": MixedVariableDuplicateElimination()}
 
 
@@ -225,7 +268,9 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
               settings: SearchSettings, *, store: RunStore | None = None,
               on_generation: Callable[[Progress], None] | None = None,
               initial: Sequence[dict[str, Any]] = ()) -> SearchOutcome:
-    """Search with SPEA2 (PCS's settings: SBX p=1 η=20, polynomial mutation η=20, p=1/n).
+    """Search with SPEA2: a space-filling first sample (scrambled Halton), then generations
+    bred by SBX (p=1 per variable, η=10) and polynomial mutation (η=10, p=1/n), a quarter of
+    each generation drawn from the space-filling sequence instead (:data:`IMMIGRANTS`).
 
     Args:
         task, space, objectives: what to evaluate, over which parameters, for which goals.
@@ -235,7 +280,7 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
         store: the run directory: its journal, replayed if present (a resumed run).
         on_generation: called with a :class:`Progress` after each generation.
         initial: configurations to start from (a warm start, e.g. the previous run's front):
-            they open the first generation, random points fill the rest of it.
+            they open the first generation, the space-filling sample fills the rest of it.
     """
     if settings.mode == "async":
         return _SteadyState(task, space, objectives, runner, settings, store, on_generation,
@@ -251,10 +296,16 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
         record = journal[param_key(params)][1]
         return [o.loss(record[o.label]) for o in objectives]
 
+    immigrants = settings.first  # the space-filling sequence's next point
     while algorithm.has_next():
+        bred = algorithm.is_initialized
+        algorithm.n_offsprings = min(settings.n_offsprings,
+                                     settings.budget - algorithm.evaluator.n_eval)
         pop = algorithm.ask()
         if pop is None or len(pop) == 0:  # nothing new left to try (a small discrete space)
             break
+        if bred:
+            immigrants += _immigrate(space, settings, pop, immigrants)
         batch = [space.decode(x) for x in pop.get("X")]
         todo = [p for p in batch if param_key(p) not in journal]
 
@@ -289,12 +340,13 @@ def _front(algorithm: Any, space: SearchSpace,
 class _SteadyState:
     """The asynchronous search (``mode="async"``): steady-state SPEA2.
 
-    The first population is sampled as in the generational mode. Whenever an evaluation
+    The first sample is drawn as in the generational mode. Whenever an evaluation
     finishes it joins the archive (SPEA2's environmental selection over the archive and it,
     with a generator drawn from the seed and the number of evaluations finished), and every
-    free slot of the runner at once gets a new candidate: the next of the first population,
-    then an offspring bred from the archive (SPEA2's tournament, SBX and polynomial
-    mutation, with a generator drawn from the seed and the candidate's number). Each
+    free slot of the runner at once gets a new candidate: the next of the first sample, then
+    (one in four from the space-filling sequence) an offspring bred from the archive (SPEA2's
+    tournament, SBX and polynomial mutation, with a generator drawn from the seed and the
+    candidate's number). Each
     candidate is written to ``started.jsonl`` (with how many evaluations had finished) before
     it starts, each result to the journal as it finishes; a resumed run replays the journal in
     the order evaluations finished, restarts the candidates that were running, and goes on.
@@ -389,10 +441,18 @@ class _SteadyState:
         return out
 
     def _candidate(self, k: int) -> dict[str, Any] | None:
-        """Candidate ``k``: the first population's, then an offspring of the archive that
-        was neither evaluated nor started (None: the archive cannot breed one yet)."""
+        """Candidate ``k``: the first sample's; then one in four the space-filling
+        sequence's next point, the others an offspring of the archive; never one evaluated
+        or started (None: the archive cannot breed one yet)."""
         if k < len(self.first):
             return self.first[k]
+        bred, share = k - len(self.first), IMMIGRANTS
+        if int(share * (bred + 1)) > int(share * bred):  # the space-filling sequence's turn
+            codes = _space_filling(self.space, self.s.seed, self.s.first + int(share * bred),
+                                   1)[0]
+            params = self.space.decode(codes)
+            if param_key(params) not in self.journal and param_key(params) not in self.running:
+                return params
         if len(self.archive) < 2:
             return None
         for attempt in range(20):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,12 +12,20 @@ from distributed import Client, LocalCluster
 from pymoo.algorithms.moo.spea2 import SPEA2Survival
 from pymoo.core.population import Population
 from pymoo.core.problem import Problem
+from scipy.stats import qmc
 
 from paretosearch.evaluation import SearchSpace, Task, evaluate
 from paretosearch.objectives import Objective, parse_objectives
-from paretosearch.runners import DaskRunner, SerialRunner
+from paretosearch.runners import DaskRunner, OnResult, SerialRunner
 from paretosearch.search import SearchSettings, _DistinctSurvival, run_spea2
-from simulator import InvalidObjective, InvalidPolicyParams, generate, load_profile
+from simulator import (
+    InvalidObjective,
+    InvalidPolicyParams,
+    ParetoSearchError,
+    Workload,
+    generate,
+    load_profile,
+)
 
 OBJECTIVES = parse_objectives([("jct", "avg"), "pred_err:avg"])
 
@@ -109,3 +119,58 @@ def test_an_objective_that_never_varies_keeps_the_archive_ordered_by_fitness() -
     kept = _DistinctSurvival(normalize=True).do(problem, pop, n_survive=3)
     assert kept.get("F")[:, 0].tolist() == [1.0, 2.0, 3.0]
     assert np.isfinite(kept.get("SPEA_F")).all()
+
+
+@pytest.mark.parametrize(("settings", "sizes"), [
+    (SearchSettings(budget=370), (37, 37, 74)),  # a tenth of the budget, a fifth to start
+    (SearchSettings(budget=100), (10, 10, 20)),
+    (SearchSettings(budget=5000), (70, 70, 1000)),
+    (SearchSettings(budget=12), (10, 10, 10)),  # the first sample is at least the archive
+    (SearchSettings(budget=6), (10, 10, 6)),  # and at most the budget
+    (SearchSettings.pcs(), (70, 105, 70)),  # PCS's settings, when asked for
+    (SearchSettings(budget=50, pop_size=8), (8, 8, 8)),  # offspring: as the archive
+])
+def test_sizes_follow_the_budget(settings: SearchSettings, sizes: tuple[int, int, int]
+                                 ) -> None:
+    assert (settings.pop_size, settings.n_offsprings, settings.first) == sizes
+
+
+@pytest.mark.parametrize("field", ["budget", "pop_size", "n_offsprings", "first"])
+def test_negative_sizes_are_refused(field: str) -> None:
+    with pytest.raises(ParetoSearchError, match=f"search {field} must be >= "):
+        SearchSettings(**{field: -1})  # type: ignore[arg-type]
+
+
+class _Recording(SerialRunner):
+    """A serial runner that keeps every batch it was given."""
+
+    def __init__(self, wl: Workload) -> None:
+        super().__init__([wl], wl)
+        self.batches: list[list[Mapping[str, Any]]] = []
+
+    def map(self, task: Task, batch: Sequence[Mapping[str, Any]],
+            on_result: OnResult | None = None) -> list[dict[str, float]]:
+        self.batches.append(list(batch))
+        return super().map(task, batch, on_result)
+
+
+@pytest.mark.parametrize("budget", [47, 61])
+def test_the_budget_is_run_exactly_space_filling_first(budget: int) -> None:
+    wl = generate(150, load=0.9, seed=6)
+    space, runner = SearchSpace.of("wfq"), _Recording(wl)
+    settings = SearchSettings(budget=budget, pop_size=8, n_offsprings=10, first=16, seed=2)
+    out = run_spea2(Task("wfq", load_profile("pcs-64")), space, OBJECTIVES, runner, settings)
+    assert len(out.evaluations) == budget  # the last generation cut to fit
+    assert [len(b) for b in runner.batches] == [16] + [10] * ((budget - 16) // 10) + (
+        [(budget - 16) % 10] if (budget - 16) % 10 else [])
+    # the first sample covers the unit cube more evenly than uniform random points do
+    codes = np.array([space.encode(p) for p in runner.batches[0]])
+    rng = np.random.default_rng(0)
+    uniform = [qmc.discrepancy(rng.random(codes.shape)) for _ in range(200)]
+    assert qmc.discrepancy(codes) < np.percentile(uniform, 5)
+    # a quarter of each bred generation continues that sequence: fresh, distinct points
+    first = {tuple(c) for c in np.round(codes, 9)}
+    immigrants = [p for b in runner.batches[1:] for p in b[len(b) - len(b) // 4:]]
+    assert len(immigrants) == sum(len(b) // 4 for b in runner.batches[1:]) > 0
+    assert len({tuple(np.round(space.encode(p), 9)) for p in immigrants} - first) == len(
+        immigrants)
