@@ -270,6 +270,7 @@ def main() -> None:
     p.add_argument("--processes", type=int, default=2, help="searches side by side")
     p.add_argument("--quick", action="store_true", help="wfq only, 3 seeds, budgets 100, 370")
     p.add_argument("--json", type=Path, help="write every run's scores here")
+    p.add_argument("--runs", type=Path, help="write every run's points here (JSON lines)")
     p.add_argument("--plot", type=Path, default=Path("bench_optimizers.png"),
                    help="hypervolume against evaluations (default: bench_optimizers.png)")
     args = p.parse_args()
@@ -292,6 +293,9 @@ def main() -> None:
                   f"budget {run['budget']:>5}: {len(run['points'])} evaluations in "
                   f"{run['wall_s']:6.1f} s", flush=True)
             runs.append(run)
+            if args.runs:
+                with args.runs.open("a") as f:
+                    f.write(json.dumps(run) + "\n")
     rows = []
     for problem in args.problems.split(","):
         mine = [b for b in budgets if b <= caps.get(problem, max(budgets))]

@@ -34,9 +34,9 @@ SMALL = SearchSettings(budget=32, pop_size=12, n_offsprings=10, seed=2)
 def _journal_keys(run: Path) -> list[str]:
     """Keys of the complete journal lines (a line cut by a kill is not an evaluation)."""
     keys = []  # a line damaged on disk (not even UTF-8) is not one either
-    for line in (run / "evaluations.jsonl").read_bytes().decode(errors="replace").splitlines():
-        with contextlib.suppress(json.JSONDecodeError):
-            keys.append(json.loads(line)["key"])
+    for line in (run / "evaluations.jsonl").read_bytes().splitlines():
+        with contextlib.suppress(UnicodeDecodeError, json.JSONDecodeError):
+            keys.append(json.loads(line.decode())["key"])
     return keys
 
 

@@ -123,10 +123,10 @@ def test_an_objective_that_never_varies_keeps_the_archive_ordered_by_fitness() -
 
 @pytest.mark.parametrize(("settings", "sizes"), [
     (SearchSettings(budget=370), (37, 37, 74)),  # a tenth of the budget, a fifth to start
-    (SearchSettings(budget=100), (10, 10, 20)),
+    (SearchSettings(budget=400, pop_size=50, first=0), (50, 50, 50)),  # pop given: PCS's way
+    (SearchSettings(budget=100), (10, 10, 40)),  # but at least 40 points
     (SearchSettings(budget=5000), (70, 70, 1000)),
-    (SearchSettings(budget=12), (10, 10, 10)),  # the first sample is at least the archive
-    (SearchSettings(budget=6), (10, 10, 6)),  # and at most the budget
+    (SearchSettings(budget=12), (10, 10, 12)),  # and at most the budget
     (SearchSettings.pcs(), (70, 105, 70)),  # PCS's settings, when asked for
     (SearchSettings(budget=50, pop_size=8), (8, 8, 8)),  # offspring: as the archive
 ])
