@@ -1,10 +1,10 @@
 """Search quality and speed on PCS's set-up for trace 0e4a51 (PCS §5.4, Fig. 9c).
 
-(a) SPEA2 with PCS's settings (population 70, offspring 105, 370 evaluations) on a 2001-job
-    workload generated from ``cdf-*-workload_0e4a51.csv`` at load 0.8 on 64 GPUs, objectives
-    avg JCT vs avg prediction error, on a 2-worker Dask LocalCluster: wall time, and the
-    hypervolume of our front against PCS's stored front, both simulated by our simulator on
-    the same workload sample, with one reference point for both.
+(a) Our default search (370 evaluations; ``--pcs``: PCS's settings, population 70, offspring
+    105) on a 2001-job workload generated from ``cdf-*-workload_0e4a51.csv`` at load 0.8 on
+    64 GPUs, objectives avg JCT vs avg prediction error, on a 2-worker Dask LocalCluster:
+    wall time, and the hypervolume of our front against PCS's stored front, both simulated
+    by our simulator on the same workload sample, with one reference point for both.
 (b) SPEA2 against random search with the same budget (hypervolume, same reference point).
 (c) Evaluation throughput serially and on Dask with 1 and 2 workers: speed-up and overhead.
 
@@ -47,6 +47,8 @@ def _cluster(workers: int) -> tuple[LocalCluster, Client]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--budget", type=int, default=370)
+    p.add_argument("--pcs", action="store_true",
+                   help="PCS's search settings (population 70, offspring 105)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", default="1,2", help="worker counts for (c), e.g. 1,2,4,8,16")
     p.add_argument("--evaluations", type=int, default=48, help="evaluations timed in (c)")
@@ -70,8 +72,9 @@ def main() -> None:
     with cluster, client:
         runner = DaskRunner(client, [workload], workload)
         t0 = time.perf_counter()
-        out = run_spea2(task, space, OBJECTIVES, runner,
-                        SearchSettings(budget=args.budget, seed=args.seed))
+        settings = (SearchSettings.pcs(args.budget, args.seed) if args.pcs
+                    else SearchSettings(budget=args.budget, seed=args.seed))
+        out = run_spea2(task, space, OBJECTIVES, runner, settings)
         wall = time.perf_counter() - t0
         ours = _F([r for _, r in out.front])
         theirs = _F(runner.map(task, pcs_params))
