@@ -65,11 +65,11 @@ class SearchSettings:
     ``budget`` evaluations in all, exactly (the last generation is cut to fit). SPEA2 keeps
     an archive of ``pop_size`` and breeds ``n_offsprings`` candidates a generation: left
     out, the archive is a tenth of the budget (10 to 70), the offspring as many, and the
-    search opens with a space-filling sample of a fifth of the budget (at least 40 points). PCS's settings (70 and 105, the first
-    sample one archive) are :meth:`pcs`. ``mode="generational"`` (a generation at a time;
-    same seed, same front, whatever the workers) or ``"async"`` (steady state: a new
-    candidate the moment a worker frees up; the front depends on the order evaluations
-    finish, :class:`_SteadyState`).
+    search opens with a space-filling sample of a fifth of the budget (at least 40 points).
+    PCS's settings (70 and 105, the first sample one archive) are :meth:`pcs`.
+    ``mode="generational"`` (a generation at a time; same seed, same front, whatever the
+    workers) or ``"async"`` (steady state: a new candidate the moment a worker frees up; the
+    front depends on the order evaluations finish, :class:`_SteadyState`).
     """
 
     budget: int = 370
