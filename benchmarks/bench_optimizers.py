@@ -271,8 +271,9 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="wfq only, 3 seeds, budgets 100, 370")
     p.add_argument("--json", type=Path, help="write every run's scores here")
     p.add_argument("--runs", type=Path, help="write every run's points here (JSON lines)")
-    p.add_argument("--plot", type=Path, default=Path("bench_optimizers.png"),
-                   help="hypervolume against evaluations (default: bench_optimizers.png)")
+    p.add_argument("--plot", type=Path, default=Path("docs/bench_optimizers.png"),
+                   help="hypervolume against evaluations (default: docs/bench_optimizers.png, "
+                        "the README's)")
     args = p.parse_args()
     if args.quick:
         args.problems, args.seeds, args.budgets = "wfq", 3, "100,370"
