@@ -87,10 +87,8 @@ def _losses(search: PolicySearch, records: Sequence[dict[str, float]]) -> list[l
 
 
 def _unit(search: PolicySearch, u: Sequence[float]) -> dict[str, Any]:
-    """The parameters at a point of the unit cube (a choice by which k-th of [0, 1] u is in)."""
-    codes = [min(int(x * len(d.choices)), len(d.choices) - 1) if d.kind == "choice" else x
-             for d, x in zip(search.space.domains, u, strict=True)]
-    return search.space.decode(codes)
+    """The parameters at a point of the unit cube."""
+    return search.space.decode(search.space.unit_codes(u))
 
 
 def run_one(problem: str, seed: int, method: str, budget: int) -> dict[str, Any]:

@@ -141,6 +141,12 @@ class SearchSpace:
                 codes.append((v - dom.low) / (dom.high - dom.low))
         return codes
 
+    def unit_codes(self, u: Sequence[float] | FloatArray) -> list[float]:
+        """The codes of a point of the unit cube: a number's code is its coordinate, a
+        choice's the option whose k-th of [0, 1) the coordinate is in."""
+        return [min(int(x * len(d.choices)), len(d.choices) - 1) if d.kind == "choice"
+                else float(x) for d, x in zip(self.domains, u, strict=True)]
+
     def decode(self, x: Sequence[Any] | FloatArray | Mapping[str, Any]) -> dict[str, Any]:
         """Parameters for a point: a code per parameter, in order or by name.
 

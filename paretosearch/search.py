@@ -84,9 +84,9 @@ class SearchSettings:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ParetoSearchError(f"search mode {self.mode!r}: use one of {', '.join(MODES)}")
-        for name in ("budget", "pop_size", "n_offsprings", "first"):
-            if getattr(self, name) < (name == "budget"):
-                raise ParetoSearchError(f"search {name} must be >= {int(name == 'budget')} "
+        for name, low in (("budget", 1), ("pop_size", 0), ("n_offsprings", 0), ("first", 0)):
+            if getattr(self, name) < low:
+                raise ParetoSearchError(f"search {name} must be >= {low} "
                                         f"(got {getattr(self, name)})")
         # sizes left out follow the budget (frozen: set once, here)
         auto = min(70, max(10, self.budget // 10))
@@ -206,13 +206,11 @@ def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings,
 
 
 def _space_filling(space: SearchSpace, seed: int, start: int, n: int) -> list[list[float]]:
-    """Points ``start`` to ``start + n`` of the search's scrambled Halton sequence, as codes:
-    a number's code is its coordinate, a choice's the option whose k-th of [0, 1) it is in."""
+    """Points ``start`` to ``start + n`` of the search's scrambled Halton sequence, as codes
+    (:meth:`SearchSpace.unit_codes`)."""
     sequence = qmc.Halton(len(space), rng=np.random.default_rng([seed, 3]))
     sequence.fast_forward(start)
-    return [[min(int(u * len(d.choices)), len(d.choices) - 1) if d.kind == "choice"
-             else float(u) for d, u in zip(space.domains, row, strict=True)]
-            for row in sequence.random(n)]
+    return [space.unit_codes(row) for row in sequence.random(n)]
 
 
 def _first_sample(space: SearchSpace, initial: Sequence[dict[str, Any]],
@@ -260,8 +258,8 @@ def _mixed(space: SearchSpace, n_obj: int) -> tuple[Problem, dict[str, Any]]:
         crossover={Real: SBX(prob=1.0, prob_var=1.0, eta=10), Choice: UX()},
         mutation={Real: PM(eta=10), Choice: ChoiceRandomMutation()},
         eliminate_duplicates=MixedVariableDuplicateElimination())
-    return Problem(vars=variables, n_obj=n_obj), {"mating": mating,
-        "eliminate_duplicates": MixedVariableDuplicateElimination()}
+    return Problem(vars=variables, n_obj=n_obj), {
+        "mating": mating, "eliminate_duplicates": MixedVariableDuplicateElimination()}
 
 
 def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], runner: Runner,
@@ -346,10 +344,10 @@ class _SteadyState:
     free slot of the runner at once gets a new candidate: the next of the first sample, then
     (one in four from the space-filling sequence) an offspring bred from the archive (SPEA2's
     tournament, SBX and polynomial mutation, with a generator drawn from the seed and the
-    candidate's number). Each
-    candidate is written to ``started.jsonl`` (with how many evaluations had finished) before
-    it starts, each result to the journal as it finishes; a resumed run replays the journal in
-    the order evaluations finished, restarts the candidates that were running, and goes on.
+    candidate's number). Each candidate is written to ``started.jsonl`` (with how many
+    evaluations had finished) before it starts, each result to the journal as it finishes; a
+    resumed run replays the journal in the order evaluations finished, restarts the
+    candidates that were running, and goes on.
     So a run given the same order of finishing reaches the same front; which order a Dask
     cluster produces depends on timing, so two runs may not.
     """
@@ -446,11 +444,11 @@ class _SteadyState:
         or started (None: the archive cannot breed one yet)."""
         if k < len(self.first):
             return self.first[k]
-        bred, share = k - len(self.first), IMMIGRANTS
-        if int(share * (bred + 1)) > int(share * bred):  # the space-filling sequence's turn
-            codes = _space_filling(self.space, self.s.seed, self.s.first + int(share * bred),
-                                   1)[0]
-            params = self.space.decode(codes)
+        bred = k - len(self.first)
+        due = int(IMMIGRANTS * bred)  # immigrants among the candidates bred before this one
+        if int(IMMIGRANTS * (bred + 1)) > due:  # the space-filling sequence's turn
+            params = self.space.decode(_space_filling(self.space, self.s.seed,
+                                                      self.s.first + due, 1)[0])
             if param_key(params) not in self.journal and param_key(params) not in self.running:
                 return params
         if len(self.archive) < 2:
