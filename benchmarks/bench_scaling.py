@@ -8,7 +8,8 @@ stand-in (ZDT1 over the encoded parameters). Evaluations run on a virtual clock
 hearing a result and starting the next is measured in real time and delays new starts. So 64
 workers are simulated honestly on 2 cores. Utilisation = time spent evaluating / (workers x
 wall time); speed-up = time spent evaluating / wall time (against one worker that never
-waits). A cross-check runs both modes on a real Dask ``LocalCluster`` of ``--dask-workers``
+waits); hypervolume of the final ZDT1 front (reference (1.1, 1.1)), and that per wall-clock
+minute. A cross-check runs both modes on a real Dask ``LocalCluster`` of ``--dask-workers``
 in-process workers whose tasks sleep (past about 16, Dask's own work on 2 cores sets the
 pace there, not the search).
 
@@ -25,7 +26,8 @@ evaluations, first serially in the generational mode, then on a Dask ``LocalClus
 single-threaded worker processes in each mode. Speed-up = evaluations per second against the
 serial run's (the generational mode evaluates the very same candidates at any worker count;
 the asynchronous one other candidates of the same problem); utilisation = the workers' own
-evaluation time / (N x wall time).
+evaluation time / (N x wall time); hypervolume of each run's final front, the runs' fronts
+scaled to their joint range, and that per wall-clock minute.
 
 Run from the project root: ``python benchmarks/bench_scaling.py`` (about 10 minutes on a
 2-core machine; ``--workers ''`` skips (a)).
@@ -146,7 +148,9 @@ def scaling(times: np.ndarray, args: argparse.Namespace) -> list[dict[str, Any]]
             settings = SearchSettings(budget=args.budget, seed=0, mode=mode)
             cluster = VirtualCluster(workers, work)
             out = run_spea2(search.task, search.space, objectives, cluster, settings)
-            rows.append(_row(workers, mode, len(out.evaluations), cluster.busy, cluster.clock))
+            row = _row(workers, mode, len(out.evaluations), cluster.busy, cluster.clock)
+            # ZDT1's own scale: its true front runs from (0, 1) to (1, 0)
+            rows.append(_with_hv(row, _hypervolume(_losses(out), 0.0, 1.0)))
     return rows
 
 
@@ -196,11 +200,14 @@ def real(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     search = _unified(args.real_jobs, SearchSettings(budget=args.real_budget, seed=0))
 
+    fronts: list[np.ndarray] = []
+
     def timed(runner: Any, mode: str) -> tuple[int, float, float]:
         settings = SearchSettings(budget=args.real_budget, seed=0, mode=mode)
         start = time.perf_counter()
         out = run_spea2(search.task, search.space, search.objectives, runner, settings)
         wall = time.perf_counter() - start
+        fronts.append(_losses(out, search.objectives))
         return len(out.evaluations), sum(r["wall_s"] for _, r in out.evaluations), wall
 
     if args.real_serial_s:  # the generational mode evaluates the same candidates at any count
@@ -216,7 +223,10 @@ def real(args: argparse.Namespace) -> list[dict[str, Any]]:
         for mode in ("generational", "async"):
             n, busy, wall = timed(DaskRunner(client, search.train, search.train[0]), mode)
             rows.append(_row(workers, mode, n, busy, wall, speedup=n / wall / serial_rate))
-    return rows
+    # every run's front scaled between the runs' joint ideal and nadir
+    joint = np.vstack(fronts)
+    return [_with_hv(row, _hypervolume(front, joint.min(axis=0), joint.max(axis=0)))
+            for row, front in zip(rows, fronts, strict=True)]
 
 
 def _row(workers: int, mode: str, evaluations: int, busy: float, wall: float,
@@ -230,11 +240,34 @@ def _row(workers: int, mode: str, evaluations: int, busy: float, wall: float,
             "utilisation": busy / (workers * wall), "speedup": speedup}
 
 
+def _losses(out: Any, objectives: Any = OBJECTIVES) -> np.ndarray:
+    """A search's final front as an array of losses."""
+    objectives = parse_objectives(objectives)
+    return np.array([[o.loss(r[o.label]) for o in objectives] for _, r in out.front],
+                    dtype=float)
+
+
+def _hypervolume(front: np.ndarray, lo: Any, hi: Any) -> float:
+    """Hypervolume of ``front`` scaled so ``lo`` -> 0 and ``hi`` -> 1, reference 1.1."""
+    from pymoo.indicators.hv import HV
+
+    lo, hi = np.broadcast_to(lo, front.shape[1]), np.broadcast_to(hi, front.shape[1])
+    span = np.where(hi > lo, hi - lo, 1.0)
+    return float(HV(ref_point=np.full(front.shape[1], 1.1))((front - lo) / span))
+
+
+def _with_hv(row: dict[str, Any], hv: float) -> dict[str, Any]:
+    """``row`` with the hypervolume its search reached and that per wall-clock second."""
+    return {**row, "hypervolume": hv, "hv_per_s": hv / row["wall_s"]}
+
+
 def _table(rows: list[dict[str, Any]]) -> None:
-    print(f"\n{'workers':>7} {'mode':>12} {'wall s':>8} {'utilisation':>11} {'speed-up':>8}")
+    print(f"\n{'workers':>7} {'mode':>12} {'wall s':>8} {'utilisation':>11} {'speed-up':>8}"
+          f" {'hypervolume':>11} {'hv / min':>8}")
     for r in rows:
+        hv = f" {r['hypervolume']:>11.4f} {60 * r['hv_per_s']:>8.3f}" if "hypervolume" in r else ""
         print(f"{r['workers']:>7} {r['mode']:>12} {r['wall_s']:>8.1f} "
-              f"{100 * r['utilisation']:>10.1f}% {r['speedup']:>7.2f}x")
+              f"{100 * r['utilisation']:>10.1f}% {r['speedup']:>7.2f}x{hv}")
 
 
 def _front_of(seed: int, mode: str, budget: int, args: argparse.Namespace
@@ -247,14 +280,12 @@ def _front_of(seed: int, mode: str, budget: int, args: argparse.Namespace
     slots = args.hv_slots if mode == "async" else 1
     runner = SerialRunner(search.train, search.train[0], slots=slots)
     out = run_spea2(search.task, search.space, search.objectives, runner, settings)
-    return np.array([[r[o] for o in OBJECTIVES] for _, r in out.front]), len(out.evaluations)
+    return _losses(out), len(out.evaluations)
 
 
 def fronts(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Both modes' fronts per seed: the asynchronous one given as many evaluations as the
     generational one ran (whole generations: 385 for a budget of 370)."""
-    from pymoo.indicators.hv import HV
-
     seeds = list(range(args.hv_seeds))
     with ProcessPoolExecutor(args.processes) as pool:
         gen = list(pool.map(_front_of, seeds, ["generational"] * len(seeds),
@@ -264,8 +295,7 @@ def fronts(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for seed, (g, _), (a, _) in zip(seeds, gen, asy, strict=True):
         lo, hi = np.vstack([g, a]).min(axis=0), np.vstack([g, a]).max(axis=0)
-        span = np.where(hi > lo, hi - lo, 1.0)
-        hv = {mode: float(HV(ref_point=np.full(2, 1.1))((front - lo) / span))
+        hv = {mode: _hypervolume(front, lo, hi)
               for mode, front in (("generational", g), ("async", a))}
         rows.append({"seed": seed, **hv, "ratio": hv["async"] / hv["generational"]})
         print(f"seed {seed}: hypervolume generational {hv['generational']:.4f}, async "
