@@ -65,7 +65,9 @@ class SearchSettings:
     ``budget`` evaluations in all, exactly (the last generation is cut to fit). SPEA2 keeps
     an archive of ``pop_size`` and breeds ``n_offsprings`` candidates a generation: left
     out, the archive is a tenth of the budget (10 to 70), the offspring as many, and the
-    search opens with a space-filling sample of a fifth of the budget (at least 40 points).
+    search opens with a space-filling sample of a fifth of the budget, and at least 40
+    points or two thirds of the budget up to 70 (a small budget is better spent covering
+    the space than breeding from a thin archive).
     PCS's settings (70 and 105, the first sample one archive) are :meth:`pcs`.
     ``mode="generational"`` (a generation at a time; same seed, same front, whatever the
     workers) or ``"async"`` (steady state: a new candidate the moment a worker frees up; the
@@ -78,8 +80,9 @@ class SearchSettings:
     seed: int = 0
     mode: str = "generational"
     first: int = 0
-    """Size of the space-filling first sample (0: a fifth of the budget, at least 40 points
-    and the archive, at most the budget; where ``pop_size`` is given, the archive)."""
+    """Size of the space-filling first sample (0: a fifth of the budget, at least 40 points,
+    two thirds of the budget up to 70, and the archive, at most the budget; where
+    ``pop_size`` is given, the archive)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -90,7 +93,8 @@ class SearchSettings:
                                         f"(got {getattr(self, name)})")
         # sizes left out follow the budget (frozen: set once, here)
         auto = min(70, max(10, self.budget // 10))
-        first = self.first or (self.pop_size or max(auto, self.budget // 5, 40))
+        first = self.first or (self.pop_size or max(auto, self.budget // 5, 40,
+                                                   min(70, 2 * self.budget // 3)))
         object.__setattr__(self, "pop_size", max(2, self.pop_size or auto))
         object.__setattr__(self, "n_offsprings", self.n_offsprings or self.pop_size)
         object.__setattr__(self, "first", min(max(first, 2), self.budget))

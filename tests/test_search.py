@@ -124,7 +124,9 @@ def test_an_objective_that_never_varies_keeps_the_archive_ordered_by_fitness() -
 @pytest.mark.parametrize(("settings", "sizes"), [
     (SearchSettings(budget=370), (37, 37, 74)),  # a tenth of the budget, a fifth to start
     (SearchSettings(budget=400, pop_size=50, first=0), (50, 50, 50)),  # pop given: PCS's way
-    (SearchSettings(budget=100), (10, 10, 40)),  # but at least 40 points
+    (SearchSettings(budget=100), (10, 10, 66)),  # but two thirds of a small budget
+    (SearchSettings(budget=200), (20, 20, 70)),  # up to 70
+    (SearchSettings(budget=55), (10, 10, 40)),  # and at least 40 points
     (SearchSettings(budget=5000), (70, 70, 1000)),
     (SearchSettings(budget=12), (10, 10, 12)),  # and at most the budget
     (SearchSettings.pcs(), (70, 105, 70)),  # PCS's settings, when asked for
