@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from paretosearch import select as choose
 from paretosearch.cache import CachedRunner, EvaluationCache
+from paretosearch.cluster import local_client
 from paretosearch.evaluation import SearchSpace, Task
-from paretosearch.objectives import Objective, parse_objectives
+from paretosearch.objectives import Objective, dominates, parse_objectives
 from paretosearch.runners import DaskRunner, Runner, SerialRunner
 from paretosearch.search import Progress, SearchSettings, run_spea2
 from paretosearch.store import RunStore, choice_entry, front_entry
@@ -30,6 +32,11 @@ from simulator import ClusterProfile, Workload, generate, load_profile, read_tra
 from simulator.errors import ParetoSearchError
 from simulator.generate import add_sharing, add_slos
 from simulator.sharing import can_share
+
+if TYPE_CHECKING:  # imported when needed: both take a while to import
+    import pandas as pd
+
+    from paretosearch.optuna_mirror import OptunaCopy
 
 __all__ = ["BASELINES", "PolicySearch", "SearchSettings", "baselines_for", "split_workload"]
 
@@ -163,13 +170,34 @@ class PolicySearch:
         return self.front
 
     def SetConfig(self, choice: int | Mapping[str, Any]) -> dict[str, Any]:
-        """Record the operator's choice (a front index or entry) in the run."""
-        front = self.GetParetoFront()
-        entry = front[choose.by_index(front, choice)] if isinstance(choice, int) else choice
-        self.chosen = choice_entry(_jsonable(self.spec()), dict(entry))
+        """Record the operator's choice in the run: a front index, a front entry, or the
+        policy's parameters (e.g. ``{"W": 2.0}``; the rest as fixed or at their defaults),
+        which are simulated on both samples first so the choice carries its metrics."""
+        if isinstance(choice, int):
+            front = self.GetParetoFront()
+            entry = front[choose.by_index(front, choice)]
+        elif "params" in choice:
+            entry = dict(choice)
+        else:
+            if not self.objectives:
+                raise ParetoSearchError("no objectives yet: call SetPreference(...) first")
+            params = dict(choice)
+            train, test = self.evaluate(self.task.policy, {**self.task.fixed, **params})
+            entry = front_entry(params, train, self.objectives, test, self.fitted(params))
+        self.chosen = choice_entry(_jsonable(self.spec()), entry)
         if self.store:
             self.store.write_choice(self.chosen)
         return self.chosen
+
+    def front_dataframe(self) -> pd.DataFrame:
+        """The front as one flat table, a row per configuration (as Optuna's
+        ``trials_dataframe()``): its parameters, every metric on the training sample
+        (``jct:avg``, ...) and on the test sample (``test:jct:avg``, ...)."""
+        import pandas as pd
+
+        return pd.DataFrame([{**e["params"], **e["objectives"], **e["metrics"],
+                              **{f"test:{k}": v for k, v in (e["test_metrics"] or {}).items()}}
+                             for e in self.GetParetoFront()])
 
     set_preference = SetPreference
     get_pareto_front = GetParetoFront
@@ -220,13 +248,14 @@ class PolicySearch:
         if not self.objectives:
             raise ParetoSearchError("no objectives yet: call SetPreference(...) first")
         self._prepare_store(resume)
+        copy = self._optuna_copy()
         with self.runners() as (train_runner, test_runner):
             def publish(p: Progress) -> None:
-                if self.store:
+                if self.store and copy:
                     self.store.write_progress(
                         p.evaluated, [front_entry(*e, self.objectives) for e in p.front],
                         p.history, seed=self.settings.seed, dropped=dict(self.space.dropped))
-                    self._mirror(p.evaluated)
+                    copy.add(p.evaluated, self._about())
                 if on_generation is not None:
                     on_generation(p)
 
@@ -243,11 +272,20 @@ class PolicySearch:
         self.front = sorted((front_entry(p, r, self.objectives, t, self.fitted(p))
                              for (p, r), t in zip(unique, tests, strict=True)),
                             key=lambda e: [e["objectives"][o.label] for o in self.objectives])
+        for name, record in self.baselines.items():
+            if all(dominates(record, e["metrics"], self.objectives) for e in self.front):
+                warnings.warn(f"the baseline {name} dominates the whole front on the training "
+                              "sample: the search missed it. Search with a larger budget, or "
+                              "use the baseline", UserWarning, stacklevel=2)
         if self.store:
             self.store.write_progress(out.evaluations, self.front, out.hypervolume,
                                       seed=self.settings.seed, baselines=self.baselines,
                                       baselines_test=self.baselines_test,
                                       dropped=dict(self.space.dropped), done=True)
+        if copy:
+            copy.add(out.evaluations, self._about() | _jsonable(
+                {"baselines": self.baselines, "baselines_test": self.baselines_test}),
+                self.front)
         return self.front
 
     def _prepare_store(self, resume: bool) -> None:
@@ -310,12 +348,7 @@ class PolicySearch:
 
                     client = stack.enter_context(Client(client))  # type: ignore[no-untyped-call]
                 elif client is None:
-                    from distributed import Client, LocalCluster
-
-                    cluster = stack.enter_context(LocalCluster(  # type: ignore[no-untyped-call]
-                        n_workers=self.workers, threads_per_worker=1, processes=True,
-                        dashboard_address=None))
-                    client = stack.enter_context(Client(cluster))  # type: ignore[no-untyped-call]
+                    client = stack.enter_context(local_client(self.workers))
                 pair = (DaskRunner(client, self.train, self.train[0]),
                         DaskRunner(client, self.test, self.train[0]))
             if self.cache is not None:
@@ -323,13 +356,17 @@ class PolicySearch:
                         CachedRunner(pair[1], self.cache, self.test, self.train[0]))
             yield pair
 
-    def _mirror(self, evaluations: Sequence[Any]) -> None:
-        from paretosearch.optuna_mirror import mirror
+    def _optuna_copy(self) -> OptunaCopy | None:
+        """The run's Optuna study (``optuna.log``), every evaluation a trial."""
+        from paretosearch.optuna_mirror import OptunaCopy
 
-        assert self.store is not None
-        spec = self.spec()
-        mirror(self.store.path / "optuna.db", "paretosearch", self.objectives, self.space,
-               evaluations, {k: spec[k] for k in ("policy", "profile", "fixed", "train", "test")})
+        return OptunaCopy(self.store.path / "optuna.log", self.objectives,
+                          self.space) if self.store else None
+
+    def _about(self) -> dict[str, Any]:
+        """What was searched, as the Optuna study's user attributes."""
+        spec = _jsonable(self.spec())
+        return {k: spec[k] for k in ("policy", "profile", "fixed", "train", "test")}
 
 
 def _jsonable(spec: dict[str, Any]) -> Any:

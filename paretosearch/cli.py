@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,12 @@ from paretosearch.cli_export import EXPORT_COMMANDS, add_export_command
 from paretosearch.cli_retune import add_retune_command, run_retune
 from paretosearch.cli_runs import (
     RUN_COMMANDS,
+    Interrupted,
     add_run_commands,
+    add_trace_options,
     error_console,
     parse_overrides,
+    scaling_table,
 )
 from paretosearch.io import MAX_DOCUMENT, read_bounded, write_table
 from paretosearch.report import fmt
@@ -28,13 +32,11 @@ from simulator import (
     METRICS,
     ClusterProfile,
     ParetoSearchError,
-    ScalingTable,
     Workload,
     generate,
     generate_from_cdfs,
     list_profiles,
     load_profile,
-    parametric_table,
     read_trace,
     simulate,
     summary,
@@ -93,9 +95,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="give the jobs SYNTHETIC GPU-sharing requirements (utilization, "
                           "memory with surges) so that co-locating policies (horus, ojpp, "
                           "unified) can share GPUs; real ones come as workload columns")
-    src.add_argument("--scaling-table", type=Path, metavar="PATH",
-                     help="per-model speed-up CSV (model,gpus,speedup[,time_per_iter_us])")
-    src.add_argument("--jobs", type=int, metavar="N", help="keep only the first N jobs")
+    add_trace_options(src)
     src.add_argument("--seed", type=int, default=0, help="seed of generated workloads")
     pol = sim.add_argument_group("policy and cluster")
     pol.add_argument("--profile", default="pcs-64",
@@ -121,16 +121,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _scaling(args: argparse.Namespace, gpus: int) -> ScalingTable:
-    base = parametric_table(gpus)
-    if args.scaling_table is None:
-        return base
-    return ScalingTable.from_csv(args.scaling_table).merged(base)
-
-
 def _workload(args: argparse.Namespace, profile: ClusterProfile) -> Workload:
     gpus = profile.total_gpus
-    scaling = _scaling(args, gpus)
+    scaling = scaling_table(args.scaling_table, gpus)
     if args.gavel is not None and args.trace is not None:
         if args.trace.suffix != ".trace" or args.scaling_table is not None:
             raise ParetoSearchError(f"--gavel with --trace reads a Gavel .trace, whose speed-ups "
@@ -266,6 +259,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     _log_to_stderr(verbose=getattr(args, "verbose", False))
     # piped or captured output is not cut to 80 columns: tables stay whole
     console = Console() if sys.stdout.isatty() else Console(width=240)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _run(args, console)
+
+
+def _show_warning(message: Warning | str, *_: object, **__: object) -> None:
+    """Warnings as one plain line on stderr, as errors are (not Python's file:line form)."""
+    error_console().print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
     try:
         if args.command == "simulate":
             _simulate(args, console)
@@ -282,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ParetoSearchError as exc:
         error_console().print(f"[bold red]error:[/bold red] {exc}", highlight=False)
         return 2
+    except Interrupted as exc:
+        error_console().print(f"[yellow]interrupted:[/yellow] {exc}", highlight=False)
+        return 130  # as a shell reports a command stopped by SIGINT
     return 0
 
 

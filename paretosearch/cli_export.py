@@ -20,7 +20,7 @@ from paretosearch.export import (
     write_export,
 )
 from paretosearch.io import MAX_DOCUMENT, read_bounded
-from paretosearch.store import RunStore, choice_entry
+from paretosearch.store import RunStore
 from simulator.errors import ParetoSearchError
 
 __all__ = ["EXPORT_COMMANDS", "add_export_command"]
@@ -68,8 +68,7 @@ def _document(run: Path, index: int | None) -> dict[str, Any]:
         if not 0 <= index < len(front):
             raise ExportError(f"{run}: --index {index}: the front has {len(front)} entries "
                               f"(0 to {len(front) - 1}); 'paretosearch front {run}' lists them")
-        return {**choice_entry(store.read_spec(), front[index]), "run": str(run),
-                "front_index": index}
+        return store.front_choice(index)
     if index is not None:
         raise ExportError(f"{run}: --index needs a run directory, not a file")
     path = run / "chosen.json" if run.is_dir() else run

@@ -18,7 +18,8 @@ from rich.table import Table
 from paretosearch.io import write_json
 from paretosearch.report import fmt
 from paretosearch.search import MODES
-from paretosearch.store import RunStore, choice_entry
+from paretosearch.store import RunStore
+from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 from simulator.slo import MIXES
 
@@ -45,10 +46,37 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-SEARCH_OPTIONS = ("trace", "generate", "load", "replicates", "slo_mix", "sharing", "profile",
-                  "policy", "objective", "set", "budget", "pop_size", "offspring", "seed",
-                  "mode")
+SEARCH_OPTIONS = ("trace", "scaling_table", "jobs", "generate", "load", "replicates", "slo_mix",
+                  "sharing", "profile", "policy", "objective", "set", "budget", "pop_size",
+                  "offspring", "seed", "mode")
 """The options that define a search; saved in the run (``cli.json``) so --resume needs none."""
+
+
+def add_trace_options(p: Any) -> None:
+    """``--scaling-table`` and ``--jobs``: how ``simulate`` and ``search`` read a trace."""
+    p.add_argument("--scaling-table", metavar="PATH",
+                   help="per-model speed-up CSV (model,gpus,speedup[,time_per_iter_us]); "
+                        "PCS/Philly traces need one")
+    p.add_argument("--jobs", type=int, metavar="N", help="keep only the first N jobs")
+
+
+def scaling_table(path: str | Path | None, gpus: int) -> ScalingTable:
+    """Speed-ups by GPU count: the parametric model for a cluster of ``gpus``, overridden
+    by the table at ``path`` where it has entries."""
+    base = parametric_table(gpus)
+    return base if path is None else ScalingTable.from_csv(path).merged(base)
+
+
+def _trace(args: argparse.Namespace) -> Workload | None:
+    """The search's trace with ``--scaling-table`` and ``--jobs``; None: generated samples."""
+    if args.trace is None:
+        if args.jobs is not None or args.scaling_table is not None:
+            raise ParetoSearchError("--jobs and --scaling-table read a trace: add --trace PATH "
+                                    "(generated samples have --generate N jobs)")
+        return None
+    gpus = load_profile(args.profile).total_gpus
+    workload = read_trace(args.trace, scaling=scaling_table(args.scaling_table, gpus))
+    return workload.head(args.jobs) if args.jobs else workload
 
 
 def _search_parser(sub: Any) -> None:
@@ -58,6 +86,7 @@ def _search_parser(sub: Any) -> None:
                                    "cluster. The run is published in --run-dir.")
     p.add_argument("--trace", metavar="PATH",
                    help="trace to search on (first half trains, second half tests)")
+    add_trace_options(p)
     p.add_argument("--generate", type=int, default=1000, metavar="N",
                    help="jobs per generated sample (default: 1000)")
     p.add_argument("--load", type=float, default=0.9, help="load of generated samples")
@@ -117,9 +146,23 @@ def add_cluster_options(p: argparse.ArgumentParser, workers: str) -> None:
                    help="log what happens (which Dask cluster, a resume, a failure's cause)")
 
 
+class Interrupted(Exception):
+    """The user stopped a command (Ctrl-C); the message says how to go on."""
+
+
 @contextlib.contextmanager
 def search_progress(console: Console, budget: int) -> Iterator[Callable[[Any], None]]:
-    """A progress bar over a search's generations; yields the ``on_generation`` callback."""
+    """Progress over a search's generations, yielding the ``on_generation`` callback: a bar
+    on a terminal; elsewhere (a pipe, cron's mail, a log file) one line per generation."""
+    console.print(f"[dim]searching: {budget} evaluations. The first generation also starts "
+                  "the Dask workers and loads or compiles the simulator (seconds to minutes "
+                  "on first use)[/dim]")
+    if not console.is_terminal:
+        start = time.perf_counter()
+        yield lambda p: console.print(
+            f"generation {p.generation}: {p.evaluations}/{budget} evaluations, hypervolume "
+            f"{p.hypervolume:.4g}, {time.perf_counter() - start:.0f} s", highlight=False)
+        return
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     bar = Progress(TextColumn("[bold]generation {task.fields[gen]}[/bold]"), BarColumn(),
@@ -128,8 +171,8 @@ def search_progress(console: Console, budget: int) -> Iterator[Callable[[Any], N
                    console=console, transient=True)
     with bar:
         task = bar.add_task("search", total=budget, hv=0.0, gen=0)
-        yield lambda p: bar.update(task, completed=min(p.evaluations, budget),
-                                   hv=p.hypervolume, gen=p.generation)
+        yield lambda p: bar.update(task, completed=p.evaluations, hv=p.hypervolume,
+                                   gen=p.generation)
 
 
 def _search(args: argparse.Namespace, console: Console) -> None:
@@ -149,7 +192,7 @@ def _search(args: argparse.Namespace, console: Console) -> None:
     if default_dir:
         args.run_dir = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     search = PolicySearch(
-        args.trace, profile=args.profile, policy=args.policy, fixed=parse_overrides(args.set),
+        _trace(args), profile=args.profile, policy=args.policy, fixed=parse_overrides(args.set),
         settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
                                 n_offsprings=args.offspring, seed=args.seed,
                                 mode=args.mode),
@@ -160,14 +203,18 @@ def _search(args: argparse.Namespace, console: Console) -> None:
         if (args.run_dir / "run.json").exists():
             raise ParetoSearchError(f"{args.run_dir} already holds a run: resume it with "
                                     f"--resume {args.run_dir}, or pass another --run-dir")
-        if default_dir:
-            _point_latest(args.run_dir)
         write_json({k: getattr(args, k) for k in SEARCH_OPTIONS}, args.run_dir / "cli.json")
-    with search_progress(console, args.budget) as progress, \
-            open_client(args.scheduler, args.cluster_config, workers=workers,
-                        files=args.workers is None) as client:
-        search.client = client
-        search.run(progress, resume=args.resume is not None)
+    try:
+        with search_progress(console, args.budget) as progress, \
+                open_client(args.scheduler, args.cluster_config, workers=workers,
+                            files=args.workers is None) as client:
+            if default_dir and args.resume is None:  # a search that never starts moves nothing
+                _point_latest(args.run_dir)
+            search.client = client
+            search.run(progress, resume=args.resume is not None)
+    except KeyboardInterrupt:
+        raise Interrupted(f"stopped; every finished evaluation is saved in {args.run_dir}. "
+                          f"Go on with: paretosearch search --resume {args.run_dir}") from None
     _front(args.run_dir, None, console)
 
 
@@ -250,9 +297,8 @@ def _select(args: argparse.Namespace, console: Console) -> None:
     elif args.weights:
         i = choose.by_weights(front, objectives, [float(w) for w in args.weights.split(",")])
     else:
-        i = choose.by_index(front, args.index if args.index is not None else 0)
-    choice = {**choice_entry(spec, front[i]),
-              "test_metrics": front[i]["test_metrics"], "front_index": i, "run": str(args.run)}
+        i = choose.by_index(front, args.index)
+    choice = store.front_choice(i)
     store.write_choice(choice)
     if args.out:
         write_json(choice, args.out)
@@ -277,8 +323,8 @@ def add_run_commands(sub: Any) -> None:
     rep.add_argument("--out", type=Path, help="where to write it (default: RUN/report.html)")
     sel = sub.add_parser("select", help="choose one configuration from a run's front")
     sel.add_argument("run", type=Path, help="the run directory")
-    how = sel.add_mutually_exclusive_group()
-    how.add_argument("--index", type=int, help="the front entry with this index (default: 0)")
+    how = sel.add_mutually_exclusive_group(required=True)
+    how.add_argument("--index", type=int, help="the front entry with this index")
     how.add_argument("--knee", action="store_true", help="the knee point")
     how.add_argument("--where", action="append", metavar="EXPR",
                      help="a constraint such as 'pred_err:p99 <= 100' (repeatable)")

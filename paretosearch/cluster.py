@@ -23,7 +23,9 @@ import importlib
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,7 @@ from simulator.errors import ParetoSearchError
 from simulator.files import read_yaml
 
 __all__ = ["CLUSTER_FILE", "CLUSTER_FILE_ENV", "ClusterSpec", "InvalidClusterConfig",
-           "load_cluster_spec", "open_client"]
+           "load_cluster_spec", "local_client", "open_client"]
 
 logger = logging.getLogger(__name__)
 
@@ -189,5 +191,56 @@ def open_client(scheduler: str | None = None, config: str | Path | None = None, 
         return
     spec = load_cluster_spec(path)
     logger.info("Dask: %s.%s from the cluster file %s", spec.module, spec.class_name, path)
-    with spec.start() as cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
+    with _client_of(spec.start) as client:
         yield client
+
+
+def local_client(workers: int) -> contextlib.AbstractContextManager[Any]:
+    """A client of an embedded ``LocalCluster`` of ``workers`` single-threaded processes
+    (:func:`_client_of`: Ctrl-C stops it quietly)."""
+    def start() -> Any:
+        from distributed import LocalCluster
+
+        return LocalCluster(n_workers=workers, threads_per_worker=1,  # type: ignore[no-untyped-call]
+                            processes=True, dashboard_address=None)
+
+    return _client_of(start)
+
+
+@contextlib.contextmanager
+def _client_of(start: Callable[[], Any]) -> Iterator[Any]:
+    """A client of the cluster ``start()`` returns, both closed on exit.
+
+    Ctrl-C in a terminal reaches every process of its group. The cluster is started with
+    SIGINT ignored, so the worker processes it starts here inherit that and only this
+    process, which runs the search, stops. The cluster is then closed mid-task: its
+    complaints (lost connections, cancelled tasks, from Dask and the Tornado loop it runs
+    on), here and on the workers, are not logged.
+    """
+    from distributed import Client
+
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        cluster = start()
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, handler)
+    interrupted = False
+    try:
+        with cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
+            try:
+                yield client
+            except KeyboardInterrupt:
+                interrupted = True
+                _quiet_logs()
+                with contextlib.suppress(Exception):
+                    client.run(_quiet_logs)
+                raise
+    finally:
+        if interrupted:
+            logging.disable(logging.NOTSET)
+
+
+def _quiet_logs() -> None:
+    logging.disable(logging.CRITICAL)

@@ -7,7 +7,7 @@ accepted; the same metric may appear with different measures (PCS §3.2). Maximi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from simulator.metrics import METRICS, InvalidObjective, parse_measure
@@ -73,3 +73,10 @@ def parse_objectives(objectives: Iterable[object]) -> tuple[Objective, ...]:
         raise InvalidObjective(f"objective {repeated[0]!r} is given twice; the same metric may "
                                "repeat only with a different measure")
     return parsed
+
+
+def dominates(a: Mapping[str, float], b: Mapping[str, float],
+              objectives: Sequence[Objective]) -> bool:
+    """Whether record ``a`` is at least as good as ``b`` on every objective and better on one."""
+    la, lb = ([o.loss(r[o.label]) for o in objectives] for r in (a, b))
+    return all(x <= y for x, y in zip(la, lb, strict=True)) and la != lb

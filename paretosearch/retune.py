@@ -2,8 +2,9 @@
 
 One run of :func:`retune`:
 
-1. takes the lock (``OUT/retune.lock``; a second overlapping retune stops at once);
-2. reads the trace (a file or a glob of files on one clock), keeps the newest window;
+1. reads the trace (a file or a glob of files on one clock), keeps the newest window, and
+   reads the production config (bad input stops here, with nothing written);
+2. takes the lock (``OUT/retune.lock``; a second overlapping retune stops at once);
 3. resumes the newest unpublished run on the same window if one was interrupted, else starts
    a new versioned run in ``OUT/runs/<id>``, warm-started from the front ``OUT/current``
    points at; every evaluation also lands in the shared content-keyed cache
@@ -43,12 +44,12 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 from paretosearch.api import PolicySearch
 from paretosearch.cache import EvaluationCache
 from paretosearch.io import MAX_TABLE, write_json
-from paretosearch.objectives import Objective, parse_objectives
+from paretosearch.objectives import Objective, dominates, parse_objectives
 from paretosearch.report import write_retune_report
 from paretosearch.report_html import write_html_report
 from paretosearch.retune_spec import RetuneSpec, TooFewJobs, Window, read_window
 from paretosearch.search import Progress, param_key
-from paretosearch.store import RunStore
+from paretosearch.store import RunStore, config_hash
 from policies import REGISTRY
 from simulator.errors import ParetoSearchError, located
 
@@ -97,10 +98,8 @@ def drift(front: Sequence[Mapping[str, Any]], production: Mapping[str, float],
         return [o.loss(rec[o.label]) for o in objectives]
 
     prod = losses(production)
-    rows = [(i, losses(e[sample])) for i, e in enumerate(front) if e.get(sample)]
-    dominating = [(i, f) for i, f in rows
-                  if all(a <= b for a, b in zip(f, prod, strict=True))
-                  and any(a < b for a, b in zip(f, prod, strict=True))]
+    dominating = [(i, losses(e[sample])) for i, e in enumerate(front)
+                  if e.get(sample) and dominates(e[sample], production, objectives)]
 
     def gains(f: list[float]) -> list[float]:
         return [0.0 if a == b else (b - a) / abs(b) if b else math.inf
@@ -147,9 +146,9 @@ def retune(spec: RetuneSpec, *,
         RetuneLocked, TooFewJobs, ParetoSearchError (bad input: nothing started), or
         RetuneFailed (anything that went wrong after: nothing published).
     """
+    window = read_window(spec)
+    production = _read_production(spec.production)
     with _locked(spec.out / "retune.lock"):
-        window = read_window(spec)
-        production = _read_production(spec.production)
         previous = _current(spec.out)
         search = PolicySearch(window.workload, profile=spec.profile, policy=spec.policy,
                               fixed=spec.fixed, settings=spec.settings, workers=spec.workers,
@@ -209,8 +208,8 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
     if production is not None and prod_eval is not None:
         train, test = prod_eval
         summary["production"] = {
-            "source": str(spec.production), "policy": production["policy"],
-            "config": production["config"],
+            "source": production["source"], "config_sha256": production["config_sha256"],
+            "policy": production["policy"], "config": production["config"],
             "train": {o.label: train[o.label] for o in objectives},
             "test": {o.label: test[o.label] for o in objectives},
             "drift_train": drift(front, train, objectives),
@@ -379,7 +378,8 @@ def _read_production(path: Path | None) -> dict[str, Any] | None:
         REGISTRY[policy].from_params(config)
     except ParetoSearchError as exc:
         raise ParetoSearchError(f"{path}: {exc}") from exc
-    return {"policy": policy, "config": config}
+    return {"policy": policy, "config": config, "source": str(path.resolve()),
+            "config_sha256": config_hash(doc)}
 
 
 def _since_previous(previous: Path | None, production: Mapping[str, Any],

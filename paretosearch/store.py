@@ -6,7 +6,8 @@
 * ``records.parquet``: every evaluation as a table (parameters, all metrics, wall time);
 * ``front.json``: the current front and the hypervolume history;
 * ``started.jsonl``: the asynchronous mode's candidates, each as it was started;
-* ``optuna.db``: every evaluation mirrored as an Optuna trial (for ``optuna-dashboard``).
+* ``optuna.log``: every evaluation copied as an Optuna trial (Optuna's journal file, for
+  ``optuna-dashboard``).
 
 Tables and JSON are replaced atomically (temp file + rename), so a reader polling
 ``front.json`` sees the previous front or the new one, never a partial file. Nothing here is
@@ -17,11 +18,12 @@ resumed search replays its journal through the optimiser and so rebuilds that st
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +60,18 @@ def front_entry(params: dict[str, Any], record: dict[str, float],
 
 def choice_entry(spec: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     """A chosen front member of the run with ``spec`` as a ready config: policy, all
-    parameters, the fitted policy, its objective values, the cluster it was tuned for."""
-    return {"policy": spec["policy"], "params": {**spec["fixed"], **entry["params"]},
-            "fitted": entry.get("fitted"),
-            "objectives": dict(entry.get("objectives") or {}),
-            "cluster": spec.get("cluster")}
+    parameters, the fitted policy, its objective values, the cluster it was tuned for, and
+    ``config_sha256``, a hash of what is deployed (policy, parameters, fitted fields)."""
+    config = {"policy": spec["policy"], "params": {**spec["fixed"], **entry["params"]},
+              "fitted": entry.get("fitted")}
+    return {**config, "objectives": dict(entry.get("objectives") or {}),
+            "cluster": spec.get("cluster"), "config_sha256": config_hash(config)}
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """SHA-256 of a config's ``policy``, ``params`` and ``fitted`` (what is deployed)."""
+    deployed = {k: config.get(k) for k in ("policy", "params", "fitted")}
+    return hashlib.sha256(json.dumps(deployed, sort_keys=True).encode()).hexdigest()
 
 
 class RunStore:
@@ -187,6 +196,15 @@ class RunStore:
     def write_choice(self, choice: dict[str, Any]) -> Path:
         """``chosen.json``: the operator's selected configuration."""
         return write_json(choice, self.path / "chosen.json")
+
+    def front_choice(self, index: int) -> dict[str, Any]:
+        """Front entry ``index`` as a ready config (:func:`choice_entry`) with its test
+        metrics and where it came from: this run's resolved directory (not a link such as
+        ``runs/latest``, which moves) and the index."""
+        front = self.read_front()["front"]
+        return {**choice_entry(self.read_spec(), front[index]),
+                "test_metrics": front[index]["test_metrics"], "front_index": index,
+                "run": str(self.path.resolve())}
 
     def chosen_index(self, front: Sequence[dict[str, Any]]) -> int | None:
         """The index in ``front`` of the entry ``chosen.json`` records, or None (no choice

@@ -23,6 +23,8 @@ from paretosearch import select as choose
 from paretosearch.api import BASELINES, PolicySearch, SearchSettings, split_workload
 from paretosearch.cli import main
 from paretosearch.io import json_text
+from paretosearch.optuna_mirror import load_study
+from paretosearch.store import config_hash
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
 from simulator.generate import add_slos
 from simulator.scaling import TypeSpeeds
@@ -72,6 +74,21 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     assert search.by_weights(1.0, 0.0) == best  # all weight on JCT: the fastest entry
     with pytest.raises(ParetoSearchError, match="out of range"):
         search.select(len(front))
+    table = search.front_dataframe()  # one flat row per configuration
+    assert table["W"].tolist() == [e["params"]["W"] for e in front]
+    assert table["jct:avg"].tolist() == [e["objectives"]["jct:avg"] for e in front]
+    assert table["test:pred_err:p99"].tolist() == [e["test_metrics"]["pred_err:p99"]
+                                                  for e in front]
+    # a configuration by its parameters: simulated on both samples, recorded with its metrics
+    params = {**front[0]["params"], "W": front[0]["params"]["W"] / 2}
+    own = search.SetConfig(params)
+    train, test = search.evaluate("wfq", {**search.task.fixed, **params})
+    assert own["params"] == {**search.task.fixed, **params}
+    assert own["objectives"] == {"jct:avg": train["jct:avg"], "pred_err:p99": train[
+        "pred_err:p99"]}
+    assert json.loads((tmp_path / "chosen.json").read_text()) == own
+    with pytest.raises(InvalidPolicyParams, match="nonsense"):
+        search.SetConfig({"nonsense": 1})
     with pytest.raises(ParetoSearchError, match="already holds a run"):
         PolicySearch(settings=SMALL, run_dir=tmp_path, jobs=200).SetPreference("jct") or \
             _run(tmp_path)
@@ -84,19 +101,30 @@ def _run(run_dir: Path) -> None:
 
 
 def test_optuna_study_mirrors_every_evaluation(tmp_path: Path) -> None:
-    import optuna
-
     search = PolicySearch(settings=SMALL, run_dir=tmp_path, jobs=150)
     search.SetPreference("jct:avg", "utilization:avg")
-    search.run()
-    study = optuna.load_study(study_name="paretosearch",
-                              storage=f"sqlite:///{tmp_path / 'optuna.db'}")
+    front = search.run()
+    study = load_study(tmp_path / "optuna.log")
     assert len(study.trials) == 32
     assert [d.name for d in study.directions] == ["MINIMIZE", "MAXIMIZE"]
     assert study.metric_names == ["jct:avg", "utilization:avg"]  # the dashboard's names
     assert (study.user_attrs["policy"], study.user_attrs["profile"]) == ("wfq", "pcs-64")
     records = pd.read_parquet(tmp_path / "records.parquet")
-    assert sorted(t.values[0] for t in study.trials) == sorted(records["jct:avg"])
+    assert [t.values[0] for t in study.trials] == records["jct:avg"].tolist()  # in order
+    for trial, wall in zip(study.trials, records["wall_s"], strict=True):  # their durations
+        assert trial.duration is not None
+        assert trial.duration.total_seconds() == pytest.approx(wall, abs=1e-6)
+        assert trial.user_attrs["jct:p99"] == records["jct:p99"][trial.number]
+    # the published front: its trials and their test metrics; the baselines on both samples
+    published = study.user_attrs["front"]
+    assert [study.trials[m["trial"]].params for m in published] == [e["params"] for e in front]
+    assert [m["test_metrics"]["jct:avg"] for m in published] == [
+        e["test_metrics"]["jct:avg"] for e in front]
+    assert study.user_attrs["baselines"]["fifo"]["jct:avg"] == search.baselines["fifo"][
+        "jct:avg"]
+    assert set(study.user_attrs["baselines_test"]) == set(search.baselines_test)
+    assert [study.trials[m["trial"]].values for m in published] == [
+        list(e["objectives"].values()) for e in front]
 
 
 def test_jcts_are_predicted_only_when_an_objective_needs_them() -> None:
@@ -198,6 +226,36 @@ def test_sigkill_then_resume_gives_the_same_front(tmp_path: Path, mode: str) -> 
     assert _front_key(a["front"]) == _front_key(b["front"])
     keys = _journal_keys(cut)
     assert len(keys) == len(set(keys)) == 60  # nothing lost, nothing evaluated twice
+
+
+@pytest.mark.dask
+@pytest.mark.slow
+@pytest.mark.parametrize("cluster", [["--workers", "2"],  # the embedded cluster
+                                     ["--cluster-config", "dask-cluster.yaml"]])  # the file's
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path: Path, cluster: list[str]
+                                                     ) -> None:
+    """Ctrl-C in a terminal: SIGINT to every process of the group, Dask's workers too."""
+    run = tmp_path / "run"
+    cli = [sys.executable, "-m", "paretosearch.cli", "search", "--generate", "1000",
+           "--budget", "120", "--seed", "5"]
+    proc = subprocess.Popen([*cli, *cluster, "--run-dir", str(run)],
+                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (
+            (run / "evaluations.jsonl").exists() and len(_journal_keys(run)) >= 12):
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    text = " ".join(err.decode().split())
+    assert "Traceback" not in text and "Error" not in text and "WARNING" not in text, text
+    assert f"interrupted: stopped; every finished evaluation is saved in {run}" in text
+    assert f"paretosearch search --resume {run}" in text
+    done = len(_journal_keys(run))
+    assert main(["search", "--resume", str(run), "--workers", "0"]) == 0
+    keys = _journal_keys(run)
+    assert len(keys) == len(set(keys)) == 120 > done  # went on, nothing evaluated twice
 
 
 @pytest.mark.dask
@@ -315,6 +373,16 @@ def test_split_rebases_the_test_half_and_keeps_slos_and_type_speeds() -> None:
     assert test.type_speed is wl.type_speed and train.type_speed is wl.type_speed
 
 
+def test_a_baseline_that_dominates_the_whole_front_is_warned_of() -> None:
+    search = PolicySearch(settings=SearchSettings(budget=3, pop_size=2, seed=1), jobs=150)
+    search.SetPreference("jct:avg")  # 3 tries: some baselines do better
+    with pytest.warns(UserWarning, match="dominates the whole front") as caught:
+        front = search.run()
+    warned = {str(w.message).split()[2] for w in caught if "whole front" in str(w.message)}
+    assert warned == {name for name, b in search.baselines.items()  # by hand
+                      if all(b["jct:avg"] < e["metrics"]["jct:avg"] for e in front)}
+
+
 def test_default_run_dir_and_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["search", "--generate", "120", "--budget", "16", "--pop-size", "8",
@@ -322,3 +390,16 @@ def test_default_run_dir_and_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     latest = tmp_path / "runs" / "latest"
     assert latest.is_symlink() and (latest / "front.json").exists()
     assert main(["front", "runs/latest"]) == 0
+    first = latest.resolve()
+    (tmp_path / "cluster.yaml").write_text("cluster: {module: nowhere.at.all}\n")
+    time.sleep(1)  # default run directories are named by the second
+    assert main(["search", "--generate", "120", "--budget", "16", "--cluster-config",
+                 "cluster.yaml"]) == 2  # fails before it starts: latest stays
+    assert latest.resolve() == first
+    assert main(["select", "runs/latest", "--index", "0"]) == 0
+    chosen = json.loads((first / "chosen.json").read_text())
+    assert chosen["run"] == str(first)  # the run itself, not the link
+    assert chosen["config_sha256"] == config_hash(chosen)
+    with pytest.raises(SystemExit, match="2"):  # which one? not silently the first
+        main(["select", "runs/latest"])
+    assert json.loads((first / "chosen.json").read_text()) == chosen

@@ -100,3 +100,30 @@ def test_listings(capsys: pytest.CaptureFixture[str]) -> None:
         assert name in out
     assert main(["profiles"]) == 0
     assert "gavel-hetero-60" in capsys.readouterr().out
+
+
+def test_search_reads_a_pcs_trace_as_simulate_does(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from paretosearch.api import split_workload
+    from paretosearch.cli_runs import scaling_table
+    from simulator import read_trace
+
+    run = tmp_path / "run"
+    assert main(["search", "--trace", TRACE, "--scaling-table", TABLE, "--jobs", "300",
+                 "--budget", "8", "--pop-size", "4", "--workers", "0",
+                 "--run-dir", str(run)]) == 0
+    lines = capsys.readouterr().out.splitlines()  # not a terminal: a line per generation
+    steps = [line for line in lines if line.startswith("generation ")]
+    assert [s.split(",")[0] for s in steps] == ["generation 1: 4/8 evaluations",
+                                                "generation 2: 8/8 evaluations"]
+    train, test = split_workload(read_trace(TRACE, scaling=scaling_table(TABLE, 64)).head(300))
+    spec = json.loads((run / "run.json").read_text())
+    assert spec["train_digests"] == [train.digest()] and len(train) == len(test) == 150
+    cli = json.loads((run / "cli.json").read_text())  # what a resume reads the trace with
+    assert (cli["scaling_table"], cli["jobs"]) == (TABLE, 300)
+    assert main(["search", "--trace", TRACE, "--workers", "0",
+                 "--run-dir", str(tmp_path / "b")]) == 2
+    assert "scaling-table" in " ".join(capsys.readouterr().err.split())
+    assert main(["search", "--jobs", "50", "--workers", "0",
+                 "--run-dir", str(tmp_path / "c")]) == 2
+    assert "--jobs and --scaling-table read a trace" in capsys.readouterr().err

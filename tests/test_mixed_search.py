@@ -16,7 +16,7 @@ from paretosearch.api import PolicySearch, SearchSettings
 from paretosearch.cli import main
 from paretosearch.evaluation import SearchSpace, Task, evaluate
 from paretosearch.objectives import parse_objectives
-from paretosearch.optuna_mirror import mirror
+from paretosearch.optuna_mirror import OptunaCopy, load_study
 from paretosearch.runners import SerialRunner
 from paretosearch.search import SearchOutcome, _algorithm, param_key, run_spea2
 from paretosearch.store import RunStore
@@ -206,16 +206,26 @@ def test_dropped_dimensions_reach_run_front_and_cli(tmp_path: Path,
 
 def test_optuna_mirror_records_choices(gavel_run: tuple[Path, SearchOutcome],
                                        tmp_path: Path) -> None:
-    import optuna
     from optuna.distributions import CategoricalDistribution
 
     _, out = gavel_run
-    db = tmp_path / "optuna.db"
-    assert mirror(db, "mixed", JCT, SearchSpace.of("gavel"), out.evaluations,
-                  {"policy": "gavel"}) == len(out.evaluations)
-    study = optuna.load_study(study_name="mixed", storage=f"sqlite:///{db}")
+    log = tmp_path / "optuna.log"
+    copy = OptunaCopy(log, JCT, SearchSpace.of("gavel"), "mixed")
+    assert copy.add(out.evaluations, {"policy": "gavel"}) == len(out.evaluations)
+    study = load_study(log, "mixed")
     assert study.user_attrs == {"policy": "gavel"}
     assert [t.params["objective"] for t in study.trials] == [
         p["objective"] for p, _ in out.evaluations]
     assert isinstance(study.trials[0].distributions["objective"], CategoricalDistribution)
     assert study.best_trial.params["objective"] == "max_sum"
+    # killed while copying: a last line cut short and the lock left behind; the next run's
+    # copy goes on from the trials whole on disk
+    whole = log.read_bytes()
+    log.write_bytes(whole + whole.splitlines(keepends=True)[-1][:40])
+    log.with_name("optuna.log.lock").symlink_to(log)
+    again = OptunaCopy(log, JCT, SearchSpace.of("gavel"), "mixed")
+    assert len(again.study.trials) == len(out.evaluations)
+    more = [(p, {**r, "jct:avg": r["jct:avg"] + 1}) for p, r in out.evaluations[:2]]
+    assert again.add([*out.evaluations, *more], {"policy": "gavel"}) == len(out.evaluations) + 2
+    assert [t.values for t in load_study(log, "mixed").trials[-2:]] == [
+        [r["jct:avg"]] for _, r in more]

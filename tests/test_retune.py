@@ -123,6 +123,14 @@ def test_the_window_is_the_newest_jobs_of_all_files(tmp_path: Path) -> None:
                                                window={"min_jobs": 5000})))
 
 
+def test_a_missing_trace_stops_the_retune_before_it_writes_anything(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path, trace="nightly-*.csv")
+    assert main(["retune", "--spec", str(spec)]) == Exit.BAD_INPUT
+    assert "nightly-*.csv: no trace file matches" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # no lock file, no folder
+
+
 def test_jobs_of_different_files_that_reuse_ids_are_all_kept(tmp_path: Path) -> None:
     write_trace(tmp_path / "day1.csv", 300)
     rows = LINES[301:601]  # the next 300 jobs, numbered from 0 again (a per-file app_id)
@@ -208,6 +216,10 @@ def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Pat
     assert len({tuple(o.values()) for _, o in front_of(first.run)}) == len(front_of(first.run))
     prod = second.summary["production"]
     assert prod["config"] == chosen["fitted"]
+    # where it came from: the file itself and the hash select gave the config, not links
+    assert chosen["run"] == str(first.run)
+    assert (prod["source"], prod["config_sha256"]) == (
+        str((tmp_path / "production.json").resolve()), chosen["config_sha256"])
     front = json.loads((second.run / "front.json").read_text())["front"]
     labels = ("jct:avg", "pred_err:avg")  # both minimised
     for sample, key in (("train", "metrics"), ("test", "test_metrics")):
@@ -276,6 +288,8 @@ def test_exit_codes_for_bad_input_thin_windows_and_a_held_lock(tmp_path: Path,
                                                     window={"min_jobs": 5000}))]) == 3
     assert "nothing published" in capsys.readouterr().err
     out = tmp_path / "out"
+    assert not out.exists()  # bad input and thin windows stop before the lock: nothing written
+    out.mkdir()
     with open(out / "retune.lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         held.write("4242\n")

@@ -154,7 +154,7 @@ def _fail(error: BaseException) -> Any:
     ("paretosearch.store.RunStore.append", ENOSPC),  # the journal
     ("paretosearch.store.RunStore.write_progress", ENOSPC),  # a generation's front
     ("paretosearch.cache.EvaluationCache.put", FULL_SQLITE),
-    ("paretosearch.optuna_mirror.mirror", FULL_SQLITE),
+    ("paretosearch.optuna_mirror.OptunaCopy.add", ENOSPC),
     ("paretosearch.report.plot_front", ENOSPC),  # the report, at the very end
     ("paretosearch.retune._point", ENOSPC),  # moving current itself
 ])

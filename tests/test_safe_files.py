@@ -114,7 +114,7 @@ def test_a_warm_start_reads_the_previous_front_not_its_pickles(tmp_path: Path) -
             assert path.read_text().startswith("<!DOCTYPE html>") and "<script src" not in \
                 path.read_text()
         else:
-            assert path.is_dir() or path.suffix in (".jsonl", ".md", ".png", ".db"), path
+            assert path.is_dir() or path.suffix in (".jsonl", ".md", ".png", ".db", ".log"), path
 
 
 # --- run folders from untrusted places ----------------------------------------------------

@@ -211,6 +211,7 @@ def build_plan(doc: Mapping[str, Any], *, source: str = "config document") -> Pl
                                     f"'fitted' and 'cluster', got {type(doc).__name__}")
     policy = _policy(doc, source)
     gpus = _cluster(doc, source)
+    _provenance(doc, source)
     try:
         sem = _semantics(policy)
     except InvalidConfigDocument as exc:
@@ -227,6 +228,22 @@ def build_plan(doc: Mapping[str, Any], *, source: str = "config document") -> Pl
             for name, dom in domains.items() if name not in sem.expressed]
     return Plan(policy.name, gpus, tuple(classes), sem.tiers, sem.reclaim,
                 (*sem.notes, *lost), dict(doc))
+
+
+_PROVENANCE: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "run": (str, "the run directory's path"), "front_index": (int, "an index of its front"),
+    "config_sha256": (str, "a hex digest"), "objectives": (Mapping, "an object of values")}
+
+
+def _provenance(doc: Mapping[str, Any], source: str) -> None:
+    """Where the config came from (printed in every export's header): optional, well typed."""
+    for field, (kind, meaning) in _PROVENANCE.items():
+        value = doc.get(field)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise InvalidConfigDocument(located(source, column=field, value=value,
+                                                problem=f"expected {meaning}",
+                                                fix="leave it out or write it again with "
+                                                    "'paretosearch select'"))
 
 
 def _policy(doc: Mapping[str, Any], source: str) -> Policy:

@@ -58,7 +58,8 @@ def header(plan: Plan, target: str, notes: Sequence[str], lost: Sequence[str]) -
     """The text every export starts with (renderers add comment markers): where the config
     came from, how jobs choose their queue, the tiers, setup notes, what is not expressed."""
     src = plan.source
-    origin = f" (run {src['run']}, front entry {src.get('front_index')})" if src.get("run") else ""
+    origin = (f" (run {src['run']}, front entry {src.get('front_index')}, config "
+              f"{str(src.get('config_sha256'))[:12]})" if src.get("run") else "")
     objectives = ", ".join(f"{k}={v:.6g}" if isinstance(v, int | float) else f"{k}={v}"
                            for k, v in (src.get("objectives") or {}).items())
     lines = [f"paretosearch export of {plan.policy}{origin} for {target}",
