@@ -166,8 +166,8 @@ def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
         doc = entries[key]
     if isinstance(doc, dict) and "class_thresholds" in doc:
         return None, doc
-    if isinstance(doc, dict) and "policy" in doc:
-        return str(doc["policy"]), dict(doc.get("params", {}))
+    if isinstance(doc, dict) and "policy" in doc:  # a chosen config: as deployed, if fitted
+        return str(doc["policy"]), dict(doc.get("fitted") or doc.get("params") or {})
     raise ParetoSearchError(f"{spec}: expected {{'policy': NAME, 'params': {{...}}}} or a PCS "
                             "config entry with class_thresholds and class_rates")
 

@@ -16,9 +16,12 @@ from paretosearch.export import (
     KUEUE_VERSIONS,
     ExportError,
     ExportOptions,
+    Plan,
+    build_plan,
     export,
     write_export,
 )
+from paretosearch.export.plan import deployed_config
 from paretosearch.io import MAX_DOCUMENT, read_bounded
 from paretosearch.store import RunStore
 from simulator.errors import ParetoSearchError
@@ -56,6 +59,11 @@ def add_export_command(sub: Any) -> None:
                    help=f"Kueue API version (default: {KUEUE_VERSIONS[0]})")
     p.add_argument("--namespace", default="default",
                    help="namespace of Kueue's LocalQueues (default: default)")
+    p.add_argument("--max-classes", type=int, metavar="N",
+                   help="at most N size-class queues: adjacent classes are merged, the "
+                        "smallest shares first (default: one queue per class)")
+    p.add_argument("--prefix", default="", metavar="TEXT",
+                   help="put before every queue name, e.g. 'team-a-' (default: none)")
     p.add_argument("--nodes", default="ALL", metavar="NODELIST",
                    help="Slurm nodes of every partition, e.g. 'gpu[01-16]' (default: ALL)")
 
@@ -87,7 +95,7 @@ def _document(run: Path, index: int | None) -> dict[str, Any]:
 
 def _export(args: argparse.Namespace, console: Console) -> None:
     options = ExportOptions(kueue_version=args.kueue_version, namespace=args.namespace,
-                            nodes=args.nodes)
+                            nodes=args.nodes, max_classes=args.max_classes, prefix=args.prefix)
     doc = _document(args.run, args.index)
     source = str(args.run / "chosen.json" if args.run.is_dir() and args.index is None
                  else args.run)
@@ -101,10 +109,47 @@ def _export(args: argparse.Namespace, console: Console) -> None:
     for path in paths:
         table.add_row(str(path), f"{path.stat().st_size:,}")
     console.print(table)
+    for warning in result.warnings:
+        console.print(f"[bold yellow]warning:[/bold yellow] {warning}", highlight=False)
+    _deployment_cost(doc, build_plan(doc, source=source).shaped(options.max_classes), console)
     console.print(f"[bold]cannot express in {args.format}[/bold] "
                   f"({len(result.cannot_express)}, also written into the files):")
     for item in result.cannot_express:
         console.print(f"  - {item}", highlight=False)
+
+
+DEPLOYMENT_METRICS = (("jct", "avg"), ("jct", "p99"), ("wait", "avg"), ("unfairness", "avg"),
+                      ("utilization", "avg"))
+
+
+def _deployment_cost(doc: dict[str, Any], plan: Plan, console: Console) -> None:
+    """The config as searched beside the exported queues (:func:`deployed_config`), both
+    simulated on one generated workload (1,000 jobs, load 0.9) of the config's cluster."""
+    from policies import get_policy
+    from simulator import generate, list_profiles, load_profile, simulate, summary
+
+    deployed = deployed_config(plan)
+    profile = (doc.get("cluster") or {}).get("profile")
+    if deployed is None or profile not in list_profiles():
+        console.print("[dim]what deployment costs is simulated for WFQ configs on a shipped "
+                      "cluster profile; this one is not[/dim]")
+        return
+    cluster = load_profile(profile)
+    workload = generate(1000, load=0.9, gpus=cluster.total_gpus, seed=0)
+    runs = {"as searched": (doc["policy"], doc.get("fitted") or doc["params"]),
+            "as exported": (deployed["policy"], deployed["params"])}
+    stats = {name: summary(simulate(workload, cluster, get_policy(policy).from_params(params)
+                                    .fit(workload)))
+             for name, (policy, params) in runs.items()}
+    table = Table(title=f"what deployment costs: both simulated on 1,000 generated jobs "
+                        f"(load 0.9) on {profile}")
+    for column in ("metric", *runs, "change"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for metric, measure in DEPLOYMENT_METRICS:
+        a, b = (stats[name][metric][measure] for name in runs)
+        change = f"{100 * (b - a) / abs(a):+.1f} %" if a else "-"
+        table.add_row(f"{metric}:{measure}", f"{a:.4g}", f"{b:.4g}", change)
+    console.print(table)
 
 
 EXPORT_COMMANDS: dict[str, Callable[[argparse.Namespace, Console], None]] = {"export": _export}

@@ -239,7 +239,8 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
     labels = list(front[0]["objectives"])
     params = list(front[0]["params"])
     status = "" if doc.get("done") else " — search still running or interrupted"
-    table = Table(title=f"Pareto front of {run}: {len(front)} configurations{status}")
+    resolved = run.resolve()  # the run itself, not a link such as runs/latest that moves on
+    table = Table(title=f"Pareto front of {resolved}: {len(front)} configurations{status}")
     table.add_column("#", justify="right")
     for name in labels:
         table.add_column(name, justify="right")
@@ -264,7 +265,7 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
         console.print(f"{name}: dropped from the search ({why}); kept at its default")
     marked = None if chosen is None else Marked(
         "chosen", front[chosen]["metrics"], front[chosen].get("test_metrics"))
-    path = plot_front(doc, png or store.path / "front.png", title=str(run), marked=marked)
+    path = plot_front(doc, png or store.path / "front.png", title=str(resolved), marked=marked)
     console.print(f"plot written to {path}")
 
 

@@ -383,14 +383,17 @@ def test_a_baseline_that_dominates_the_whole_front_is_warned_of() -> None:
                       if all(b["jct:avg"] < e["metrics"]["jct:avg"] for e in front)}
 
 
-def test_default_run_dir_and_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_run_dir_and_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["search", "--generate", "120", "--budget", "16", "--pop-size", "8",
                  "--offspring", "8", "--workers", "0"]) == 0
     latest = tmp_path / "runs" / "latest"
     assert latest.is_symlink() and (latest / "front.json").exists()
-    assert main(["front", "runs/latest"]) == 0
     first = latest.resolve()
+    capsys.readouterr()
+    assert main(["front", "runs/latest"]) == 0
+    assert f"Pareto front of {first}" in " ".join(capsys.readouterr().out.split())
     (tmp_path / "cluster.yaml").write_text("cluster: {module: nowhere.at.all}\n")
     time.sleep(1)  # default run directories are named by the second
     assert main(["search", "--generate", "120", "--budget", "16", "--cluster-config",

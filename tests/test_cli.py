@@ -127,3 +127,25 @@ def test_search_reads_a_pcs_trace_as_simulate_does(tmp_path: Path,
     assert main(["search", "--jobs", "50", "--workers", "0",
                  "--run-dir", str(tmp_path / "c")]) == 2
     assert "--jobs and --scaling-table read a trace" in capsys.readouterr().err
+
+
+def test_simulate_a_chosen_config_as_deployed(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A chosen config's fitted classes are what production runs: simulate takes them as
+    they are, not re-derived from the workload being simulated."""
+    from policies import WFQ
+    from simulator import generate
+
+    params = {"T": 0.5, "W": 1.0, "zeta_min": 0.5, "delta": 0.1}
+    fitted = WFQ(**params).fit(generate(300, load=0.9, gpus=64, seed=7)).to_dict()["params"]
+    docs = {"chosen": {"policy": "wfq", "params": params, "fitted": fitted},
+            "fitted": {"policy": "wfq", "params": fitted},
+            "refit": {"policy": "wfq", "params": params}}
+    out = {}
+    for name, doc in docs.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+        capsys.readouterr()
+        assert main(["simulate", "--generate", "300", "--seed", "1", "--json",
+                     "--config", str(tmp_path / f"{name}.json")]) == 0
+        out[name] = json.loads(capsys.readouterr().out)
+    assert out["chosen"] == out["fitted"] != out["refit"]

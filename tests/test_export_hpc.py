@@ -67,9 +67,9 @@ def _reserved_port() -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def _slurmctld(tmp: Path, fragment: Path, port: int) -> Iterator[Callable[..., str]]:
+def _slurmctld(tmp: Path, fragments: list[Path], port: int) -> Iterator[Callable[..., str]]:
     """munged and slurmctld on localhost with a private key, socket and ``port``, the
-    exported fragment included; yields ``scontrol(*args)``."""
+    exported fragments included; yields ``scontrol(*args)``."""
     assert SLURMCTLD and MUNGED and SCONTROL
     key, sock = tmp / "munge.key", tmp / "m.sock"
     key.write_bytes(os.urandom(1024))
@@ -84,7 +84,7 @@ def _slurmctld(tmp: Path, fragment: Path, port: int) -> Iterator[Callable[..., s
         "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
         "SelectType=select/cons_tres", "GresTypes=gpu",
         "NodeName=gpu[1-4] CPUs=8 Gres=gpu:4 State=FUTURE",  # no slurmd needed
-        f"Include {fragment}", ""]))
+        *(f"Include {f}" for f in fragments), ""]))
     env = {**os.environ, "SLURM_CONF": str(conf)}
 
     def scontrol(*args: str) -> str:
@@ -119,18 +119,24 @@ def test_slurmctld_loads_the_exported_partitions(name: str, tmp_path: Path,
     doc = unified_doc() if name == "unified" else pcs_wfq_doc(pcs_configs["0e4a51_bal"])
     plan = build_plan(doc)
     result = export(doc, "slurm", options=ExportOptions(nodes="gpu[1-4]"))
-    fragment = write_export(result, tmp_path / "out")[0]
+    files = {path.name: path for path in write_export(result, tmp_path / "out")}
+    fragment, cluster = files["slurm-paretosearch.conf"], files["slurm-cluster.conf"]
     exported = {f["PartitionName"]: f for f in map(_fields, fragment.read_text().splitlines())
                 if "PartitionName" in f}
     assert list(exported) == [c.name for c in plan.classes]
-    with _reserved_port() as port, _slurmctld(tmp_path, fragment, port) as scontrol:
+    # the partitions' file sets nothing cluster-wide: an Include cannot switch off an
+    # admin's preemption or priority plugin
+    assert [line for line in fragment.read_text().splitlines()
+            if line and not line.startswith(("#", "PartitionName="))] == []
+    with _reserved_port() as port, _slurmctld(tmp_path, [fragment, cluster], port) as scontrol:
         config = dict(re.findall(r"^(\w+)\s+= (\S+)", scontrol("show", "config"), re.M))
         shown = {name: _fields(scontrol("show", "partition", name)) for name in exported}
     assert config["PriorityType"] == "priority/multifactor"
     for part, fields in exported.items():
         got = shown[part]
-        for key in ("PriorityJobFactor", "PriorityTier", "MaxTime", "PreemptMode"):
+        for key in ("PriorityJobFactor", "PriorityTier", "MaxTime"):
             assert got[key] == fields[key], (part, key)
+        assert got["PreemptMode"] == fields.get("PreemptMode", "OFF")  # or the cluster's
         assert got["DefaultTime"] == fields.get("DefaultTime", "NONE")
         assert got["Nodes"] == "gpu[1-4]"
     factors = [int(shown[c.name]["PriorityJobFactor"]) for c in plan.classes]
@@ -141,9 +147,11 @@ def test_slurmctld_loads_the_exported_partitions(name: str, tmp_path: Path,
         assert {p["DefaultTime"] for p in shown.values()} == {"00:05:00"}
         assert {p["PreemptMode"] for p in shown.values()} == {"REQUEUE"}
         assert config["PreemptType"] == "preempt/qos"
-    else:  # WFQ: no leases; its reclaiming cannot be expressed, so no preemption
+    else:  # WFQ: no leases; its reclaiming cannot be expressed, so no preemption set at all
         assert {p["MaxTime"] for p in shown.values()} == {"UNLIMITED"}
-        assert {p["PreemptMode"] for p in shown.values()} == {"OFF"}
+        settings = [line for f in (cluster, fragment) for line in f.read_text().splitlines()
+                    if not line.startswith("#")]
+        assert not any("Preempt" in line for line in settings)
 
 
 def test_slurm_qos_script_sets_priority_wall_time_and_preemption() -> None:

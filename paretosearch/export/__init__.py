@@ -57,7 +57,9 @@ def export(doc: Mapping[str, Any], fmt: str, *, options: ExportOptions | None = 
     """
     if fmt not in RENDERERS:
         raise ExportError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    return RENDERERS[fmt](build_plan(doc, source=source), options or ExportOptions())
+    options = options or ExportOptions()
+    plan = build_plan(doc, source=source).shaped(options.max_classes, options.prefix)
+    return RENDERERS[fmt](plan, options)
 
 
 def write_export(result: Export, out_dir: str | Path) -> list[Path]:

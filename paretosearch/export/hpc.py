@@ -1,7 +1,8 @@
 """Batch-system targets: Slurm (partitions and QOS) and YARN (CapacityScheduler queues).
 
-Slurm: a ``slurm.conf`` fragment (``Include`` it) with one partition per class, and a
-``sacctmgr`` script with one QOS per class and tier (needs slurmdbd). YARN: a
+Slurm: a ``slurm.conf`` fragment (``Include`` it) with one partition per class, the
+cluster-wide settings those need in a file of their own (merged by hand: they apply to every
+partition), and a ``sacctmgr`` script with one QOS per class and tier (needs slurmdbd). YARN: a
 ``capacity-scheduler.xml`` with weight-mode queues and a ``yarn-site.xml`` fragment for
 preemption and priorities. Every YARN property name comes from :data:`YARN_PROPERTIES`.
 """
@@ -51,22 +52,28 @@ def _qos(c: SizeClass, tier: JobTier | None) -> str:
 
 
 def render_slurm(plan: Plan, options: ExportOptions) -> Export:
-    """``slurm-paretosearch.conf`` (cluster settings and a partition per class) and
-    ``sacctmgr-qos.sh`` (a QOS per class and tier: priority, maximum wall time, preemption)."""
+    """``slurm-paretosearch.conf`` (a partition per class: ``Include`` it),
+    ``slurm-cluster.conf`` (the cluster-wide settings the classes need, to merge into
+    slurm.conf by hand) and ``sacctmgr-qos.sh`` (a QOS per class and tier: priority, maximum
+    wall time, preemption)."""
     factors = scaled_integers([c.weight for c in plan.classes])
     tiers: tuple[JobTier | None, ...] = plan.tiers or (None,)
     preempt = any(plan.preempts(t) for t in plan.tiers)
-    mode = "REQUEUE" if preempt else "OFF"
     limits = ""
     if plan.tiers:
         limits = (f" MaxTime={slurm_time(max(t.lease_s for t in plan.tiers))}"
                   f" DefaultTime={slurm_time(min(t.lease_s for t in plan.tiers))}")
-    conf = ["PriorityType=priority/multifactor", "PriorityWeightPartition=1000",
-            "PriorityWeightQOS=1000", f"PreemptType=preempt/{'qos' if preempt else 'none'}",
-            f"PreemptMode={mode}"]
-    conf += [f"PartitionName={c.name} Nodes={options.nodes} PriorityJobFactor={f} PriorityTier=1"
-             f"{limits or ' MaxTime=UNLIMITED'} PreemptMode={mode} State=UP"
-             for c, f in zip(plan.classes, factors, strict=True)]
+    partitions = [f"PartitionName={c.name} Nodes={options.nodes} PriorityJobFactor={f} "
+                  f"PriorityTier=1{limits or ' MaxTime=UNLIMITED'}"
+                  f"{' PreemptMode=REQUEUE' if preempt else ''} State=UP"
+                  for c, f in zip(plan.classes, factors, strict=True)]
+    cluster = ["# the partitions' PriorityJobFactor and the QOS priorities count only with",
+               "# the multifactor priority plugin, weighted here",
+               "PriorityType=priority/multifactor", "PriorityWeightPartition=1000",
+               "PriorityWeightQOS=1000"]
+    if preempt:
+        cluster += ["# higher tiers preempt lower ones by QOS; preempted jobs are requeued",
+                    "PreemptType=preempt/qos", "PreemptMode=REQUEUE"]
     add, modify = [], []
     for c, f in zip(plan.classes, factors, strict=True):
         for t in tiers:
@@ -80,7 +87,10 @@ def render_slurm(plan: Plan, options: ExportOptions) -> Export:
     submit = ("--qos=<class>-<tier> (tiers: " + ", ".join(t.name for t in plan.tiers) + ")"
               if plan.tiers else "--qos=<class>")
     notes = [f"submit with --partition=<class> {submit} and --gres=gpu:N",
-             "the Priority* and Preempt* lines are cluster-wide: merge them with your slurm.conf",
+             "slurm-paretosearch.conf adds only partitions: Include it in slurm.conf",
+             "slurm-cluster.conf holds the cluster-wide settings the classes need (priority/"
+             "multifactor" + ("; preempt/qos, REQUEUE" if preempt else "") + "): they apply to "
+             "every partition, so merge them into slurm.conf by hand, checking your own",
              f"Nodes={options.nodes}: every partition spans these nodes (classes share the GPUs); "
              "pass --nodes to name your GPU nodes",
              "sacctmgr-qos.sh needs slurmdbd (AccountingStorageType=accounting_storage/slurmdbd)"
@@ -93,7 +103,8 @@ def render_slurm(plan: Plan, options: ExportOptions) -> Export:
                     "share")
     text = "".join(f"# {line}\n" for line in header(plan, "Slurm", notes, lost))
     script = ("#!/bin/sh\n" + text + "set -e\n" + "".join(f"{c}\n" for c in add + modify))
-    return Export("slurm", {"slurm-paretosearch.conf": text + "\n".join(conf) + "\n",
+    return Export("slurm", {"slurm-paretosearch.conf": text + "\n".join(partitions) + "\n",
+                            "slurm-cluster.conf": text + "\n".join(cluster) + "\n",
                             "sacctmgr-qos.sh": script}, tuple(lost))
 
 

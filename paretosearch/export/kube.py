@@ -49,8 +49,8 @@ def _name(text: str) -> str:
 
 
 def _yaml(plan: Plan, target: str, notes: list[str], lost: list[str],
-          docs: list[dict[str, Any]]) -> str:
-    comment = "".join(f"# {line}\n" for line in header(plan, target, notes, lost))
+          docs: list[dict[str, Any]], warnings: Sequence[str] = ()) -> str:
+    comment = "".join(f"# {line}\n" for line in header(plan, target, notes, lost, warnings))
     return comment + "---\n" + yaml.safe_dump_all(docs, sort_keys=False)
 
 
@@ -115,8 +115,14 @@ def render_kueue(plan: Plan, options: ExportOptions) -> Export:
              + (f" ({MAX_EXEC} is a label on each Job, not a queue setting)" if plan.tiers
                 else "")]
     lost = [*plan.unexpressed, *weight_losses(plan, "Kueue", quotas_by_type=True)]
+    empty = [c.name for k, c in enumerate(plan.classes) if not any(q[k] for q in quotas.values())]
+    warnings = [f"{', '.join(empty)}: no nominal quota (a share below one GPU of each type): "
+                "their jobs run only on GPUs borrowed from the cohort"
+                + (", which other queues reclaim by preemption" if plan.reclaim else "")
+                + "; merge classes (--max-classes) or move quota to them"] if empty else []
     return Export("kueue", {"kueue.yaml": _yaml(plan, f"Kueue {options.kueue_version}", notes,
-                                                lost, docs)}, tuple(lost))
+                                                lost, docs, warnings)},
+                  tuple(lost), tuple(warnings))
 
 
 def render_volcano(plan: Plan, options: ExportOptions) -> Export:

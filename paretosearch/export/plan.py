@@ -17,7 +17,7 @@ import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from simulator.errors import InvalidPolicyParams, ParetoSearchError, located
 
 __all__ = [
     "WEIGHT_SCALE", "ExportError", "InvalidConfigDocument", "JobTier", "Plan", "SizeClass",
-    "build_plan", "plan_dict", "scaled_integers",
+    "build_plan", "deployed_config", "plan_dict", "scaled_integers",
 ]
 
 _GPU_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -99,6 +99,29 @@ class Plan:
     def preempts(self, tier: JobTier) -> tuple[JobTier, ...]:
         """The tiers whose jobs a job of ``tier`` may preempt."""
         return tuple(t for t in self.tiers if t.preemptible and t.priority < tier.priority)
+
+    def shaped(self, max_classes: int | None = None, prefix: str = "") -> Plan:
+        """This plan with at most ``max_classes`` classes and queue names ``prefix`` +
+        ``class0``... Adjacent classes are merged, the pair with the smallest share first
+        (a merged class takes both size ranges and the sum of their shares); what merging
+        changed goes on the cannot-express list."""
+        classes, members = list(self.classes), [[c.name] for c in self.classes]
+        while max_classes is not None and len(classes) > max_classes:
+            k = min(range(len(classes) - 1),
+                    key=lambda i: classes[i].weight + classes[i + 1].weight)
+            a, b = classes[k], classes[k + 1]
+            classes[k:k + 2] = [SizeClass(a.name, b.max_size_gpu_s, a.weight + b.weight,
+                                          {t: a.weight_by_type[t] + b.weight_by_type[t]
+                                           for t in a.weight_by_type})]
+            members[k:k + 2] = [members[k] + members[k + 1]]
+        if len(classes) > 1 or prefix:
+            classes = [replace(c, name=f"{prefix}{f'class{k}' if len(classes) > 1 else 'all'}")
+                       for k, c in enumerate(classes)]
+        merged = [f"{c.name} holds {group[0]} to {group[-1]}"
+                  for c, group in zip(classes, members, strict=True) if len(group) > 1]
+        lost = (f"size classes merged to fit {max_classes} queues ({'; '.join(merged)}): "
+                "their jobs share one queue and the summed share",) if merged else ()
+        return replace(self, classes=tuple(classes), unexpressed=(*self.unexpressed, *lost))
 
 
 WEIGHT_SCALE = 1000
@@ -288,6 +311,21 @@ def _cluster(doc: Mapping[str, Any], source: str) -> dict[str, int]:
 
 def _fmt(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def deployed_config(plan: Plan) -> dict[str, Any] | None:
+    """What the exported queues do, as a policy the simulator runs, for WFQ (else None):
+    the plan's size classes (merged ones too) routed by their exact bounds, the integer
+    queue weights the targets are given (clamped to at least 1/``WEIGHT_SCALE`` of the
+    largest) as rates, and no demand clipping (no target expresses it). Not modelled: whole
+    GPUs per job and integer quotas (the simulator's WFQ shares GPUs fluidly)."""
+    if plan.policy != "wfq":
+        return None
+    weights = scaled_integers([c.weight for c in plan.classes])
+    return {"policy": "wfq", "params": {
+        "zeta_min": 0.0, "rates": [w / sum(weights) for w in weights],
+        "thresholds": [c.max_size_gpu_s if math.isfinite(c.max_size_gpu_s) else None
+                       for c in plan.classes]}}
 
 
 def plan_dict(plan: Plan) -> dict[str, Any]:

@@ -17,6 +17,7 @@ KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _HOSTLIST = re.compile(r"^[A-Za-z0-9_.,\-\[\]]+$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_PREFIX = re.compile(r"^[a-z][-a-z0-9]{0,39}$")
 
 
 @dataclass(frozen=True)
@@ -27,11 +28,15 @@ class ExportOptions:
         kueue_version: ``v1beta2`` (Kueue's storage version) or ``v1beta1``.
         namespace: the Kubernetes namespace of Kueue's LocalQueues.
         nodes: Slurm node list of every partition (``ALL``: every node).
+        max_classes: merge adjacent size classes down to this many queues (None: keep all).
+        prefix: put before every queue name (``team-a-`` gives ``team-a-class0``, ...).
     """
 
     kueue_version: str = "v1beta2"
     namespace: str = "default"
     nodes: str = "ALL"
+    max_classes: int | None = None
+    prefix: str = ""
 
     def __post_init__(self) -> None:
         if self.kueue_version not in KUEUE_VERSIONS:
@@ -43,6 +48,12 @@ class ExportOptions:
         if not _HOSTLIST.match(self.nodes):
             raise ExportError(f"nodes: expected a Slurm node list such as gpu[01-16] or ALL "
                               f"(letters, digits, '_.-,[]'), got {self.nodes!r}")
+        if self.max_classes is not None and self.max_classes < 1:
+            raise ExportError(f"max classes: expected at least 1, got {self.max_classes}")
+        if self.prefix and not _PREFIX.match(self.prefix):
+            raise ExportError(f"prefix: expected lower-case letters, digits and '-', starting "
+                              f"with a letter, at most 40 (a name in every target), got "
+                              f"{self.prefix!r}")
 
 
 @dataclass(frozen=True)
@@ -52,11 +63,15 @@ class Export:
     format: str
     files: Mapping[str, str]
     cannot_express: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    """What the operator should look at before deploying (also in each file's header)."""
 
 
-def header(plan: Plan, target: str, notes: Sequence[str], lost: Sequence[str]) -> list[str]:
+def header(plan: Plan, target: str, notes: Sequence[str], lost: Sequence[str],
+           warnings: Sequence[str] = ()) -> list[str]:
     """The text every export starts with (renderers add comment markers): where the config
-    came from, how jobs choose their queue, the tiers, setup notes, what is not expressed."""
+    came from, how jobs choose their queue, the tiers, warnings, setup notes, what is not
+    expressed."""
     src = plan.source
     origin = (f" (run {src['run']}, front entry {src.get('front_index')}, config "
               f"{str(src.get('config_sha256'))[:12]})" if src.get("run") else "")
@@ -76,6 +91,7 @@ def header(plan: Plan, target: str, notes: Sequence[str], lost: Sequence[str]) -
     for t in plan.tiers:
         lines.append(f"tier {t.name}: priority {t.priority}, lease {t.lease_s:g} s, "
                      f"{'preemptible' if t.preemptible else 'never preempted'}")
+    lines += [f"WARNING: {w}" for w in warnings]
     lines += ["notes:", *(f"  - {n}" for n in notes)] if notes else []
     lines += [f"cannot express in {target}:", *(f"  - {item}" for item in lost)]
     # one line each, whatever a document's strings hold: a newline would end the comment
@@ -90,11 +106,16 @@ def size_bound(value: float) -> str:
 
 
 def _size_range(low: float, high: float) -> str:
+    """The range exactly (routing must not round it), with GPU-hours for people."""
     if not math.isfinite(high):
-        return f"size > {size_bound(low)}"
+        return f"size > {size_bound(low)} ({_hours(low)})"
     if low > 0:
-        return f"{size_bound(low)} < size <= {size_bound(high)}"
-    return f"size <= {size_bound(high)}"
+        return f"{size_bound(low)} < size <= {size_bound(high)} ({_hours(low)} to {_hours(high)})"
+    return f"size <= {size_bound(high)} ({_hours(high)})"
+
+
+def _hours(gpu_s: float) -> str:
+    return f"{gpu_s / 3600:.3g} GPU-h"
 
 
 def weight_losses(plan: Plan, target: str, *, quotas_by_type: bool = False) -> list[str]:
