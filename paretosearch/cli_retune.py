@@ -10,7 +10,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.cli_runs import add_cluster_options, error_console, search_progress
+from paretosearch.cli_runs import (
+    Interrupted,
+    add_cluster_options,
+    error_console,
+    search_progress,
+)
 from paretosearch.report import fmt
 from simulator.errors import ParetoSearchError
 
@@ -25,6 +30,7 @@ EXIT_CODES = """exit codes:
      review OUT/current/report.md and export a new config
   6  failed while running (disk full, unwritable folder, lost cluster); nothing published,
      OUT/current untouched; run again to resume without repeating finished evaluations
+  130 stopped by Ctrl-C or SIGINT; nothing published; the next retune resumes the run
 
 examples:
   paretosearch retune --spec deploy/retune.yaml
@@ -79,6 +85,10 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
                              connect=lambda: open_client(args.scheduler, args.cluster_config,
                                                          workers=spec.workers,
                                                          files=not spec.workers_named))
+    except KeyboardInterrupt:
+        raise Interrupted(f"stopped; nothing was published and 'current' was not moved. The "
+                          f"next 'paretosearch retune --spec {args.spec}' resumes this run from "
+                          "its finished evaluations") from None
     except TooFewJobs as exc:
         err.print(f"[yellow]skipped:[/yellow] {exc}", highlight=False)
         return Exit.TOO_FEW_JOBS

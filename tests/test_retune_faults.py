@@ -39,6 +39,36 @@ def _two_nights(folder: Path, settings: dict[str, Any]) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.dask
+def test_ctrl_c_stops_a_retune_cleanly_and_the_next_one_resumes(tmp_path: Path) -> None:
+    write_trace(tmp_path / "trace.csv", 1000)
+    spec = write_spec(tmp_path, workers=2, window={"seconds": 1e7, "min_jobs": 50},
+                      search={"budget": 200, "pop_size": 20, "offspring": 20, "seed": 5})
+    proc = subprocess.Popen([sys.executable, "-m", "paretosearch.cli", "retune", "--spec",
+                             str(spec)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    runs = tmp_path / "out" / "runs"
+    deadline = time.time() + 120
+    while not [r for r in runs.glob("*/evaluations.jsonl") if len(journal(r.parent)) >= 20]:
+        if time.time() > deadline:
+            pytest.fail(f"retune made no progress to stop in 120 s: {proc.communicate()!r}")
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: to every process of the group
+    _, err = proc.communicate(timeout=120)
+    text = " ".join(err.decode().split())
+    assert proc.returncode == 130, text
+    assert "Traceback" not in text and "Error" not in text and "WARNING" not in text, text
+    assert "interrupted: stopped; nothing was published" in text
+    assert not (tmp_path / "out" / "current").exists()
+    (run,) = runs.iterdir()
+    done = len(journal(run))
+    outcome = retune(RetuneSpec.load(spec))
+    assert outcome.run == run and outcome.summary["resumed"]
+    keys = [row["key"] for row in journal(run)]
+    assert len(keys) == len(set(keys)) == 200 > done  # went on, nothing evaluated twice
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["at the first evaluation", "after a generation"])
 def test_sigkill_then_rerun_resumes_and_never_publishes_a_partial_run(tmp_path: Path,
                                                                       when: str) -> None:
