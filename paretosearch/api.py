@@ -248,14 +248,14 @@ class PolicySearch:
         if not self.objectives:
             raise ParetoSearchError("no objectives yet: call SetPreference(...) first")
         self._prepare_store(resume)
-        copy = self._optuna_copy()
+        copy, about = self._optuna_copy(), self._about()
         with self.runners() as (train_runner, test_runner):
             def publish(p: Progress) -> None:
                 if self.store and copy:
                     self.store.write_progress(
                         p.evaluated, [front_entry(*e, self.objectives) for e in p.front],
                         p.history, seed=self.settings.seed, dropped=dict(self.space.dropped))
-                    copy.add(p.evaluated, self._about())
+                    copy.add(p.evaluated, about)
                 if on_generation is not None:
                     on_generation(p)
 
@@ -283,7 +283,7 @@ class PolicySearch:
                                       baselines_test=self.baselines_test,
                                       dropped=dict(self.space.dropped), done=True)
         if copy:
-            copy.add(out.evaluations, self._about() | _jsonable(
+            copy.add(out.evaluations, about | _jsonable(
                 {"baselines": self.baselines, "baselines_test": self.baselines_test}),
                 self.front)
         return self.front
