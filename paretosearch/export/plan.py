@@ -115,7 +115,7 @@ class Plan:
                                            for t in a.weight_by_type})]
             members[k:k + 2] = [members[k] + members[k + 1]]
         if len(classes) > 1 or prefix:
-            classes = [replace(c, name=f"{prefix}{f'class{k}' if len(classes) > 1 else 'all'}")
+            classes = [replace(c, name=prefix + _class_name(k, len(classes)))
                        for k, c in enumerate(classes)]
         merged = [f"{c.name} holds {group[0]} to {group[-1]}"
                   for c, group in zip(classes, members, strict=True) if len(group) > 1]
@@ -244,8 +244,7 @@ def build_plan(doc: Mapping[str, Any], *, source: str = "config document") -> Pl
     for k, bound in enumerate(sem.thresholds):
         by_type = {t: sem.weights[min(r, len(sem.weights) - 1)][k] for r, t in enumerate(types)}
         share = sum(gpus[t] * w for t, w in by_type.items()) / sum(gpus.values())
-        name = f"class{k}" if len(sem.thresholds) > 1 else "all"
-        classes.append(SizeClass(name, bound, share, by_type))
+        classes.append(SizeClass(_class_name(k, len(sem.thresholds)), bound, share, by_type))
     domains = type(policy).domains()
     lost = [f"{name}={_fmt(getattr(policy, name))}: {dom.help}"
             for name, dom in domains.items() if name not in sem.expressed]
@@ -267,6 +266,11 @@ def _provenance(doc: Mapping[str, Any], source: str) -> None:
                                                 problem=f"expected {meaning}",
                                                 fix="leave it out or write it again with "
                                                     "'paretosearch select'"))
+
+
+def _class_name(k: int, n: int) -> str:
+    """Queue ``k`` of ``n``: ``class0``, ``class1``, ... or ``all`` for a single one."""
+    return f"class{k}" if n > 1 else "all"
 
 
 def _policy(doc: Mapping[str, Any], source: str) -> Policy:
