@@ -27,7 +27,7 @@ from paretosearch.objectives import Objective, dominates, parse_objectives
 from paretosearch.runners import DaskRunner, Runner, SerialRunner
 from paretosearch.search import Progress, SearchSettings, run_spea2
 from paretosearch.store import RunStore, choice_entry, front_entry
-from policies import get_policy
+from policies import make_policy
 from simulator import ClusterProfile, Workload, generate, load_profile, read_trace
 from simulator.errors import ParetoSearchError
 from simulator.generate import add_sharing, add_slos
@@ -139,7 +139,7 @@ class PolicySearch:
         self.task = Task(policy, self.profile, dict(fixed or {}))
         self.space = SearchSpace.of(policy, self.task.fixed, workload=self.train,
                                     profile=self.profile)
-        get_policy(policy).from_params(self.task.fixed)  # bad fixed values fail here, not later
+        make_policy(policy, self.task.fixed)  # bad fixed values fail here, not later
         self.store = RunStore(run_dir) if run_dir is not None else None
         self.client, self.workers, self.cache = client, workers, cache
         self._open: tuple[Runner, Runner] | None = None
@@ -232,7 +232,7 @@ class PolicySearch:
 
     def fitted(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Every field of the policy with ``params``, fitted to the training workload."""
-        policy = get_policy(self.task.policy).from_params({**self.task.fixed, **params})
+        policy = make_policy(self.task.policy, {**self.task.fixed, **params})
         fields: dict[str, Any] = policy.fit(self.train[0]).to_dict()["params"]
         return fields
 

@@ -27,7 +27,7 @@ from paretosearch.cli_runs import (
 )
 from paretosearch.io import MAX_DOCUMENT, read_bounded, write_table
 from paretosearch.report import fmt
-from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
+from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, make_policy
 from simulator import (
     METRICS,
     ClusterProfile,
@@ -181,7 +181,7 @@ def _policy(args: argparse.Namespace, workload: Workload) -> KernelPolicy | Roun
             cfg_name = "wfq"
         name = cfg_name
     params.update(parse_overrides(args.set))
-    return get_policy(name).from_params(params).fit(workload)
+    return make_policy(name, params).fit(workload)
 
 
 def _simulate(args: argparse.Namespace, console: Console) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from policies import Domain, get_policy
+from policies import Domain, get_policy, make_policy
 from simulator import ClusterProfile, Workload, simulate, summary
 from simulator.errors import InvalidPolicyParams
 
@@ -53,7 +53,7 @@ def evaluate(task: Task, params: Mapping[str, Any], workloads: Sequence[Workload
         ``{"metric:measure": value, ..., "wall_s": seconds}``.
     """
     t0 = time.perf_counter()
-    policy = get_policy(task.policy).from_params({**task.fixed, **params}).fit(train)
+    policy = make_policy(task.policy, {**task.fixed, **params}).fit(train)
     sums: dict[str, list[float]] = {}
     for wl in workloads:
         stats = summary(simulate(wl, task.profile, policy, predict=task.predict), MEASURES)

@@ -50,7 +50,7 @@ from paretosearch.report_html import write_html_report
 from paretosearch.retune_spec import RetuneSpec, TooFewJobs, Window, read_window
 from paretosearch.search import Progress, param_key
 from paretosearch.store import RunStore, config_hash
-from policies import REGISTRY
+from policies import REGISTRY, make_policy
 from simulator.errors import ParetoSearchError, located
 
 __all__ = ["Exit", "RetuneFailed", "RetuneLocked", "RetuneOutcome", "RetuneSpec",
@@ -375,7 +375,7 @@ def _read_production(path: Path | None) -> dict[str, Any] | None:
         raise ParetoSearchError(located(str(path), column="policy", value=policy,
                                         problem="not a known policy"))
     try:
-        REGISTRY[policy].from_params(config)
+        make_policy(policy, config)
     except ParetoSearchError as exc:
         raise ParetoSearchError(f"{path}: {exc}") from exc
     return {"policy": policy, "config": config, "source": str(path.resolve()),

@@ -14,7 +14,7 @@ import pandas as pd
 
 from paretosearch.objectives import parse_objectives
 from paretosearch.search import MODES, SearchSettings
-from policies import get_policy
+from policies import get_policy, make_policy
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located
 from simulator.files import read_yaml
@@ -85,7 +85,7 @@ class RetuneSpec:
         for key, value, check in (
                 ("objectives", objectives, lambda: parse_objectives(objectives)),
                 ("policy", policy, lambda: get_policy(policy)),
-                ("fixed", fixed, lambda: get_policy(policy).from_params(fixed)),
+                ("fixed", fixed, lambda: make_policy(policy, fixed)),
                 ("profile", profile, lambda: load_profile(profile))):
             try:
                 check()

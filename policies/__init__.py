@@ -1,7 +1,12 @@
 """Scheduling policies: each a frozen dataclass with declared parameter domains.
 
-Importing this package registers every policy in :data:`policies.base.REGISTRY`.
+Importing this package imports every module in it, so every policy a module declares with
+``@register`` is in :data:`policies.base.REGISTRY`: a new policy needs no line here. The
+names below are re-exported for convenience.
 """
+
+import importlib
+import pkgutil
 
 from policies.base import (
     REGISTRY,
@@ -27,6 +32,9 @@ from policies.unisched import UniSched
 from policies.wfq import WFQ, class_thresholds
 from policies.wfq_hetero import WFQHetero
 from policies.yarn import YarnCS
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "AFS", "FIFO", "LAS", "LLF", "OBP", "OJPP", "PAB", "REGISTRY", "SRSF", "SRTF", "WFQ",

@@ -48,8 +48,7 @@ from policies.base import param, register
 from policies.ojpp_placement import Bounds
 from policies.round_kernel import KernelRoundPolicy
 from policies.unified_kernel import F_LEASE, G_BOUNDARY, G_QUIET, LAYOUT, unified_kernel
-from policies.wfq import with_classes
-from simulator import libm
+from policies.wfq import class_weights, with_classes
 from simulator.errors import InvalidPolicyParams
 from simulator.profile import ClusterProfile
 from simulator.round_arrays import ClusterArrays, JobArrays, PolicyMemory, empty_memory
@@ -142,9 +141,7 @@ class Unified(KernelRoundPolicy):
 
     def weights(self, tier: int, k: int) -> FloatArray:
         """Class weights on the ``tier``-th fastest GPU type."""
-        w = libm.exp(-(self.W_1, self.W_2, self.W_3)[min(tier, 2)] * np.arange(k))
-        out: FloatArray = w / w.sum()
-        return out
+        return class_weights((self.W_1, self.W_2, self.W_3)[min(tier, 2)], k)
 
     def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
         """Parameters (:data:`policies.unified_kernel.LAYOUT`: bounds, scalars, class

@@ -40,7 +40,7 @@ from simulator.errors import InvalidPolicyParams
 from simulator.scaling import ScalingTable
 from simulator.workload import Workload
 
-__all__ = ["WFQ", "class_thresholds", "with_classes"]
+__all__ = ["WFQ", "class_thresholds", "class_weights", "with_classes"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -95,11 +95,14 @@ def with_classes(policy: _Classed, workload: Workload) -> _Classed:
     return replace(policy, thresholds=thresholds)  # type: ignore[type-var]
 
 
-def _weights(W: float, k: int) -> tuple[float, ...]:
-    """``w_i ∝ exp(-W i)``, normalised; floored so that no class's share underflows to 0."""
+def class_weights(W: float, k: int) -> FloatArray:
+    """``w_i ∝ exp(-W i)`` for ``k`` classes, normalised, from the largest down (none
+    overflows) and floored so that no class's share underflows to 0: the one class-weight
+    formula (wfq, wfq-hetero and unified, and the exports of their plans)."""
     w = libm.exp(-W * (np.arange(k) - (k - 1 if W < 0 else 0)))
     w = np.maximum(w / w.sum(), 1e-300)
-    return tuple(float(v) for v in w / w.sum())
+    out: FloatArray = w / w.sum()
+    return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -267,7 +270,8 @@ class WFQ(KernelPolicy):
         if self.fitted:
             return self
         th = class_thresholds(workload.estimated_service_s, self.T)
-        return replace(self, thresholds=th, rates=_weights(self.W, len(th)))
+        return replace(self, thresholds=th,
+                       rates=tuple(float(v) for v in class_weights(self.W, len(th))))
 
     def queue_classes(self, workload: Workload) -> tuple[IntArray, int]:
         params, _ = self.kernel_args(workload.scaling)

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from policies.base import param, register
 from policies.gangs import gang_row
 from policies.round_kernel import KernelRoundPolicy
-from policies.wfq import with_classes
+from policies.wfq import class_weights, with_classes
 from simulator import libm
 from simulator.errors import InvalidPolicyParams
 from simulator.profile import ClusterProfile
@@ -182,7 +182,7 @@ class WFQHetero(KernelRoundPolicy):
         k = len(self.thresholds)
         tiers = np.argsort(-cluster.speeds.mean(axis=0), kind="stable")
         exps = (self.W_1, self.W_2, self.W_3)
-        weights = [libm.exp(-exps[min(tier, 2)] * np.arange(k)) for tier in range(len(tiers))]
+        weights = [class_weights(exps[min(tier, 2)], k) for tier in range(len(tiers))]
         mem = empty_memory(jobs, cluster.node_gpus.shape[0],
                            params=np.concatenate([self.thresholds, *weights]), gi=len(tiers))
         mem.gi[:] = tiers

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,3 +25,13 @@ def test_imports_point_one_way(package: str) -> None:
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for name in names:
                 assert name.split(".")[0] not in FORBIDDEN[package], f"{path}: imports {name}"
+
+
+def test_a_policy_module_is_registered_without_a_line_in_the_package() -> None:
+    """Importing ``policies`` imports every module in it, so no ``@register`` is lost."""
+    listed = subprocess.run(
+        [sys.executable, "-c", "import sys, policies; print(*sorted(sys.modules))"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    modules = {f"policies.{p.stem}" for p in (ROOT / "policies").glob("*.py")} - {
+        "policies.__init__"}
+    assert modules <= set(listed), sorted(modules - set(listed))
