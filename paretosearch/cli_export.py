@@ -125,20 +125,20 @@ DEPLOYMENT_METRICS = (("jct", "avg"), ("jct", "p99"), ("wait", "avg"), ("unfairn
 def _deployment_cost(doc: dict[str, Any], plan: Plan, console: Console) -> None:
     """The config as searched beside the exported queues (:func:`deployed_config`), both
     simulated on one generated workload (1,000 jobs, load 0.9) of the config's cluster."""
-    from policies import get_policy
+    from policies import make_policy
     from simulator import generate, list_profiles, load_profile, simulate, summary
 
     deployed = deployed_config(plan)
     profile = (doc.get("cluster") or {}).get("profile")
     if deployed is None or profile not in list_profiles():
-        console.print("[dim]what deployment costs is simulated for WFQ configs on a shipped "
-                      "cluster profile; this one is not[/dim]")
+        console.print("[dim]what deployment costs is simulated for configs without job tiers on a "
+                      "shipped cluster profile; this one is not[/dim]")
         return
     cluster = load_profile(profile)
     workload = generate(1000, load=0.9, gpus=cluster.total_gpus, seed=0)
     runs = {"as searched": (doc["policy"], doc.get("fitted") or doc["params"]),
             "as exported": (deployed["policy"], deployed["params"])}
-    stats = {name: summary(simulate(workload, cluster, get_policy(policy).from_params(params)
+    stats = {name: summary(simulate(workload, cluster, make_policy(policy, params)
                                     .fit(workload)))
              for name, (policy, params) in runs.items()}
     table = Table(title=f"what deployment costs: both simulated on 1,000 generated jobs "

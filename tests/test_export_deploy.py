@@ -53,28 +53,33 @@ def test_classes_merge_to_a_cap_under_a_prefix_and_empty_quotas_are_warned(
 
 def test_the_exported_plan_simulates_as_deployed(capsys: pytest.CaptureFixture[str],
                                                  tmp_path: Path) -> None:
+    from paretosearch.export.kube import render_kueue
     from paretosearch.export.plan import deployed_config
-    from policies import get_policy
+    from policies import make_policy
     from simulator import generate, load_profile, simulate, summary
 
     def jct(policy: str, params: dict[str, Any]) -> float:
         wl = generate(400, load=0.9, gpus=64, seed=3)
-        pol = get_policy(policy).from_params(params).fit(wl)
+        pol = make_policy(policy, params).fit(wl)
         return float(summary(simulate(wl, load_profile("pcs-64"), pol))["jct"]["avg"])
 
-    # nothing lost (weights exact in thousandths, no demand clipping): the same schedule
-    exact = _doc(WFQ.explicit([2e3, 2e5, None], [0.5, 0.3, 0.2], zeta_min=0.0),
-                 {"generic": 64}, "pcs-64")
-    deployed = deployed_config(build_plan(exact))
-    assert deployed is not None and deployed["params"]["thresholds"] == [2e3, 2e5, None]
-    assert jct("wfq", deployed["params"]) == jct("wfq", exact["fitted"])
-    # merged classes and no clipping: another schedule, shown beside the searched one
     clipped = _doc(WFQ.explicit([2e3, 2e5, None], [0.5, 0.3, 0.2], zeta_min=0.6),
                    {"generic": 64}, "pcs-64")
-    merged = deployed_config(build_plan(clipped).shaped(2))
-    assert merged is not None and merged["params"]["thresholds"] == [2e3, None]
-    assert jct("wfq", merged["params"]) != jct("wfq", clipped["fitted"])
-    assert deployed_config(build_plan(unified_doc())) is None  # WFQ only, for now
+    # the queues as the Kueue export writes them: each class's nominal quota, its weight
+    plan = build_plan(clipped).shaped(2)
+    queues = [o for o in _documents(render_kueue(plan, ExportOptions()).files["kueue.yaml"])
+              if o["kind"] == "ClusterQueue"]
+    merged = deployed_config(plan)
+    assert merged is not None and merged["policy"] == "quota"
+    assert merged["params"] == {
+        "thresholds": [2e3, None], "reclaim": True,
+        "quotas": [q["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
+                   for q in queues],
+        "weights": [q["spec"]["fairSharing"]["weight"] for q in queues]}
+    assert sum(merged["params"]["quotas"]) == 64
+    # whole gangs on quotas, not WFQ's fluid shares: another schedule, shown beside it
+    assert jct("quota", merged["params"]) != jct("wfq", clipped["fitted"])
+    assert deployed_config(build_plan(unified_doc())) is None  # leases and priorities: not yet
     (tmp_path / "c.json").write_text(json.dumps(clipped))
     capsys.readouterr()
     assert main(["export", str(tmp_path / "c.json"), "--format", "slurm",

@@ -41,6 +41,8 @@ KERNEL_NAMES = [n for n in NAMES if issubclass(REGISTRY[n], KernelPolicy)]
 ROUND_NAMES = [n for n in NAMES if issubclass(REGISTRY[n], RoundPolicy)]
 SHARING_NAMES = [n for n in ROUND_NAMES if getattr(REGISTRY[n], "shares_gpus", False)]
 NODE_NAMES = [n for n in ROUND_NAMES if n not in SHARING_NAMES]
+WHOLE_GANGS = {"quota"}
+"""Fluid-engine policies that run every job on its whole demand or not at all."""
 
 
 def ready(name: str) -> Policy:
@@ -74,8 +76,12 @@ def test_never_over_allocates(name: str, seed: int, n: int, gpus: int) -> None:
     assert (alloc >= 0).all()
     assert (alloc <= view.demand + 1e-9).all()
     assert alloc.sum() <= gpus + 1e-9
-    # every policy here is work-conserving: GPUs idle only when demand is met
-    assert alloc.sum() == pytest.approx(min(gpus, view.demand.sum()), abs=1e-6)
+    if name in WHOLE_GANGS:  # each job on all it asks for (at most the cluster) or on none,
+        whole = np.minimum(view.demand, gpus)  # and idle GPUs fit no waiting gang
+        assert ((alloc == 0) | (alloc == whole)).all()
+        assert not (whole[alloc == 0] <= gpus - alloc.sum() + 1e-9).any()
+    else:  # work-conserving: GPUs idle only when demand is met
+        assert alloc.sum() == pytest.approx(min(gpus, view.demand.sum()), abs=1e-6)
 
 
 @pytest.mark.parametrize("name", KERNEL_NAMES)
@@ -243,6 +249,20 @@ def test_wfq_weights_decay_with_w() -> None:
     assert all(a > b for a, b in itertools.pairwise(rates))
     ratios = [b / a for a, b in itertools.pairwise(rates)]
     assert np.allclose(ratios, math.exp(-1.0))
+
+
+@pytest.mark.parametrize("W", [-3.0, 0.0, 3.0])
+def test_class_weights_are_one_formula_that_never_overflows(W: float) -> None:
+    from policies.wfq import class_weights
+
+    w = class_weights(W, 400)  # exp(3 x 399) overflows a double: computed from the largest
+    assert np.isfinite(w).all() and (w > 0).all() and math.isclose(w.sum(), 1.0)
+    head = class_weights(W, 5)
+    np.testing.assert_allclose(head[1:] / head[:-1], math.exp(-W), rtol=1e-12)
+    # the tiered families and the export share it
+    from policies import Unified
+
+    np.testing.assert_array_equal(Unified(W_1=W).weights(0, 5), head)
 
 
 def test_wfq_pcs_config_rates(pcs_configs: dict[str, object]) -> None:

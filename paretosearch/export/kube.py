@@ -11,10 +11,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import yaml
 
-from paretosearch.export.plan import Plan, scaled_integers
+from paretosearch.export.plan import Plan, apportion, scaled_integers
 from paretosearch.export.render import (
     Export,
     ExportOptions,
@@ -23,7 +22,7 @@ from paretosearch.export.render import (
     weight_losses,
 )
 
-__all__ = ["GPU", "apportion", "render_kueue", "render_volcano"]
+__all__ = ["GPU", "render_kueue", "render_volcano"]
 
 GPU = "nvidia.com/gpu"
 """The GPU resource name (NVIDIA's device plugin)."""
@@ -32,15 +31,6 @@ TYPE_LABEL = "paretosearch.io/gpu-type"
 """The node label each ResourceFlavor selects (label the nodes, or edit nodeLabels)."""
 MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
 PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
-
-
-def apportion(total: int, weights: Sequence[float]) -> list[int]:
-    """``total`` split into integers in proportion to ``weights`` (largest remainders)."""
-    w = np.asarray(weights, dtype=np.float64)
-    exact = total * w / w.sum()
-    out = np.floor(exact).astype(np.int64)
-    out[np.argsort(out - exact, kind="stable")[:total - int(out.sum())]] += 1
-    return [int(v) for v in out]
 
 
 def _name(text: str) -> str:

@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from policies import REGISTRY, WFQ, Policy, Unified, UniSched, WFQHetero, get_policy
+from policies import REGISTRY, WFQ, Policy, Unified, UniSched, WFQHetero, make_policy
+from policies.wfq import class_weights
 from simulator import list_profiles, load_profile
 from simulator.errors import InvalidPolicyParams, ParetoSearchError, located
 
 __all__ = [
     "WEIGHT_SCALE", "ExportError", "InvalidConfigDocument", "JobTier", "Plan", "SizeClass",
-    "build_plan", "deployed_config", "plan_dict", "scaled_integers",
+    "apportion", "build_plan", "deployed_config", "plan_dict", "scaled_integers",
 ]
 
 _GPU_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -128,6 +129,15 @@ WEIGHT_SCALE = 1000
 """The integer the heaviest class or tier gets where a target wants integer weights."""
 
 
+def apportion(total: int, weights: Sequence[float]) -> list[int]:
+    """``total`` split into integers in proportion to ``weights`` (largest remainders)."""
+    w = np.asarray(weights, dtype=np.float64)
+    exact = total * w / w.sum()
+    out = np.floor(exact).astype(np.int64)
+    out[np.argsort(out - exact, kind="stable")[:total - int(out.sum())]] += 1
+    return [int(v) for v in out]
+
+
 def scaled_integers(values: Sequence[float], top: int = WEIGHT_SCALE) -> list[int]:
     """Positive values as integers in [1, top], the largest becoming ``top``."""
     largest = max(values)
@@ -205,13 +215,8 @@ def _require_classes(name: str, thresholds: tuple[float, ...]) -> None:
 
 
 def _exponential(exponents: Sequence[float], k: int) -> tuple[tuple[float, ...], ...]:
-    """``w_i ∝ exp(-W i)`` for each exponent, normalised (policies/wfq_hetero.py, unified.py)."""
-    out = []
-    for W in exponents:
-        z = -W * np.arange(k)
-        w = np.exp(z - z.max())
-        out.append(tuple(float(v) for v in w / w.sum()))
-    return tuple(out)
+    """The class weights of each exponent (:func:`policies.wfq.class_weights`)."""
+    return tuple(tuple(float(v) for v in class_weights(W, k)) for W in exponents)
 
 
 def _lease_tiers(be_lease_s: float, multiple: int, slo_reward: float, be_reward_scale: float,
@@ -285,7 +290,7 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
         raise InvalidConfigDocument(located(source, column=field, value=values,
                                             problem="expected an object of parameter values"))
     try:
-        return get_policy(name).from_params(values)
+        return make_policy(name, values)
     except (InvalidPolicyParams, TypeError) as exc:
         raise InvalidConfigDocument(located(source, column=field, problem=str(exc))) from exc
 
@@ -318,16 +323,21 @@ def _fmt(value: Any) -> str:
 
 
 def deployed_config(plan: Plan) -> dict[str, Any] | None:
-    """What the exported queues do, as a policy the simulator runs, for WFQ (else None):
-    the plan's size classes (merged ones too) routed by their exact bounds, the integer
-    queue weights the targets are given (clamped to at least 1/``WEIGHT_SCALE`` of the
-    largest) as rates, and no demand clipping (no target expresses it). Not modelled: whole
-    GPUs per job and integer quotas (the simulator's WFQ shares GPUs fluidly)."""
-    if plan.policy != "wfq":
+    """What the exported queues do, as a policy the simulator runs (:mod:`policies.quota`):
+    the plan's size classes (merged ones too) routed by their exact bounds, each owning the
+    whole GPUs of its queues' nominal quotas (summed over GPU types), lending idle ones and
+    borrowing by the integer queue weights, reclaiming by preemption where the plan does;
+    jobs hold whole gangs. None for a plan with job tiers (their priorities and leases are
+    not modelled)."""
+    if plan.tiers:
         return None
-    weights = scaled_integers([c.weight for c in plan.classes])
-    return {"policy": "wfq", "params": {
-        "zeta_min": 0.0, "rates": [w / sum(weights) for w in weights],
+    quotas = [0] * len(plan.classes)
+    for t, n in plan.gpus_by_type.items():
+        for k, q in enumerate(apportion(n, [c.weight_by_type[t] for c in plan.classes])):
+            quotas[k] += q
+    return {"policy": "quota", "params": {
+        "reclaim": plan.reclaim, "quotas": quotas,
+        "weights": scaled_integers([c.weight for c in plan.classes]),
         "thresholds": [c.max_size_gpu_s if math.isfinite(c.max_size_gpu_s) else None
                        for c in plan.classes]}}
 
