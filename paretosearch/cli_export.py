@@ -142,7 +142,9 @@ def _deployment_cost(doc: dict[str, Any], plan: Plan, console: Console) -> None:
                                     .fit(workload)))
              for name, (policy, params) in runs.items()}
     table = Table(title=f"what deployment costs: both simulated on 1,000 generated jobs "
-                        f"(load 0.9) on {profile}")
+                        f"(load 0.9) on {profile}",
+                  caption="as exported: the queues as Kueue runs them (whole gangs on "
+                          "integer GPU quotas, lending idle GPUs, reclaim; policy 'quota')")
     for column in ("metric", *runs, "change"):
         table.add_column(column, justify="left" if column == "metric" else "right")
     for metric, measure in DEPLOYMENT_METRICS:

@@ -86,3 +86,4 @@ def test_the_exported_plan_simulates_as_deployed(capsys: pytest.CaptureFixture[s
                  "--max-classes", "2"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "what deployment costs" in out and "jct:avg" in out and "as exported" in out
+    assert "the queues as Kueue runs them" in out
