@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import FIFO, SRSF, WFQ, MaxMin, Themis, make_policy
-from policies.wfq import _weights
+from policies.wfq import class_weights
 from simulator import ClusterProfile, ClusterView, Workload, generate, load_profile, simulate
 from simulator.metrics import METRICS
 from simulator.profile import PROFILE_DIR
@@ -61,7 +61,7 @@ def test_one_wfq_class_is_fifo(pcs64: ClusterProfile) -> None:
 def _per_job_classes(wl: Workload, W: float) -> WFQ:
     sizes = np.unique(wl.estimated_service_s)
     th: list[float | None] = [*sizes[:-1], None]
-    return WFQ.explicit(th, list(_weights(W, len(th))), zeta_min=0.0)
+    return WFQ.explicit(th, list(class_weights(W, len(th))), zeta_min=0.0)
 
 
 def _distinct_sizes(seed: int) -> Workload:
