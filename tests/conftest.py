@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from simulator import ClusterProfile, ScalingTable, Workload, load_profile, read_pcs_trace
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-PCS = SHARED / "data" / "pcs"
-TRACES = ("0e4a51", "b436b2", "6214e9", "6c71a0", "ee9e8c")
+from tests.helpers.data import PCS
 
 
 @pytest.fixture(scope="session")
@@ -56,19 +51,3 @@ def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  "--offspring", "4", "--workers", "0", "--run-dir", str(run)]) == 0
     assert main(["select", str(run), "--knee"]) == 0
     return run
-
-
-class WorkerKiller:
-    """A progress callback that SIGKILLs one worker process of a Dask ``client``, once, at
-    the first progress it hears; ``killed`` holds the pid."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.killed: list[int] = []
-
-    def __call__(self, progress: Any) -> None:
-        if not self.killed:
-            pid = next(iter(self.client.run(os.getpid).values()))
-            os.kill(pid, signal.SIGKILL)
-            self.killed.append(pid)
-

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -13,7 +12,6 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,22 +26,7 @@ from paretosearch.store import config_hash
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
 from simulator.generate import add_slos
 from simulator.scaling import TypeSpeeds
-from tests.conftest import WorkerKiller
-
-SMALL = SearchSettings(budget=32, pop_size=12, n_offsprings=10, seed=2)
-
-
-def _journal_keys(run: Path) -> list[str]:
-    """Keys of the complete journal lines (a line cut by a kill is not an evaluation)."""
-    keys = []  # a line damaged on disk (not even UTF-8) is not one either
-    for line in (run / "evaluations.jsonl").read_bytes().splitlines():
-        with contextlib.suppress(UnicodeDecodeError, json.JSONDecodeError):
-            keys.append(json.loads(line.decode())["key"])
-    return keys
-
-
-def _front_key(front: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    return [(tuple(e["params"].values()), tuple(e["objectives"].values())) for e in front]
+from tests.helpers.runs import SMALL, WorkerKiller, front_key, journal_keys
 
 
 def test_preference_front_and_choice(tmp_path: Path) -> None:
@@ -60,13 +43,13 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
                        for b in values)
     assert all(e["test_metrics"]["jct:avg"] > 0 for e in front)
     published = json.loads((tmp_path / "front.json").read_text())
-    assert _front_key(published["front"]) == _front_key(front) and published["done"]
+    assert front_key(published["front"]) == front_key(front) and published["done"]
     assert set(published["baselines"]) == set(published["baselines_test"]) == set(BASELINES)
     train, test = search.evaluate("srsf", {})  # the baselines are run on both samples
     assert published["baselines"]["srsf"]["jct:avg"] == train["jct:avg"]
     assert published["baselines_test"]["srsf"]["jct:avg"] == test["jct:avg"] != train["jct:avg"]
     assert len(pd.read_parquet(tmp_path / "records.parquet")) == 32
-    assert len(_journal_keys(tmp_path)) == 32
+    assert len(journal_keys(tmp_path)) == 32
     chosen = search.SetConfig(search.knee())
     assert json.loads((tmp_path / "chosen.json").read_text()) == chosen
     best = search.where("pred_err:p99 <= 1e9", minimize="jct:avg")
@@ -160,9 +143,9 @@ def test_a_corrupted_journal_line_is_evaluated_again_and_the_front_is_the_same(
                                                       b'{"key": "cut sh']))
     again = PolicySearch(settings=SMALL, run_dir=run, jobs=200)
     again.SetPreference("jct")
-    assert _front_key(again.run(resume=True)) == _front_key(expected)
-    keys = _journal_keys(run)  # the damaged line's evaluation ran again, and only it
-    assert keys[-1] == lost and sorted(keys) == sorted(_journal_keys(tmp_path / "whole"))
+    assert front_key(again.run(resume=True)) == front_key(expected)
+    keys = journal_keys(run)  # the damaged line's evaluation ran again, and only it
+    assert keys[-1] == lost and sorted(keys) == sorted(journal_keys(tmp_path / "whole"))
 
 
 def test_readers_never_see_a_partial_front(tmp_path: Path) -> None:
@@ -210,12 +193,12 @@ def test_sigkill_then_resume_gives_the_same_front(tmp_path: Path, mode: str) -> 
     journal = cut / "evaluations.jsonl"
     deadline = time.time() + 120
     while time.time() < deadline:  # kill it in the middle of its third generation
-        if journal.exists() and len(_journal_keys(cut)) >= 30:
+        if journal.exists() and len(journal_keys(cut)) >= 30:
             break
         time.sleep(0.005)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    done_before = len(_journal_keys(cut))
+    done_before = len(journal_keys(cut))
     assert 30 <= done_before < 60
     # resumed serially too: the worker count is not part of a run (async's front depends on
     # the order evaluations finish, and so on it)
@@ -223,8 +206,8 @@ def test_sigkill_then_resume_gives_the_same_front(tmp_path: Path, mode: str) -> 
                     "--workers", "0"], check=True, capture_output=True)
     a = json.loads((whole / "front.json").read_text())
     b = json.loads((cut / "front.json").read_text())
-    assert _front_key(a["front"]) == _front_key(b["front"])
-    keys = _journal_keys(cut)
+    assert front_key(a["front"]) == front_key(b["front"])
+    keys = journal_keys(cut)
     assert len(keys) == len(set(keys)) == 60  # nothing lost, nothing evaluated twice
 
 
@@ -243,7 +226,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path: Path, cluster: li
                             stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.time() + 120
     while time.time() < deadline and not (
-            (run / "evaluations.jsonl").exists() and len(_journal_keys(run)) >= 12):
+            (run / "evaluations.jsonl").exists() and len(journal_keys(run)) >= 12):
         time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
@@ -252,9 +235,9 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path: Path, cluster: li
     assert "Traceback" not in text and "Error" not in text and "WARNING" not in text, text
     assert f"interrupted: stopped; every finished evaluation is saved in {run}" in text
     assert f"paretosearch search --resume {run}" in text
-    done = len(_journal_keys(run))
+    done = len(journal_keys(run))
     assert main(["search", "--resume", str(run), "--workers", "0"]) == 0
-    keys = _journal_keys(run)
+    keys = journal_keys(run)
     assert len(keys) == len(set(keys)) == 120 > done  # went on, nothing evaluated twice
 
 
@@ -266,15 +249,15 @@ def test_killing_a_worker_loses_nothing(tmp_path: Path) -> None:
     settings = SearchSettings(budget=48, pop_size=16, n_offsprings=16, seed=9)
     serial = PolicySearch(settings=settings, jobs=250)
     serial.SetPreference("jct", "pred_err")
-    expected = _front_key(serial.run())
+    expected = front_key(serial.run())
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         search = PolicySearch(settings=settings, jobs=250, client=client, run_dir=tmp_path)
         search.SetPreference("jct", "pred_err")
         kill_one = WorkerKiller(client)
         front = search.run(kill_one)
-    assert kill_one.killed and _front_key(front) == expected
-    keys = _journal_keys(tmp_path)
+    assert kill_one.killed and front_key(front) == expected
+    keys = journal_keys(tmp_path)
     assert len(keys) == len(set(keys)) == 48
 
 

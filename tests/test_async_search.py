@@ -16,7 +16,7 @@ from paretosearch.runners import SerialRunner
 from paretosearch.search import run_spea2
 from paretosearch.store import RunStore
 from simulator.errors import ParetoSearchError
-from tests.conftest import WorkerKiller
+from tests.helpers.runs import WorkerKiller
 
 ASYNC = SearchSettings(budget=40, pop_size=10, n_offsprings=10, seed=3, mode="async")
 

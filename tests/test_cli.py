@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from paretosearch.cli import main
-from tests.conftest import PCS, SHARED
+from tests.helpers.data import PCS, SHARED
 
 TRACE = str(PCS / "traces" / "trace_0e4a51.csv")
 TABLE = str(PCS / "scaling_tables.csv")

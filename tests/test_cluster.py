@@ -29,8 +29,8 @@ from paretosearch.cluster import (
     load_cluster_spec,
     open_client,
 )
+from tests.helpers.data import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DASK = Path(sys.executable).with_name("dask")  # the venv's dask command
 SETTINGS = SearchSettings(budget=24, pop_size=8, n_offsprings=8, seed=1)
 JOBS = 150

@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,93 +23,27 @@ from paretosearch.export import (
     export,
 )
 from paretosearch.store import choice_entry
-from policies import WFQ, Unified, UniSched, WFQHetero
-from tests.conftest import SHARED
-
-SCHEMAS = SHARED / "schemas"
-CRDS = {"ResourceFlavor": "kueue_resourceflavors.yaml", "Cohort": "kueue_cohorts.yaml",
-        "ClusterQueue": "kueue_clusterqueues.yaml", "LocalQueue": "kueue_localqueues.yaml",
-        "WorkloadPriorityClass": "kueue_workloadpriorityclasses.yaml",
-        "Queue": "volcano_queues.yaml"}
-HETERO = {"k80": 20, "v100": 20, "p100": 20}  # gavel-hetero-60, listed slowest first
-INF = math.inf
-
-
-def _doc(policy: Any, gpus: dict[str, int], profile: str = "custom", **extra: Any
-         ) -> dict[str, Any]:
-    """A config document as chosen.json carries it."""
-    return {"policy": policy.name, "params": {}, "fitted": policy.to_dict()["params"],
-            "objectives": {"jct:avg": 1000.0}, "cluster": {"profile": profile,
-                                                           "gpus_by_type": gpus}, **extra}
-
-
-def pcs_wfq_doc(entry: dict[str, Any]) -> dict[str, Any]:
-    return _doc(WFQ.from_pcs_config(entry), {"generic": 64}, "pcs-64")
-
-
-def unified_doc(preempt: bool = True) -> dict[str, Any]:
-    policy = Unified(W_1=1.0, W_2=0.0, W_3=-1.0, preempt=preempt, be_lease_s=300.0,
-                     slo_lease_multiple=3, slo_reward=200.0, be_reward_scale=2.0,
-                     thresholds=(1e3, 1e5, INF))
-    return _doc(policy, HETERO, "gavel-hetero-60")
-
-
-def _unisched() -> dict[str, Any]:
-    return _doc(UniSched(be_lease_s=600.0, slo_lease_multiple=2), {"A100": 16})
-
-
-def _fifo() -> dict[str, Any]:
-    return {"policy": "fifo", "params": {}, "cluster": {"gpus_by_type": {"V100": 8}}}
-
-
-# --- schemas ---------------------------------------------------------------------------
-
-
-@functools.cache
-def _schema(kind: str, version: str) -> dict[str, Any]:
-    crd = yaml.safe_load((SCHEMAS / CRDS[kind]).read_text())
-    schema: dict[str, Any] = next(v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"]
-                                  if v["name"] == version)
-    return schema
-
-
-def _undeclared(obj: Any, schema: dict[str, Any], path: str = "") -> list[str]:
-    """Fields the schema does not declare (the API server would prune them silently, so
-    jsonschema alone would not catch a field of the wrong version, e.g. v1beta1's cohort)."""
-    if isinstance(obj, dict) and "properties" in schema:
-        out = []
-        for key, value in obj.items():
-            if key in schema["properties"]:
-                out += _undeclared(value, schema["properties"][key], f"{path}.{key}")
-            elif not schema.get("x-kubernetes-preserve-unknown-fields"):
-                out.append(f"{path}.{key}")
-        return out
-    if isinstance(obj, dict) and isinstance(schema.get("additionalProperties"), dict):
-        return [x for k, v in obj.items()
-                for x in _undeclared(v, schema["additionalProperties"], f"{path}.{k}")]
-    if isinstance(obj, list) and "items" in schema:
-        return [x for i, v in enumerate(obj) for x in _undeclared(v, schema["items"],
-                                                                   f"{path}[{i}]")]
-    return []
-
-
-def _check_against_crd(doc: dict[str, Any]) -> None:
-    version = doc["apiVersion"].split("/")[1]
-    schema = _schema(doc["kind"], version)
-    jsonschema.validate(doc, schema)
-    assert not _undeclared(doc, schema), (doc["kind"], _undeclared(doc, schema))
-
-
-def _documents(text: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(text) if d is not None]
-
+from policies import WFQ, Unified, WFQHetero
+from tests.helpers.exports import (
+    DOCS,
+    HETERO,
+    INF,
+    check_against_crd,
+    config_doc,
+    crd_schema,
+    documents,
+    pcs_wfq_doc,
+    undeclared_fields,
+    unified_doc,
+    unisched_doc,
+)
 
 # --- Kueue ------------------------------------------------------------------------------
 
 
 def _kueue(doc: dict[str, Any], version: str = "v1beta2") -> list[dict[str, Any]]:
     result = export(doc, "kueue", options=ExportOptions(kueue_version=version, namespace="ml"))
-    return _documents(result.files["kueue.yaml"])
+    return documents(result.files["kueue.yaml"])
 
 
 def _route(local_queues: list[dict[str, Any]], size: float) -> str:
@@ -120,10 +51,6 @@ def _route(local_queues: list[dict[str, Any]], size: float) -> str:
     bounds = [(float(q["metadata"]["annotations"]["paretosearch.io/max-size-gpu-seconds"]
                      .replace("unbounded", "inf")), q["metadata"]["name"]) for q in local_queues]
     return str(next(name for bound, name in sorted(bounds) if size <= bound))
-
-
-DOCS = {"wfq": lambda pcs: pcs_wfq_doc(pcs["0e4a51_bal"]), "unified": lambda pcs: unified_doc(),
-        "unisched": lambda pcs: _unisched(), "fifo": lambda pcs: _fifo()}
 
 
 @pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
@@ -135,7 +62,7 @@ def test_kueue_objects_validate_and_hold_together(name: str, version: str,
     objs = _kueue(doc, version)
     for obj in objs:
         assert obj["apiVersion"] == f"kueue.x-k8s.io/{version}"
-        _check_against_crd(obj)
+        check_against_crd(obj)
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in objs:
         by_kind.setdefault(obj["kind"], []).append(obj)
@@ -176,8 +103,8 @@ def test_kueue_version_fields_differ_and_the_check_catches_a_wrong_one() -> None
     v1 = next(o for o in _kueue(unified_doc(), "v1beta1") if o["kind"] == "ClusterQueue")
     v2 = next(o for o in _kueue(unified_doc(), "v1beta2") if o["kind"] == "ClusterQueue")
     assert "cohort" in v1["spec"] and "cohortName" in v2["spec"]
-    assert _undeclared(v1, _schema("ClusterQueue", "v1beta2")) == [".spec.cohort"]
-    assert _undeclared(v2, _schema("ClusterQueue", "v1beta1")) == [".spec.cohortName"]
+    assert undeclared_fields(v1, crd_schema("ClusterQueue", "v1beta2")) == [".spec.cohort"]
+    assert undeclared_fields(v2, crd_schema("ClusterQueue", "v1beta1")) == [".spec.cohortName"]
 
 
 def test_kueue_preemption_follows_the_policy(pcs_configs: dict[str, Any]) -> None:
@@ -192,7 +119,7 @@ def test_kueue_preemption_follows_the_policy(pcs_configs: dict[str, Any]) -> Non
     assert preemption(unified_doc(preempt=False)) == {"reclaimWithinCohort": "Never",
                                                    "withinClusterQueue": "Never"}
     hetero = WFQHetero(thresholds=(10.0, INF))
-    assert preemption(_doc(hetero, HETERO)) == {"reclaimWithinCohort": "Never",
+    assert preemption(config_doc(hetero, HETERO)) == {"reclaimWithinCohort": "Never",
                                                 "withinClusterQueue": "Never"}
 
 
@@ -204,8 +131,8 @@ def test_quotas_sum_to_each_type_and_weights_keep_their_order(
     cuts = sorted(set(data.draw(st.lists(st.floats(1, 1e7), min_size=k - 1, max_size=k - 1))))
     policy = WFQHetero(W_1=exps[0], W_2=exps[1], W_3=exps[2], thresholds=(*cuts, INF))
     gpus = {f"t{i}": n for i, n in enumerate(types)}
-    plan = build_plan(_doc(policy, gpus))
-    objs = _kueue(_doc(policy, gpus))
+    plan = build_plan(config_doc(policy, gpus))
+    objs = _kueue(config_doc(policy, gpus))
     cqs = [o for o in objs if o["kind"] == "ClusterQueue"]
     for t, n in gpus.items():
         assert sum(f["resources"][0]["nominalQuota"] for q in cqs
@@ -213,8 +140,8 @@ def test_quotas_sum_to_each_type_and_weights_keep_their_order(
     order = np.argsort([c.weight for c in plan.classes], kind="stable")
     ints = [cqs[i]["spec"]["fairSharing"]["weight"] for i in order]
     assert ints == sorted(ints)
-    volcano = [o["spec"]["weight"] for o in _documents(export(
-        _doc(policy, gpus), "volcano").files["volcano.yaml"]) if o["kind"] == "Queue"]
+    volcano = [o["spec"]["weight"] for o in documents(export(
+        config_doc(policy, gpus), "volcano").files["volcano.yaml"]) if o["kind"] == "Queue"]
     assert [volcano[i] for i in order] == sorted(volcano[i] for i in order)
     locals_ = [o for o in objs if o["kind"] == "LocalQueue"]
     assert {_route(locals_, s) for s in (*cuts, 1e18)} == {c.name for c in plan.classes}
@@ -227,10 +154,10 @@ def test_quotas_sum_to_each_type_and_weights_keep_their_order(
 def test_volcano_queues_validate(name: str, pcs_configs: dict[str, Any]) -> None:
     doc = DOCS[name](pcs_configs)
     plan = build_plan(doc)
-    objs = _documents(export(doc, "volcano").files["volcano.yaml"])
+    objs = documents(export(doc, "volcano").files["volcano.yaml"])
     queues = [o for o in objs if o["kind"] == "Queue"]
     for q in queues:
-        _check_against_crd(q)
+        check_against_crd(q)
         assert q["spec"]["reclaimable"] == plan.reclaim
         assert q["spec"]["capability"]["nvidia.com/gpu"] == plan.total_gpus
     assert [q["metadata"]["name"] for q in queues] == [c.name for c in plan.classes]
@@ -277,7 +204,7 @@ def test_every_pcs_config_exports_to_every_format(pcs_configs: dict[str, Any]) -
 
 
 def test_unisched_plan_has_tiers_leases_and_priorities() -> None:
-    plan = build_plan(_unisched())
+    plan = build_plan(unisched_doc())
     assert [c.name for c in plan.classes] == ["all"] and plan.classes[0].weight == 1.0
     slo, be = plan.tiers
     assert (slo.name, slo.lease_s, be.name, be.lease_s) == ("slo", 1200.0, "best-effort", 600.0)
@@ -310,7 +237,7 @@ def test_unified_weights_per_gpu_type_follow_speed_ranks() -> None:
 
 def test_wfq_hetero_on_an_unknown_profile_keeps_the_given_type_order() -> None:
     policy = WFQHetero(W_1=2.0, W_2=-1.0, thresholds=(50.0, 500.0, INF))
-    plan = build_plan(_doc(policy, {"a": 8, "b": 24}))  # profile "custom": speeds unknown
+    plan = build_plan(config_doc(policy, {"a": 8, "b": 24}))  # profile "custom": speeds unknown
     assert list(plan.gpus_by_type) == ["a", "b"]
     for W, gpu_type in ((2.0, "a"), (-1.0, "b")):
         w = np.exp(-W * np.arange(3))
@@ -397,7 +324,7 @@ def test_cli_exports_the_chosen_config(run_dir: Path, capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     path = run_dir / "export" / "kueue" / "kueue.yaml"
     assert str(path) in out and "cannot express" in out and "zeta_min" in out
-    objs = _documents(path.read_text())
+    objs = documents(path.read_text())
     local = [o for o in objs if o["kind"] == "LocalQueue"]
     assert [o["metadata"]["annotations"]["paretosearch.io/max-size-gpu-seconds"]
             for o in local] == ["50", "5000", "unbounded"]  # front entry 1's classes
@@ -414,7 +341,7 @@ def test_cli_exports_a_front_entry_or_a_file(run_dir: Path, tmp_path: Path) -> N
     assert "run " + str(run_dir) + ", front entry 0" in conf and "Nodes=gpu[01-08]" in conf
     assert "class0: size <= 100 (0.0278 GPU-h)," in conf  # front entry 0's first threshold
     chosen = tmp_path / "mine.json"
-    chosen.write_text(json.dumps(_unisched()))
+    chosen.write_text(json.dumps(unisched_doc()))
     assert main(["export", str(chosen), "--format", "json"]) == 0
     plan = json.loads((tmp_path / "export" / "json" / "plan.json").read_text())["plan"]
     assert [t["name"] for t in plan["tiers"]] == ["slo", "best-effort"]
@@ -439,7 +366,7 @@ def test_cli_rejects_a_bad_format_and_a_bad_document(tmp_path: Path,
         main(["export", str(tmp_path), "--format", "k8s"])
     assert exit_.value.code == 2 and "invalid choice: 'k8s'" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({**_unisched(), "cluster": {"gpus_by_type": {"A100": -2}}}))
+    bad.write_text(json.dumps({**unisched_doc(), "cluster": {"gpus_by_type": {"A100": -2}}}))
     assert main(["export", str(bad), "--format", "yarn"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert str(bad) in err and "'cluster.gpus_by_type'" in err and "-2" in err

@@ -12,7 +12,7 @@ import pytest
 from paretosearch.cli import main
 from paretosearch.export import ExportError, ExportOptions, build_plan, export
 from policies import WFQ
-from tests.test_export import _check_against_crd, _doc, _documents, pcs_wfq_doc, unified_doc
+from tests.helpers.exports import check_against_crd, config_doc, documents, pcs_wfq_doc, unified_doc
 
 
 def test_classes_merge_to_a_cap_under_a_prefix_and_empty_quotas_are_warned(
@@ -31,9 +31,9 @@ def test_classes_merge_to_a_cap_under_a_prefix_and_empty_quotas_are_warned(
     assert any("merged to fit 2 queues (team-a-class1 holds class1 to class2)" in item
                for item in capped.unexpressed)
     result = export(doc, "kueue", options=ExportOptions(max_classes=2, prefix="team-a-"))
-    objs = _documents(result.files["kueue.yaml"])
+    objs = documents(result.files["kueue.yaml"])
     for obj in objs:
-        _check_against_crd(obj)
+        check_against_crd(obj)
     assert [o["metadata"]["name"] for o in objs if o["kind"] == "ClusterQueue"] == [
         c.name for c in capped.classes]
     assert "GPU-h)" in result.files["kueue.yaml"]  # sizes for people beside the exact bounds
@@ -41,7 +41,7 @@ def test_classes_merge_to_a_cap_under_a_prefix_and_empty_quotas_are_warned(
         ExportOptions(prefix="Team_A")
     # a class whose share rounds to no GPU at all is warned of, in the file and the result
     plain = export(doc, "kueue")
-    empty = [o["metadata"]["name"] for o in _documents(plain.files["kueue.yaml"])
+    empty = [o["metadata"]["name"] for o in documents(plain.files["kueue.yaml"])
              if o["kind"] == "ClusterQueue" and not any(
                  f["resources"][0]["nominalQuota"] for f in o["spec"]["resourceGroups"][0][
                      "flavors"])]
@@ -63,11 +63,11 @@ def test_the_exported_plan_simulates_as_deployed(capsys: pytest.CaptureFixture[s
         pol = make_policy(policy, params).fit(wl)
         return float(summary(simulate(wl, load_profile("pcs-64"), pol))["jct"]["avg"])
 
-    clipped = _doc(WFQ.explicit([2e3, 2e5, None], [0.5, 0.3, 0.2], zeta_min=0.6),
+    clipped = config_doc(WFQ.explicit([2e3, 2e5, None], [0.5, 0.3, 0.2], zeta_min=0.6),
                    {"generic": 64}, "pcs-64")
     # the queues as the Kueue export writes them: each class's nominal quota, its weight
     plan = build_plan(clipped).shaped(2)
-    queues = [o for o in _documents(render_kueue(plan, ExportOptions()).files["kueue.yaml"])
+    queues = [o for o in documents(render_kueue(plan, ExportOptions()).files["kueue.yaml"])
               if o["kind"] == "ClusterQueue"]
     merged = deployed_config(plan)
     assert merged is not None and merged["policy"] == "quota"

@@ -22,7 +22,7 @@ import pytest
 
 from paretosearch.export import ExportOptions, build_plan, export, write_export
 from paretosearch.export.hpc import YARN_PROPERTIES, slurm_time
-from tests.test_export import DOCS, pcs_wfq_doc, unified_doc
+from tests.helpers.exports import DOCS, pcs_wfq_doc, unified_doc
 
 # --- Slurm: a real slurmctld ------------------------------------------------------------
 

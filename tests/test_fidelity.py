@@ -11,7 +11,7 @@ import pytest
 from policies import FIFO, SRSF, WFQ, MaxMin, Policy
 from simulator import ClusterProfile, measure, simulate
 from simulator.metrics import METRICS
-from tests.conftest import PCS, TRACES
+from tests.helpers.data import PCS, TRACES
 
 POLICIES = ("FIFO", "SRSF", "FS", "MCS_jct", "MCS_bal", "MCS_pred")
 

@@ -29,7 +29,7 @@ from policies.gavel import Gavel
 from simulator import Workload, load_profile, simulate
 from simulator.throughput import ThroughputTable
 from simulator.traces import read_gavel_trace
-from tests.conftest import SHARED
+from tests.helpers.data import SHARED
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gavel"
 TRACES = ("static_single", "static_multi", "continuous_single", "continuous_multi")

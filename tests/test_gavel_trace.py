@@ -19,7 +19,7 @@ from simulator.rounds import Cluster, InvalidPlan, RoundState, job_rates
 from simulator.scaling import TypeSpeeds
 from simulator.throughput import ThroughputTable, model_name
 from simulator.traces import read_gavel_trace
-from tests.conftest import SHARED
+from tests.helpers.data import SHARED
 
 GAVEL = SHARED / "data" / "gavel" / "simulation_throughputs.json"
 RAW = json.loads(GAVEL.read_text())  # the oracle: Gavel's numbers, read without our loader

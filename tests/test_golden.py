@@ -1,4 +1,4 @@
-"""Every policy reproduces its golden runs (``tests/golden_cases.py``).
+"""Every policy reproduces its golden runs (``tests/helpers/golden.py``).
 
 The golden files were recorded from the engines before they were optimised; any change to an
 engine or a policy that moves a job's start, finish, slowdown or prediction by more than 1e-9
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.golden_cases import CASES, GOLDEN, run_case
+from tests.helpers.golden import CASES, GOLDEN, run_case
 
 RTOL = 1e-9
 
@@ -36,7 +36,7 @@ def test_policy_reproduces_its_golden_run(policy: str, index: int) -> None:
     wl, r = run_case(policy, case)
     assert wl.digest() == want["workload_digest"], (
         "the case's workload changed (a generator or loader changed, not the engine): "
-        "re-record with python -m tests.golden_cases only if that change is intended")
+        "re-record with python -m tests.helpers.golden only if that change is intended")
     keys = ("start_s", "finish_s") + (("pred_start_s", "pred_finish_s") if case.predict else ())
     for key in keys:
         np.testing.assert_allclose(getattr(r, key), _array(want[key]), rtol=RTOL, atol=0.0,

@@ -31,9 +31,8 @@ from simulator import ScalingTable, generate, load_profile, read_trace
 from simulator.errors import ParetoSearchError
 from simulator.files import MAX_YAML_NODES
 from simulator.throughput import ThroughputTable
-from tests.conftest import PCS, SHARED
+from tests.helpers.data import PCS, ROOT, SHARED
 
-ROOT = Path(__file__).resolve().parents[1]
 GAVEL = ThroughputTable.from_gavel_json(SHARED / "data" / "gavel" / "simulation_throughputs.json")
 PCS_SCALING = ScalingTable.from_csv(PCS / "scaling_tables.csv")
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True,

@@ -3,7 +3,6 @@ exit codes (its faults: tests/test_retune_faults.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import math
@@ -12,7 +11,6 @@ from typing import Any
 
 import pandas as pd
 import pytest
-import yaml
 
 from paretosearch.cli import main
 from paretosearch.objectives import parse_objectives
@@ -26,47 +24,9 @@ from paretosearch.retune import (
     retune,
 )
 from simulator.errors import ParetoSearchError
-from tests.conftest import PCS
+from tests.helpers.data import ROOT
+from tests.helpers.runs import LINES, front_of, journal, write_spec, write_trace
 
-ROOT = Path(__file__).resolve().parents[1]
-TRACE = PCS / "traces" / "trace_6c71a0.csv"
-LINES = TRACE.read_text().splitlines()
-
-
-def write_trace(path: Path, rows: int, first: int = 0) -> Path:
-    """The header and rows [first, rows) of trace 6c71a0: a trace that grows by rewriting."""
-    path.write_text("\n".join([LINES[0], *LINES[1 + first:1 + rows]]) + "\n")
-    return path
-
-
-def write_spec(folder: Path, **fields: Any) -> Path:
-    """A small retune spec in ``folder`` (trace.csv, out/), fields overridden by keyword."""
-    doc: dict[str, Any] = {
-        "trace": "trace.csv", "scaling_table": str(PCS / "scaling_tables.csv"),
-        "window": {"seconds": 1e7, "min_jobs": 50, "max_jobs": 300},
-        "profile": "pcs-64", "policy": "wfq", "objectives": ["jct:avg", "pred_err:avg"],
-        "search": {"budget": 24, "pop_size": 6, "offspring": 6, "seed": 3},
-        "out": "out", "workers": 0, **fields}
-    path = folder / "retune.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
-
-
-def front_of(run: Path) -> list[tuple[dict[str, Any], dict[str, float]]]:
-    doc = json.loads((run / "front.json").read_text())
-    return [(e["params"], e["objectives"]) for e in doc["front"]]
-
-
-def journal(run: Path) -> list[dict[str, Any]]:
-    """The finished evaluations (a line cut short by a kill is not one)."""
-    rows = []
-    for line in (run / "evaluations.jsonl").read_text().splitlines():
-        with contextlib.suppress(json.JSONDecodeError):
-            rows.append(json.loads(line))
-    return rows
-
-
-# --- the spec and the window -----------------------------------------------------------------
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"colour": "red"}, "'colour': unknown field"),

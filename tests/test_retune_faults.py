@@ -20,7 +20,8 @@ import pytest
 
 from paretosearch.cli import main
 from paretosearch.retune import Exit, RetuneSpec, retune
-from tests.test_retune import ROOT, front_of, journal, write_spec, write_trace
+from tests.helpers.data import ROOT
+from tests.helpers.runs import front_of, journal, write_spec, write_trace
 
 
 def _cli(spec: Path, **env: str) -> subprocess.Popen[bytes]:

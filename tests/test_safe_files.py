@@ -24,10 +24,9 @@ from paretosearch.retune import Exit, RetuneSpec, retune
 from paretosearch.search import Progress
 from paretosearch.store import RunStore
 from simulator.errors import ParetoSearchError
-from tests.test_api import SMALL, _front_key, _journal_keys
-from tests.test_retune import write_spec, write_trace
+from tests.helpers.data import ROOT
+from tests.helpers.runs import SMALL, front_key, journal_keys, write_spec, write_trace
 
-ROOT = Path(__file__).resolve().parents[1]
 UNSAFE = re.compile(r"\b(import|from) (pickle|cloudpickle|dill|joblib|marshal|shelve)\b|"
                     r"pickle\.|yaml\.load\(|yaml\.unsafe_load|Loader=yaml\.(Unsafe|Full)?Loader|"
                     r"read_pickle|allow_pickle=True|joblib\.load|dill\.load|marshal\.load")
@@ -78,7 +77,7 @@ def test_a_resume_replays_the_journal_and_never_opens_a_planted_pickle(
     cut.SetPreference("jct")
     with pytest.raises(KeyboardInterrupt):
         cut.run(stop)
-    evaluated = _journal_keys(run)
+    evaluated = journal_keys(run)
     mark = tmp_path / "unpickled"
     _plant(run, mark)
     again = PolicySearch(settings=SMALL, run_dir=run, jobs=200)
@@ -87,10 +86,10 @@ def test_a_resume_replays_the_journal_and_never_opens_a_planted_pickle(
         front = again.run(resume=True)
     assert not mark.exists()
     assert "never read (a pickle can run code)" in caplog.text and "replaying" in caplog.text
-    assert _front_key(front) == _front_key(expected)
-    keys = _journal_keys(run)
+    assert front_key(front) == front_key(expected)
+    keys = journal_keys(run)
     assert keys[:len(evaluated)] == evaluated and len(keys) == len(set(keys))  # none twice
-    assert len(keys) == len(_journal_keys(tmp_path / "whole"))
+    assert len(keys) == len(journal_keys(tmp_path / "whole"))
 
 
 def test_a_warm_start_reads_the_previous_front_not_its_pickles(tmp_path: Path) -> None:

@@ -22,8 +22,9 @@ from simulator.profile import load_profile as load_yaml
 from simulator.rounds import InvalidPlan, RoundState
 from simulator.throughput import ThroughputTable, generate_gavel
 from simulator.workload import Workload
+from tests.helpers.data import SHARED
 
-GAVEL = Path(__file__).resolve().parents[2] / "shared/data/gavel/simulation_throughputs.json"
+GAVEL = SHARED / "data/gavel/simulation_throughputs.json"
 RTX2080 = (1.16664, -0.00302, 4e-5)
 
 

@@ -18,7 +18,7 @@ from simulator.generate import EARLY_STOP_CUT, add_slos, add_stopping_criteria
 from simulator.metrics import METRICS
 from simulator.slo import BEST_EFFORT, SOFT, STRICT, reward_obtained
 from simulator.traces import read_chronus, read_helios, read_philly_jobs, read_trace
-from tests.conftest import SHARED
+from tests.helpers.data import SHARED
 
 CHRONUS = SHARED / "data" / "chronus" / "trace_job_Philly_MIX1.csv"
 

@@ -9,7 +9,7 @@ import pytest
 
 from simulator import InvalidWorkload
 from simulator.throughput import ThroughputTable, generate_gavel
-from tests.conftest import SHARED
+from tests.helpers.data import SHARED
 
 GAVEL = SHARED / "data" / "gavel" / "simulation_throughputs.json"
 

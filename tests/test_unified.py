@@ -24,8 +24,8 @@ from simulator.colocation import SlowdownCurve
 from simulator.generate import add_sharing, add_slos, generate
 from simulator.profile import NodeGroup
 from simulator.rounds import RoundState
-from tests.golden_cases import CASES
-from tests.test_ojpp import Checked, ojpp_profile, random_workload
+from tests.helpers.golden import CASES
+from tests.helpers.sharing import Checked, ojpp_profile, random_workload
 
 RTX2080 = SlowdownCurve((1.16664, -0.00302, 4e-5))
 

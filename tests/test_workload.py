@@ -20,7 +20,7 @@ from simulator import (
 )
 from simulator.generate import read_cdf
 from simulator.scaling import PARAMETRIC_MODELS, amdahl, parametric_table
-from tests.conftest import PCS
+from tests.helpers.data import PCS
 
 TRACE = PCS / "traces" / "trace_0e4a51.csv"
 

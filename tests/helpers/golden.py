@@ -1,7 +1,7 @@
 """Golden runs of the simulator's policies: a few fixed seeded workloads each.
 
 Recorded from the engines as they stood before they were optimised (``python -m
-tests.golden_cases [POLICY ...]``) into ``tests/golden/<policy>.json``; ``test_golden.py``
+tests.helpers.golden [POLICY ...]``) into ``tests/golden/<policy>.json``; ``test_golden.py``
 replays every case and holds the engines to them: start and finish times, slowdowns and (for
 cases that predict) predicted start and finish within 1e-9 relative, preemptions exact, and
 the run's totals (busy and utilized GPU-seconds, devices used). A case pins its workload's
@@ -37,7 +37,7 @@ from simulator.throughput import ThroughputTable, generate_gavel
 
 __all__ = ["CASES", "GOLDEN", "Case", "record", "run_case"]
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 GAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel" / \
     "simulation_throughputs.json"
 
