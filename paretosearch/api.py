@@ -21,7 +21,7 @@ import numpy as np
 
 from paretosearch import select as choose
 from paretosearch.cache import CachedRunner, EvaluationCache
-from paretosearch.cluster import local_client
+from paretosearch.cluster import connect
 from paretosearch.evaluation import SearchSpace, Task
 from paretosearch.objectives import Objective, dominates, parse_objectives
 from paretosearch.runners import DaskRunner, Runner, SerialRunner
@@ -336,21 +336,13 @@ class PolicySearch:
 
     @contextlib.contextmanager
     def _runners(self) -> Iterator[tuple[Runner, Runner]]:
-        """Serial, or on the given client, or on a LocalCluster; through the cache, if any."""
-        with contextlib.ExitStack() as stack:
-            client = self.client
-            if client is None and self.workers <= 0:
-                pair: tuple[Runner, Runner] = (SerialRunner(self.train, self.train[0]),
-                                               SerialRunner(self.test, self.train[0]))
-            else:
-                if isinstance(client, str):
-                    from distributed import Client
-
-                    client = stack.enter_context(Client(client))  # type: ignore[no-untyped-call]
-                elif client is None:
-                    client = stack.enter_context(local_client(self.workers))
-                pair = (DaskRunner(client, self.train, self.train[0]),
-                        DaskRunner(client, self.test, self.train[0]))
+        """On the cluster :func:`paretosearch.cluster.connect` picks (serial without one);
+        through the cache, if any."""
+        with connect(self.client, self.workers) as client:
+            pair: tuple[Runner, Runner] = (
+                (SerialRunner(self.train, self.train[0]), SerialRunner(self.test, self.train[0]))
+                if client is None else (DaskRunner(client, self.train, self.train[0]),
+                                        DaskRunner(client, self.test, self.train[0])))
             if self.cache is not None:
                 pair = (CachedRunner(pair[0], self.cache, self.train, self.train[0]),
                         CachedRunner(pair[1], self.cache, self.test, self.train[0]))

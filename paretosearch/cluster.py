@@ -36,7 +36,7 @@ from simulator.errors import ParetoSearchError
 from simulator.files import read_yaml
 
 __all__ = ["CLUSTER_FILE", "CLUSTER_FILE_ENV", "ClusterSpec", "InvalidClusterConfig",
-           "load_cluster_spec", "local_client", "open_client"]
+           "connect", "load_cluster_spec", "open_client"]
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +195,25 @@ def open_client(scheduler: str | None = None, config: str | Path | None = None, 
         yield client
 
 
-def local_client(workers: int) -> contextlib.AbstractContextManager[Any]:
+@contextlib.contextmanager
+def connect(client: Any, workers: int) -> Iterator[Any]:
+    """Where a search evaluates: ``client`` (a ``distributed.Client``, or a scheduler address,
+    connected to here and closed on exit), else an embedded ``LocalCluster`` of ``workers``
+    processes (:func:`_local_client`), else, with no workers, nowhere: None (serial). The
+    configured cluster, if any, comes first from :func:`open_client`."""
+    if isinstance(client, str):
+        from distributed import Client
+
+        with Client(client) as connected:  # type: ignore[no-untyped-call]
+            yield connected
+    elif client is None and workers > 0:
+        with _local_client(workers) as local:
+            yield local
+    else:
+        yield client
+
+
+def _local_client(workers: int) -> contextlib.AbstractContextManager[Any]:
     """A client of an embedded ``LocalCluster`` of ``workers`` single-threaded processes
     (:func:`_client_of`: Ctrl-C stops it quietly)."""
     def start() -> Any:
