@@ -34,12 +34,12 @@ from simulator import ClusterProfile, Workload, generate, libm, load_profile, si
 from simulator.generate import add_sharing, add_slos
 from simulator.result import SimulationResult
 from simulator.throughput import ThroughputTable, generate_gavel
+from tests.helpers.data import SHARED
 
 __all__ = ["CASES", "GOLDEN", "Case", "record", "run_case"]
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-GAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "gavel" / \
-    "simulation_throughputs.json"
+GAVEL = SHARED / "data" / "gavel" / "simulation_throughputs.json"
 
 
 def _cut(name: str, nodes: int) -> ClusterProfile:
