@@ -38,16 +38,21 @@ two paths:
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numba as nb
 import numpy as np
 
 from simulator.jit import configure_cache
+from simulator.profile import ClusterProfile
+from simulator.result import SimulationResult
+from simulator.view import Scheduler
+from simulator.workload import Workload
 
 configure_cache()  # before any @njit(cache=True) below, and before the policies' kernels
 
-__all__ = ["KERNEL_SIG", "QUEUE_SIG", "no_queue", "run_engine", "speed_at"]
+__all__ = ["KERNEL_SIG", "QUEUE_SIG", "run", "speed_at"]
 
 # float rows: true remaining work, estimated remaining, attained work, allocation, progress
 # rate, end of a restart pause, arrival time, estimated size, started (0/1)
@@ -435,3 +440,44 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, job_class: Any,
             pred_start[arrived], pred_finish[arrived] = s, f
             playout_events += e
     return events, playout_events, busy_s, ts[:k].copy(), busy[:k].copy()
+
+
+_NO_CLASSES = np.zeros(0, dtype=np.int64)
+
+
+def run(workload: Workload, profile: ClusterProfile, policy: Scheduler, *,
+        predict: bool = False, seed: int | None = None) -> SimulationResult:
+    """The fluid engine: replay ``workload`` on ``profile`` under a kernel policy; the
+    contract every engine behind :func:`simulator.simulate` keeps.
+
+    Args:
+        workload, profile, policy: what to run (the profile's size and restart overhead).
+        predict: make a JCT prediction at each arrival by playout (SPEC §2).
+        seed: unused: this engine draws nothing at random (jobs never share a GPU, so every
+            job's co-location slowdown is exactly 0).
+    """
+    cpu0 = time.process_time()
+    n = len(workload)
+    start, finish = np.full(n, np.nan), np.full(n, np.nan)
+    pred_start, pred_finish = np.full(n, np.nan), np.full(n, np.nan)
+    seen_sum, seen_cnt = np.zeros(n), np.zeros(n)
+    preemptions = np.zeros(n, dtype=np.int64)
+    params, aux = policy.kernel_args(workload.scaling)
+    queues = policy.queue_classes(workload) if policy.queue_kernel is not None else None
+    classes, n_classes = queues if queues is not None else (_NO_CLASSES, 0)
+    classes = np.array(classes, dtype=np.int64)
+    classes.flags.writeable = False
+    events, playout_events, busy_s, series_t, series_busy = run_engine(
+        policy.kernel, policy.queue_kernel if queues is not None else no_queue, params, aux,
+        classes, n_classes, float(profile.total_gpus), float(policy.tick_s or 0.0),
+        float(profile.restart_overhead_s), workload.scaling.speedup, workload.arrival_s,
+        workload.service_s, workload.estimated_service_s, workload.gpus, workload.model,
+        predict, start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preemptions)
+    return SimulationResult(
+        workload=workload, total_gpus=profile.total_gpus, start_s=start, finish_s=finish,
+        pred_start_s=pred_start, pred_finish_s=pred_finish, seen_avg=seen_sum / seen_cnt,
+        preemptions=preemptions, busy_gpu_s=busy_s, series_t=series_t,
+        series_busy=series_busy, events=events, playout_events=playout_events,
+        cpu_s=time.process_time() - cpu0, slowdown=np.zeros(n),
+        gpus_used=float(np.ceil(series_busy.max(initial=0.0) - 1e-9)),
+        util_gpu_s=float("nan"))

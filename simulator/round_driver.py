@@ -35,7 +35,7 @@ from simulator.scaling import TypeSpeeds
 from simulator.sharing import SharingModel
 from simulator.workload import Workload
 
-__all__ = ["run_rounds"]
+__all__ = ["run"]
 
 
 def _sharing_model(wl: Workload, cluster: Cluster, profile: ClusterProfile) -> SharingModel | None:
@@ -200,32 +200,36 @@ class _Run:
             decisions=int(E.cnt[ra.DECISIONS]), skipped_rounds=int(E.cnt[ra.SKIPPED]))
 
 
-def run_rounds(workload: Workload, profile: ClusterProfile, policy: RoundScheduler, *,
-               seed: int = 0, predict: bool = False) -> SimulationResult:
-    """Replay ``workload`` on ``profile`` under a round policy (:mod:`simulator.rounds`).
+def run(workload: Workload, profile: ClusterProfile, policy: RoundScheduler, *,
+        predict: bool = False, seed: int | None = None) -> SimulationResult:
+    """The round engine (:mod:`simulator.rounds`): replay ``workload`` on ``profile`` under
+    a round policy; the contract every engine behind :func:`simulator.simulate` keeps.
 
     Args:
         workload, profile, policy: what to run.
-        seed: seeds the memory-surge draws of jobs sharing GPUs.
         predict: predict each job's JCT at its arrival by playout (SPEC §2).
+        seed: seeds the memory-surge draws of jobs sharing GPUs; default: from the
+            workload's digest, so every policy faces the same draws.
 
     Raises:
         InvalidPlan: the policy over-allocated, or left jobs waiting with no decision due.
         InvalidWorkload: the workload has no speed for one of the profile's GPU types.
     """
     cpu0 = time.process_time()
-    run = _Run(workload, profile, policy, seed)
+    state = _Run(workload, profile, policy,
+                 seed if seed is not None else int(workload.digest()[:8], 16))
     mode = eng.PREDICT if predict else eng.MAIN
     while True:
-        status = run.loop(run.J, run.M, run.E, run.memo, mode)
+        status = state.loop(state.J, state.M, state.E, state.memo, mode)
         if status == eng.DONE:
-            return run.result(cpu0)
+            return state.result(cpu0)
         if status == eng.ARRIVED:
-            run.predict()
+            state.predict()
         elif status == eng.GROW:
-            E = run.E
-            run.E = E._replace(series_t=np.concatenate([E.series_t, np.zeros_like(E.series_t)]),
-                               series_busy=np.concatenate([E.series_busy,
-                                                           np.zeros_like(E.series_busy)]))
+            E = state.E
+            state.E = E._replace(series_t=np.concatenate([E.series_t,
+                                                          np.zeros_like(E.series_t)]),
+                                 series_busy=np.concatenate([E.series_busy,
+                                                             np.zeros_like(E.series_busy)]))
         else:
-            raise run.fail(status)
+            raise state.fail(status)
