@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.cli_runs import (
+from paretosearch.cli.runs import (
     Interrupted,
     add_cluster_options,
     error_console,

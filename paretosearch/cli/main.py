@@ -14,9 +14,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.cli_export import EXPORT_COMMANDS, add_export_command
-from paretosearch.cli_retune import add_retune_command, run_retune
-from paretosearch.cli_runs import (
+from paretosearch.cli.export import EXPORT_COMMANDS, add_export_command
+from paretosearch.cli.retune import add_retune_command, run_retune
+from paretosearch.cli.runs import (
     RUN_COMMANDS,
     Interrupted,
     add_run_commands,
@@ -291,6 +291,3 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         return 130  # as a shell reports a command stopped by SIGINT
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
