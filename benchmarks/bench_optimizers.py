@@ -48,9 +48,9 @@ from pymoo.indicators.hv import HV
 from pymoo.problems.static import StaticProblem
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from paretosearch.api import PolicySearch
-from paretosearch.runners import SerialRunner
-from paretosearch.search import SearchSettings, run_spea2
+from paretosearch.search.runners import SerialRunner
+from paretosearch.search.spea2 import SearchSettings, run_spea2
+from paretosearch.service.api import PolicySearch
 from simulator import generate_from_cdfs, load_profile, parametric_table
 
 PCS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcs"

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from paretosearch.api import PolicySearch
-from paretosearch.optuna_mirror import OptunaCopy, load_study
-from paretosearch.search import SearchSettings
+from paretosearch.runs.optuna_copy import OptunaCopy, load_study
+from paretosearch.search.spea2 import SearchSettings
+from paretosearch.service.api import PolicySearch
 
 
 def main() -> None:

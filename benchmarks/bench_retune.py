@@ -36,7 +36,7 @@ import yaml
 from pymoo.indicators.hv import HV
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from paretosearch.retune import RetuneSpec, retune
+from paretosearch.service.retune import RetuneSpec, retune
 
 PCS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcs"
 TRACE = PCS / "traces" / "trace_6c71a0.csv"

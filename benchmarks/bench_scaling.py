@@ -49,10 +49,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from paretosearch.api import PolicySearch
-from paretosearch.objectives import parse_objectives
-from paretosearch.runners import DaskRunner, SerialRunner
-from paretosearch.search import SearchSettings, run_spea2
+from paretosearch.search.objectives import parse_objectives
+from paretosearch.search.runners import DaskRunner, SerialRunner
+from paretosearch.search.spea2 import SearchSettings, run_spea2
+from paretosearch.service.api import PolicySearch
 
 OBJECTIVES = ("jct:avg", "pred_err:avg")
 
@@ -191,7 +191,7 @@ def _unified(jobs: int, settings: SearchSettings, run_dir: str | None = None) ->
 def _warm() -> None:
     """Run on each Dask worker before timing: import (and load the compiled kernels of) the
     simulator, as the serial run had before its clock started."""
-    import paretosearch.evaluation  # noqa: F401
+    import paretosearch.search.evaluation  # noqa: F401
 
 
 def real(args: argparse.Namespace) -> list[dict[str, Any]]:

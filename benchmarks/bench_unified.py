@@ -55,9 +55,9 @@ from pymoo.indicators.hv import HV
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.api import PolicySearch, split_workload
-from paretosearch.objectives import Objective, parse_objectives
-from paretosearch.search import Progress, SearchSettings
+from paretosearch.search.objectives import Objective, parse_objectives
+from paretosearch.search.spea2 import Progress, SearchSettings
+from paretosearch.service.api import PolicySearch, split_workload
 from simulator import Workload, load_profile
 from simulator.generate import add_sharing, add_slos
 from simulator.profile import ClusterProfile

@@ -6,8 +6,8 @@ policies (:mod:`policies`) re-exported for convenience.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from paretosearch.api import BASELINES, PolicySearch, SearchSettings
-from paretosearch.objectives import Objective, parse_objectives
+from paretosearch.search.objectives import Objective, parse_objectives
+from paretosearch.service.api import BASELINES, PolicySearch, SearchSettings
 from policies import REGISTRY, WFQ, Policy, get_policy, make_policy
 from simulator import (
     METRICS,

@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paretosearch import select as choose
-from paretosearch.api import BASELINES, PolicySearch, SearchSettings, split_workload
 from paretosearch.cli import main
 from paretosearch.io import json_text
-from paretosearch.optuna_mirror import load_study
-from paretosearch.store import config_hash
+from paretosearch.runs import select as choose
+from paretosearch.runs.optuna_copy import load_study
+from paretosearch.runs.store import config_hash
+from paretosearch.service.api import BASELINES, PolicySearch, SearchSettings, split_workload
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
 from simulator.generate import add_slos
 from simulator.scaling import TypeSpeeds

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from paretosearch.api import PolicySearch, SearchSettings
-from paretosearch.cache import EvaluationCache
-from paretosearch.runners import SerialRunner
-from paretosearch.search import run_spea2
-from paretosearch.store import RunStore
+from paretosearch.runs.store import RunStore
+from paretosearch.search.cache import EvaluationCache
+from paretosearch.search.runners import SerialRunner
+from paretosearch.search.spea2 import run_spea2
+from paretosearch.service.api import PolicySearch, SearchSettings
 from simulator.errors import ParetoSearchError
 from tests.helpers.runs import WorkerKiller
 

@@ -104,8 +104,8 @@ def test_listings(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_search_reads_a_pcs_trace_as_simulate_does(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from paretosearch.api import split_workload
     from paretosearch.cli.runs import scaling_table
+    from paretosearch.service.api import split_workload
     from simulator import read_trace
 
     run = tmp_path / "run"

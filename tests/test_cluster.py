@@ -21,14 +21,14 @@ import dask.config
 import pytest
 from distributed import Client, LocalCluster, Security, get_task_stream
 
-from paretosearch.api import PolicySearch, SearchSettings
 from paretosearch.cli import main
-from paretosearch.cluster import (
+from paretosearch.search.cluster import (
     CLUSTER_FILE_ENV,
     InvalidClusterConfig,
     load_cluster_spec,
     open_client,
 )
+from paretosearch.service.api import PolicySearch, SearchSettings
 from tests.helpers.data import ROOT
 
 DASK = Path(sys.executable).with_name("dask")  # the venv's dask command
@@ -358,7 +358,7 @@ def test_cli_search_prefers_the_scheduler_address(env: Callable[..., None], tmp_
                                                   serial_front: list[tuple[Any, ...]],
                                                   caplog: pytest.LogCaptureFixture) -> None:
     env(DASK_SCHEDULER_ADDRESS=tcp_scheduler)
-    caplog.set_level(logging.INFO, logger="paretosearch.cluster")
+    caplog.set_level(logging.INFO, logger="paretosearch.search.cluster")
     local = ROOT / "dask-cluster.yaml"  # would start a LocalCluster if chosen
     with Client(tcp_scheduler) as observer:
         with get_task_stream(client=observer) as stream:

@@ -22,7 +22,7 @@ from paretosearch.export import (
     build_plan,
     export,
 )
-from paretosearch.store import choice_entry
+from paretosearch.runs.store import choice_entry
 from policies import WFQ, Unified, WFQHetero
 from tests.helpers.exports import (
     DOCS,

@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paretosearch.cli import main
-from paretosearch.cluster import load_cluster_spec
 from paretosearch.export import ExportOptions, export
-from paretosearch.retune_spec import RetuneSpec
-from paretosearch.store import RunStore
+from paretosearch.runs.store import RunStore
+from paretosearch.search.cluster import load_cluster_spec
+from paretosearch.service.retune_spec import RetuneSpec
 from simulator import ScalingTable, generate, load_profile, read_trace
 from simulator.errors import ParetoSearchError
 from simulator.files import MAX_YAML_NODES

@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paretosearch.api import PolicySearch, SearchSettings
 from paretosearch.cli import main
-from paretosearch.evaluation import SearchSpace, Task, evaluate
-from paretosearch.objectives import parse_objectives
-from paretosearch.optuna_mirror import OptunaCopy, load_study
-from paretosearch.runners import SerialRunner
-from paretosearch.search import SearchOutcome, _algorithm, param_key, run_spea2
-from paretosearch.store import RunStore
+from paretosearch.runs.optuna_copy import OptunaCopy, load_study
+from paretosearch.runs.store import RunStore
+from paretosearch.search.evaluation import SearchSpace, Task, evaluate
+from paretosearch.search.objectives import parse_objectives
+from paretosearch.search.runners import SerialRunner
+from paretosearch.search.spea2 import SearchOutcome, _algorithm, param_key, run_spea2
+from paretosearch.service.api import PolicySearch, SearchSettings
 from policies import Domain
 from simulator import InvalidPolicyParams, Workload, generate, load_profile
 from simulator.generate import add_slos

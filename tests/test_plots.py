@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from paretosearch.plots import Marked, axis, draw_front, plot_front
+from paretosearch.runs.plots import Marked, axis, draw_front, plot_front
 
 
 @pytest.mark.parametrize(("label", "values", "title", "factor", "scale"), [

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from paretosearch.api import PolicySearch, SearchSettings
 from paretosearch.cli import main
-from paretosearch.report_html import FRONT_TRACE
+from paretosearch.runs.report_html import FRONT_TRACE
+from paretosearch.service.api import PolicySearch, SearchSettings
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from paretosearch.cli import main
-from paretosearch.objectives import parse_objectives
-from paretosearch.retune import (
+from paretosearch.search.objectives import parse_objectives
+from paretosearch.service.retune import (
     Exit,
     RetuneSpec,
     TooFewJobs,

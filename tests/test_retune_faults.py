@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from paretosearch.cli import main
-from paretosearch.retune import Exit, RetuneSpec, retune
+from paretosearch.service.retune import Exit, RetuneSpec, retune
 from tests.helpers.data import ROOT
 from tests.helpers.runs import front_of, journal, write_spec, write_trace
 
@@ -182,12 +182,12 @@ def _fail(error: BaseException) -> Any:
 
 @pytest.mark.parametrize(("target", "error"), [
     ("paretosearch.io.os.replace", ENOSPC),  # the first file published atomically
-    ("paretosearch.store.RunStore.append", ENOSPC),  # the journal
-    ("paretosearch.store.RunStore.write_progress", ENOSPC),  # a generation's front
-    ("paretosearch.cache.EvaluationCache.put", FULL_SQLITE),
-    ("paretosearch.optuna_mirror.OptunaCopy.add", ENOSPC),
-    ("paretosearch.report.plot_front", ENOSPC),  # the report, at the very end
-    ("paretosearch.retune._point", ENOSPC),  # moving current itself
+    ("paretosearch.runs.store.RunStore.append", ENOSPC),  # the journal
+    ("paretosearch.runs.store.RunStore.write_progress", ENOSPC),  # a generation's front
+    ("paretosearch.search.cache.EvaluationCache.put", FULL_SQLITE),
+    ("paretosearch.runs.optuna_copy.OptunaCopy.add", ENOSPC),
+    ("paretosearch.runs.report.plot_front", ENOSPC),  # the report, at the very end
+    ("paretosearch.service.retune._point", ENOSPC),  # moving current itself
 ])
 def test_a_write_failing_anywhere_fails_clearly_and_a_rerun_publishes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, target: str,
@@ -209,7 +209,7 @@ def test_a_failed_run_on_an_older_window_is_named_and_left_as_it_is(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     spec, published = _publish_one(tmp_path)
     write_trace(tmp_path / "trace.csv", 1000)
-    monkeypatch.setattr("paretosearch.store.RunStore.write_progress", _fail(ENOSPC))
+    monkeypatch.setattr("paretosearch.runs.store.RunStore.write_progress", _fail(ENOSPC))
     assert main(["retune", "--spec", str(spec)]) == Exit.FAILED
     monkeypatch.undo()
     (failed,) = [r for r in (tmp_path / "out" / "runs").iterdir() if r != published]

@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from paretosearch.api import PolicySearch
 from paretosearch.cli import main
 from paretosearch.io import MAX_DOCUMENT
-from paretosearch.retune import Exit, RetuneSpec, retune
-from paretosearch.search import Progress
-from paretosearch.store import RunStore
+from paretosearch.runs.store import RunStore
+from paretosearch.search.spea2 import Progress
+from paretosearch.service.api import PolicySearch
+from paretosearch.service.retune import Exit, RetuneSpec, retune
 from simulator.errors import ParetoSearchError
 from tests.helpers.data import ROOT
 from tests.helpers.runs import SMALL, front_key, journal_keys, write_spec, write_trace

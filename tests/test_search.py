@@ -14,10 +14,10 @@ from pymoo.core.population import Population
 from pymoo.core.problem import Problem
 from scipy.stats import qmc
 
-from paretosearch.evaluation import SearchSpace, Task, evaluate
-from paretosearch.objectives import Objective, parse_objectives
-from paretosearch.runners import DaskRunner, OnResult, SerialRunner
-from paretosearch.search import SearchSettings, _DistinctSurvival, run_spea2
+from paretosearch.search.evaluation import SearchSpace, Task, evaluate
+from paretosearch.search.objectives import Objective, parse_objectives
+from paretosearch.search.runners import DaskRunner, OnResult, SerialRunner
+from paretosearch.search.spea2 import SearchSettings, _DistinctSurvival, run_spea2
 from simulator import (
     InvalidObjective,
     InvalidPolicyParams,

@@ -23,7 +23,7 @@ from paretosearch.export import (
 )
 from paretosearch.export.plan import deployed_config
 from paretosearch.io import MAX_DOCUMENT, read_bounded
-from paretosearch.store import RunStore
+from paretosearch.runs.store import RunStore
 from simulator.errors import ParetoSearchError
 
 __all__ = ["EXPORT_COMMANDS", "add_export_command"]

@@ -26,7 +26,7 @@ from paretosearch.cli.runs import (
     scaling_table,
 )
 from paretosearch.io import MAX_DOCUMENT, read_bounded, write_table
-from paretosearch.report import fmt
+from paretosearch.runs.report import fmt
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, make_policy
 from simulator import (
     METRICS,

@@ -1,4 +1,4 @@
-"""The ``retune`` command: the nightly job (see :mod:`paretosearch.retune`)."""
+"""The ``retune`` command: the nightly job (see :mod:`paretosearch.service.retune`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from paretosearch.cli.runs import (
     error_console,
     search_progress,
 )
-from paretosearch.report import fmt
+from paretosearch.runs.report import fmt
 from simulator.errors import ParetoSearchError
 
 __all__ = ["add_retune_command", "run_retune"]
@@ -56,8 +56,8 @@ def add_retune_command(sub: Any) -> None:
 
 def run_retune(args: argparse.Namespace, console: Console) -> int:
     """Run ``retune``; returns its exit code (see ``paretosearch retune --help``)."""
-    from paretosearch.cluster import open_client
-    from paretosearch.retune import (
+    from paretosearch.search.cluster import open_client
+    from paretosearch.service.retune import (
         Exit,
         RetuneFailed,
         RetuneLocked,

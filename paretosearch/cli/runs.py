@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from paretosearch.io import write_json
-from paretosearch.report import fmt
-from paretosearch.search import MODES
-from paretosearch.store import RunStore
+from paretosearch.runs.report import fmt
+from paretosearch.runs.store import RunStore
+from paretosearch.search.spea2 import MODES
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 from simulator.slo import MIXES
@@ -176,8 +176,8 @@ def search_progress(console: Console, budget: int) -> Iterator[Callable[[Any], N
 
 
 def _search(args: argparse.Namespace, console: Console) -> None:
-    from paretosearch.api import PolicySearch, SearchSettings
-    from paretosearch.cluster import open_client
+    from paretosearch.search.cluster import open_client
+    from paretosearch.service.api import PolicySearch, SearchSettings
 
     if args.resume is not None:
         args.run_dir = args.resume
@@ -228,7 +228,7 @@ def _point_latest(run: Path) -> None:
 
 
 def _front(run: Path, png: Path | None, console: Console) -> None:
-    from paretosearch.plots import Marked, plot_front
+    from paretosearch.runs.plots import Marked, plot_front
 
     store = RunStore(run)
     doc = store.read_front()
@@ -270,7 +270,7 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
 
 
 def _report(run: Path, out: Path | None) -> Path:
-    from paretosearch.report_html import write_html_report
+    from paretosearch.runs.report_html import write_html_report
 
     return write_html_report(run, out)
 
@@ -282,8 +282,8 @@ def _cell(value: Any) -> str:
 
 
 def _select(args: argparse.Namespace, console: Console) -> None:
-    from paretosearch import select as choose
-    from paretosearch.objectives import parse_objectives
+    from paretosearch.runs import select as choose
+    from paretosearch.search.objectives import parse_objectives
 
     store = RunStore(args.run)
     front = store.read_front()["front"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from paretosearch.api import SearchSettings
+from paretosearch.service.api import SearchSettings
 from tests.helpers.data import PCS
 
 TRACE = PCS / "traces" / "trace_6c71a0.csv"

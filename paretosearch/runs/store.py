@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from paretosearch.io import MAX_DOCUMENT, MAX_TABLE, read_bounded, write_json, write_table
-from paretosearch.objectives import Objective, parse_objectives
+from paretosearch.search.objectives import Objective, parse_objectives
 from simulator.errors import ParetoSearchError, located
 
 __all__ = ["Evaluation", "RunStore", "choice_entry", "front_entry", "param_key"]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from paretosearch.objectives import parse_objectives
-from paretosearch.search import MODES, SearchSettings
+from paretosearch.search.objectives import parse_objectives
+from paretosearch.search.spea2 import MODES, SearchSettings
 from policies import get_policy, make_policy
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located

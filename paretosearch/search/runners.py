@@ -1,7 +1,7 @@
 """Injected parallelism: evaluate candidates serially or on Dask.
 
 A runner owns the workloads (shipped to Dask workers once, by ``scatter``) and evaluates
-parameter sets with :func:`~paretosearch.evaluation.evaluate`, two ways:
+parameter sets with :func:`~paretosearch.search.evaluation.evaluate`, two ways:
 
 - ``map``: a batch (a generation). Each record is handed to ``on_result`` as soon as it
   exists (so a search can journal it before anything else can go wrong) and the batch's
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from paretosearch.evaluation import Task, evaluate
+from paretosearch.search.evaluation import Task, evaluate
 from simulator import Workload
 from simulator.errors import ParetoSearchError
 

@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from paretosearch.evaluation import SearchSpace
-from paretosearch.objectives import Objective
-from paretosearch.store import Evaluation, param_key
+from paretosearch.search.evaluation import SearchSpace
+from paretosearch.search.objectives import Objective
+from paretosearch.runs.store import Evaluation, param_key
 
 __all__ = ["OptunaCopy", "load_study"]
 

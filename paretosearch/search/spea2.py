@@ -42,10 +42,10 @@ from pymoo.util.display.multi import MultiObjectiveOutput
 from pymoo.util.optimum import filter_optimum
 from scipy.stats import qmc
 
-from paretosearch.evaluation import SearchSpace, Task
-from paretosearch.objectives import Objective
-from paretosearch.runners import Runner
-from paretosearch.store import Evaluation, RunStore, param_key
+from paretosearch.runs.store import Evaluation, RunStore, param_key
+from paretosearch.search.evaluation import SearchSpace, Task
+from paretosearch.search.objectives import Objective
+from paretosearch.search.runners import Runner
 from simulator.errors import ParetoSearchError
 from simulator.metrics import InvalidObjective
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from paretosearch.io import write_text
-from paretosearch.plots import Marked, plot_front
+from paretosearch.runs.plots import Marked, plot_front
 
 __all__ = ["drift_rows", "fmt", "write_retune_report"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from paretosearch.objectives import Objective
+from paretosearch.search.objectives import Objective
 from simulator.errors import ParetoSearchError
 
 __all__ = ["by_constraints", "by_index", "by_weights", "knee", "parse_constraint"]

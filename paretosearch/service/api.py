@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from paretosearch import select as choose
-from paretosearch.cache import CachedRunner, EvaluationCache
-from paretosearch.cluster import connect
-from paretosearch.evaluation import SearchSpace, Task
-from paretosearch.objectives import Objective, dominates, parse_objectives
-from paretosearch.runners import DaskRunner, Runner, SerialRunner
-from paretosearch.search import Progress, SearchSettings, run_spea2
-from paretosearch.store import RunStore, choice_entry, front_entry
+from paretosearch.runs import select as choose
+from paretosearch.runs.store import RunStore, choice_entry, front_entry
+from paretosearch.search.cache import CachedRunner, EvaluationCache
+from paretosearch.search.cluster import connect
+from paretosearch.search.evaluation import SearchSpace, Task
+from paretosearch.search.objectives import Objective, dominates, parse_objectives
+from paretosearch.search.runners import DaskRunner, Runner, SerialRunner
+from paretosearch.search.spea2 import Progress, SearchSettings, run_spea2
 from policies import make_policy
 from simulator import ClusterProfile, Workload, generate, load_profile, read_trace
 from simulator.errors import ParetoSearchError
@@ -36,7 +36,7 @@ from simulator.sharing import can_share
 if TYPE_CHECKING:  # imported when needed: both take a while to import
     import pandas as pd
 
-    from paretosearch.optuna_mirror import OptunaCopy
+    from paretosearch.runs.optuna_copy import OptunaCopy
 
 __all__ = ["BASELINES", "PolicySearch", "SearchSettings", "baselines_for", "split_workload"]
 
@@ -98,7 +98,7 @@ class PolicySearch:
             :func:`simulator.generate.add_slos`), for workloads without their own.
         sharing: give jobs without their own SYNTHETIC GPU-sharing requirements
             (:func:`simulator.generate.add_sharing`), so that co-locating policies can share.
-        cache: an evaluation cache (:class:`paretosearch.cache.EvaluationCache`) shared
+        cache: an evaluation cache (:class:`paretosearch.search.cache.EvaluationCache`) shared
             with other runs: evaluations found there are not run again.
     """
 
@@ -336,7 +336,7 @@ class PolicySearch:
 
     @contextlib.contextmanager
     def _runners(self) -> Iterator[tuple[Runner, Runner]]:
-        """On the cluster :func:`paretosearch.cluster.connect` picks (serial without one);
+        """On the cluster :func:`paretosearch.search.cluster.connect` picks (serial without one);
         through the cache, if any."""
         with connect(self.client, self.workers) as client:
             pair: tuple[Runner, Runner] = (
@@ -350,7 +350,7 @@ class PolicySearch:
 
     def _optuna_copy(self) -> OptunaCopy | None:
         """The run's Optuna study (``optuna.log``), every evaluation a trial."""
-        from paretosearch.optuna_mirror import OptunaCopy
+        from paretosearch.runs.optuna_copy import OptunaCopy
 
         return OptunaCopy(self.store.path / "optuna.log", self.objectives,
                           self.space) if self.store else None

@@ -41,15 +41,15 @@ import pandas as pd
 from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from paretosearch.api import PolicySearch
-from paretosearch.cache import EvaluationCache
 from paretosearch.io import MAX_TABLE, write_json
-from paretosearch.objectives import Objective, dominates, parse_objectives
-from paretosearch.report import write_retune_report
-from paretosearch.report_html import write_html_report
-from paretosearch.retune_spec import RetuneSpec, TooFewJobs, Window, read_window
-from paretosearch.search import Progress, param_key
-from paretosearch.store import RunStore, config_hash
+from paretosearch.runs.report import write_retune_report
+from paretosearch.runs.report_html import write_html_report
+from paretosearch.runs.store import RunStore, config_hash
+from paretosearch.search.cache import EvaluationCache
+from paretosearch.search.objectives import Objective, dominates, parse_objectives
+from paretosearch.search.spea2 import Progress, param_key
+from paretosearch.service.api import PolicySearch
+from paretosearch.service.retune_spec import RetuneSpec, TooFewJobs, Window, read_window
 from policies import REGISTRY, make_policy
 from simulator.errors import ParetoSearchError, located
 

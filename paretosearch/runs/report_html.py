@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from paretosearch.io import write_text
-from paretosearch.plots import (
+from paretosearch.runs.plots import (
     Axis,
     Marked,
     Point,
@@ -28,8 +28,8 @@ from paretosearch.plots import (
     point_xy,
     points,
 )
-from paretosearch.report import drift_rows, fmt
-from paretosearch.store import RunStore
+from paretosearch.runs.report import drift_rows, fmt
+from paretosearch.runs.store import RunStore
 
 __all__ = ["FRONT_TRACE", "write_html_report"]
 

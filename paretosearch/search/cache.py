@@ -5,7 +5,7 @@ data, should cost nothing. An evaluation's key is a SHA-256 over everything its 
 depends on: the policy family, fixed and searched parameters, the cluster profile, whether
 jobs are predicted, the content digests of the workloads simulated and of the training
 workload, and a digest of the code that makes a record (the simulator's and policies' source
-and :mod:`paretosearch.evaluation`): a code change starts a fresh cache. The cache is an
+and :mod:`paretosearch.search.evaluation`): a code change starts a fresh cache. The cache is an
 SQLite file (WAL, so a reader and a writer may overlap).
 """
 
@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from paretosearch.evaluation import Task
-from paretosearch.runners import Next, OnResult, Params, Runner
+from paretosearch.search.evaluation import Task
+from paretosearch.search.runners import Next, OnResult, Params, Runner
 from simulator import Workload
 from simulator.errors import ParetoSearchError
 from simulator.jit import source_digest
@@ -31,7 +31,7 @@ __all__ = ["CachedRunner", "EvaluationCache"]
 
 @functools.cache
 def _code_digest() -> str:
-    from paretosearch import evaluation
+    from paretosearch.search import evaluation
 
     text = source_digest() + Path(evaluation.__file__).read_text()
     return hashlib.sha256(text.encode()).hexdigest()[:16]
