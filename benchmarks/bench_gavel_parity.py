@@ -27,7 +27,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.test_gavel_parity import (  # noqa: E402  (after the path is set)
+from tests.helpers.gavel import (  # noqa: E402  (after the path is set)
     FIXTURES,
     POLICIES,
     TRACES,

@@ -3,7 +3,7 @@
 Gavel (Narayanan et al., OSDI 2020) computes an allocation ``x[j, t]``: the fraction of time
 job ``j`` should run on GPU type ``t``, each job's whole gang on one type. Rounds realise it.
 Every fact below is from Gavel's public simulator (``scheduler.py`` in simulation mode), which
-this module reproduces job for job (``tests/test_gavel_parity.py``):
+this module reproduces job for job (``tests/policies/test_gavel_parity.py``):
 
 - **Rounds** (``short_rounds``): each round, every granted job runs a task of
   ``floor(rate x round_s)`` whole training steps, or the steps it has left; the round ends when

@@ -3,8 +3,8 @@
 Algorithm 1 clusters the pending jobs into queues and fills the buffer from each queue by its
 weight. The clustering is SciPy's ``kmeans2(z, k, iter=20, minit="++",
 seed=np.random.default_rng(0))`` on standardized features, reproduced here draw for draw and
-operation for operation so that kernels can run it (``tests/test_horus.py`` holds it to SciPy
-on random inputs):
+operation for operation so that kernels can run it (``tests/policies/test_horus.py`` holds it
+to SciPy on random inputs):
 
 - k-means++ (``scipy.cluster.vq._kpp``): the first centre is ``Generator.integers(n)``
   (Lemire's bounded draw on 32-bit halves of PCG64 outputs, low half first); each next one is

@@ -22,7 +22,7 @@ from simulator.profile import load_profile as load_yaml
 from simulator.rounds import InvalidPlan, RoundState
 from simulator.throughput import ThroughputTable, generate_gavel
 from simulator.workload import Workload
-from tests.helpers.data import SHARED
+from tests.helpers.data import ROOT, SHARED
 
 GAVEL = SHARED / "data/gavel/simulation_throughputs.json"
 RTX2080 = (1.16664, -0.00302, 4e-5)
@@ -207,7 +207,7 @@ def test_gavel_interference_is_its_measured_slowdown() -> None:
 
 
 def test_profile_slowdown_fit_is_validated(tmp_path: Path) -> None:
-    text = (Path(__file__).resolve().parents[1] / "cluster_profiles/horus-128x8.yaml").read_text()
+    text = (ROOT / "cluster_profiles/horus-128x8.yaml").read_text()
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace("slowdown_fit: [1.16664, -0.00302, 4.0e-5]",
                                 "slowdown_fit: [1.16664, -0.00302]"))

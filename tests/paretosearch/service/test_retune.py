@@ -1,5 +1,5 @@
 """The nightly retune: windows, versioned runs, warm starts, the cache, drift, the lock and
-exit codes (its faults: tests/test_retune_faults.py)."""
+exit codes (its faults: tests/paretosearch/service/test_retune_faults.py)."""
 
 from __future__ import annotations
 

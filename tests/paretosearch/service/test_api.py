@@ -26,6 +26,7 @@ from paretosearch.service.api import BASELINES, PolicySearch, SearchSettings, sp
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
 from simulator.generate import add_slos
 from simulator.scaling import TypeSpeeds
+from tests.helpers.data import ROOT
 from tests.helpers.runs import SMALL, WorkerKiller, front_key, journal_keys
 
 
@@ -222,7 +223,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path: Path, cluster: li
     cli = [sys.executable, "-m", "paretosearch.cli", "search", "--generate", "1000",
            "--budget", "120", "--seed", "5"]
     proc = subprocess.Popen([*cli, *cluster, "--run-dir", str(run)],
-                            cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                            cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.time() + 120
     while time.time() < deadline and not (

@@ -1,0 +1,67 @@
+"""Gavel's reference runs (tests/fixtures/gavel): the traces, Gavel's policies as our
+``gavel``'s parameters, Gavel's per-job records, and our rounds driven by the allocations
+Gavel computed."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from policies.gavel import Gavel
+from simulator import Workload
+from simulator.throughput import ThroughputTable
+from simulator.traces import read_gavel_trace
+from tests.helpers.data import ROOT, SHARED
+
+FIXTURES = ROOT / "tests" / "fixtures" / "gavel"
+TRACES = ("static_single", "static_multi", "continuous_single", "continuous_multi")
+POLICIES = {  # Gavel's policy -> our gavel's parameters
+    "fifo": {"objective": "fifo", "aware": False},
+    "fifo_perf": {"objective": "fifo", "aware": True},
+    "max_min_fairness": {"objective": "max_min", "aware": False},
+    "max_min_fairness_perf": {"objective": "max_min", "aware": True},
+}
+TYPES = ("v100", "p100", "k80")  # gavel-108's order
+
+
+@cache
+def workload(trace: str) -> Workload:
+    table = ThroughputTable.from_gavel_json(SHARED / "data" / "gavel" /
+                                            "simulation_throughputs.json")
+    return read_gavel_trace(FIXTURES / f"{trace}.trace", table)
+
+
+def reference(trace: str, policy: str) -> pd.DataFrame:
+    """Gavel's per-job records; jobs it dropped (5 failed rounds) have no JCT."""
+    return pd.read_csv(FIXTURES / f"{trace}__{policy}.csv")
+
+
+@dataclass(frozen=True)
+class GavelsAllocations(Gavel):
+    """Our rounds, with the allocation Gavel computed at each reset (its ``.alloc.jsonl``)."""
+
+    name: ClassVar[str] = "gavel-replay"
+    source: str = ""
+
+    def allocate(self, rate: Any, demand: Any, type_gpus: Any, rows: Any, memory: Any,
+                 now: float) -> Any:
+        at = _allocations(self.source)
+        times = np.array(sorted(at))
+        k = int(np.argmin(np.abs(times - now)))
+        assert abs(times[k] - now) <= 1e-6 * max(now, 1.0), (now, times[k])
+        alloc = at[times[k]]
+        assert sorted(alloc) == sorted(int(r) for r in rows), now  # the same jobs are in
+        return np.array([[alloc[int(r)][t] for t in TYPES] for r in rows])
+
+
+@cache
+def _allocations(path: str) -> dict[float, dict[int, dict[str, float]]]:
+    with gzip.open(path, "rt") as f:
+        docs = [json.loads(line) for line in f]
+    return {d["t"]: {int(j): x for j, x in d["alloc"].items()} for d in docs}
