@@ -18,7 +18,8 @@ Problems (``--problems``):
 
 Hypervolume: per problem and seed, every method's points are normalised by the front of all
 the points any method evaluated (its ideal point 0, its nadir 1), reference point 1.1 on each
-objective.
+objective. Where one point dominates all the others, that front has no nadir: each objective
+it does not span is scaled to the worst value on any method's own front instead.
 Our search is scored by the front it publishes (its archive, run once per budget); the
 others by the non-dominated set of their first N evaluations (Optuna's ``best_trials``).
 Printed: median and range over seeds per budget, each method against random search, and a
@@ -168,6 +169,9 @@ def score(runs: list[dict[str, Any]], budgets: Sequence[int]) -> list[dict[str, 
         mine = [r for r in runs if (r["problem"], r["seed"]) == (problem, seed)]
         union = _nondominated(np.vstack([np.array(r["points"]) for r in mine]))
         lo, hi = union.min(axis=0), union.max(axis=0)
+        if (hi <= lo).any():  # one point dominates every other: span the methods' own fronts
+            fronts = np.vstack([_nondominated(np.array(r["points"])) for r in mine])
+            hi = np.where(hi > lo, hi, fronts.max(axis=0))
         span = np.where(hi > lo, hi - lo, 1.0)
         hv = HV(ref_point=np.full(len(lo), 1.1))
 
@@ -221,9 +225,9 @@ def report(rows: list[dict[str, Any]], budgets: Sequence[int]) -> list[str]:
             if ("ours", b) not in med or ("random", b) not in med or not others:
                 continue
             ours, rand = med["ours", b], med["random", b]
+            gain = f"{100 * (ours / rand - 1):+.1f} %" if rand > 0 else "n/a"
             verdicts.append(f"{problem} @ {b}: ours {ours:.3f}, best other {max(others):.3f}, "
-                            f"random {rand:.3f} (ours {100 * (ours / rand - 1):+.1f} % vs "
-                            "random)")
+                            f"random {rand:.3f} (ours {gain} vs random)")
     return [*lines, "", *verdicts]
 
 
