@@ -89,7 +89,7 @@ def compare(ref: pd.DataFrame, jct: np.ndarray) -> tuple[float, float, float]:
 
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
-    from policies.gavel import Gavel
+    from policies.hetero.gavel import Gavel
 
     print(f"{'trace':<18} {'Gavel policy':<22} {'what':<9} {'avg JCT s':>10} {'Gavel s':>10} "
           f"{'diff %':>7} {'<=5 %':>6} {'exact':>6} {'CPU s':>6}")

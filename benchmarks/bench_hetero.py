@@ -56,9 +56,9 @@ def main() -> None:
 
     import numpy as np
 
-    from policies.gavel import Gavel
-    from policies.hadar import Hadar
-    from policies.yarn import YarnCS
+    from policies.hetero.gavel import Gavel
+    from policies.hetero.hadar import Hadar
+    from policies.hetero.yarn import YarnCS
     from simulator import load_profile
     from simulator.throughput import ThroughputTable, generate_gavel
 

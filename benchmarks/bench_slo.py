@@ -25,7 +25,7 @@ import numpy as np
 import scipy
 
 from policies import make_policy
-from policies.unisched import F_PROF, G_FALLBACKS, G_SOLVE_S, UniSched
+from policies.unisched.policy import F_PROF, G_FALLBACKS, G_SOLVE_S, UniSched
 from simulator import ScalingTable, Workload, load_profile, read_chronus, simulate
 from simulator.generate import add_slos
 from simulator.metrics import METRICS

@@ -1,5 +1,5 @@
-"""Shared machinery of the co-locating policies: Horus (:mod:`policies.horus`) and its
-baselines FIFO-exclusive, OBP and PAB (:mod:`policies.horus_baselines`), compiled.
+"""Shared machinery of the co-locating policies: Horus (:mod:`policies.horus.policy`) and its
+baselines FIFO-exclusive, OBP and PAB (:mod:`policies.horus.baselines`), compiled.
 
 All four place workers on devices (``shares_gpus``) and decide at arrivals and completions;
 all but FIFO read each job's predicted utilization and memory from the workload's sharing

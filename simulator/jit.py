@@ -34,8 +34,8 @@ def source_digest() -> str:
     simulation's result depends on besides its inputs."""
     digest = hashlib.sha256(numba.__version__.encode())
     for package in ("simulator", "policies"):
-        for path in sorted((_ROOT / package).glob("*.py")):
-            digest.update(path.name.encode())
+        for path in sorted((_ROOT / package).rglob("*.py")):
+            digest.update(str(path.relative_to(_ROOT)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 

@@ -32,6 +32,6 @@ def test_a_policy_module_is_registered_without_a_line_in_the_package() -> None:
     listed = subprocess.run(
         [sys.executable, "-c", "import sys, policies; print(*sorted(sys.modules))"],
         cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    modules = {f"policies.{p.stem}" for p in (ROOT / "policies").glob("*.py")} - {
-        "policies.__init__"}
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+               for p in (ROOT / "policies").rglob("*.py")}
     assert modules <= set(listed), sorted(modules - set(listed))

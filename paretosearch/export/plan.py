@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from policies import REGISTRY, WFQ, Policy, Unified, UniSched, WFQHetero, make_policy
-from policies.wfq import class_weights
+from policies.pcs.wfq import class_weights
 from simulator import list_profiles, load_profile
 from simulator.errors import InvalidPolicyParams, ParetoSearchError, located
 
@@ -215,7 +215,7 @@ def _require_classes(name: str, thresholds: tuple[float, ...]) -> None:
 
 
 def _exponential(exponents: Sequence[float], k: int) -> tuple[tuple[float, ...], ...]:
-    """The class weights of each exponent (:func:`policies.wfq.class_weights`)."""
+    """The class weights of each exponent (:func:`policies.pcs.wfq.class_weights`)."""
     return tuple(tuple(float(v) for v in class_weights(W, k)) for W in exponents)
 
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from policies.gavel import Gavel
+from policies.hetero.gavel import Gavel
 from simulator import Workload
 from simulator.throughput import ThroughputTable
 from simulator.traces import read_gavel_trace

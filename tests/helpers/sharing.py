@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from policies.ojpp_placement import Bounds
+from policies.ojpp.placement import Bounds
 from simulator import Workload, load_profile
 from simulator.colocation import Interference
 from simulator.profile import ClusterProfile

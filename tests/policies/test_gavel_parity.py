@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from policies.gavel import Gavel
+from policies.hetero.gavel import Gavel
 from simulator import load_profile, simulate
 from tests.helpers.gavel import FIXTURES, POLICIES, TRACES, GavelsAllocations, reference, workload
 

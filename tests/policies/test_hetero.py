@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import RoundPolicy, make_policy
-from policies.gavel import Gavel, gavel_grant
-from policies.gavel_lp import gavel_allocation
-from policies.hadar import Hadar, hadar_allocate, price_bounds
-from policies.hadar_dp import Round, find_alloc, node_prices, price_table, round_search
-from policies.yarn import YarnCS
+from policies.hetero.gavel import Gavel, gavel_grant
+from policies.hetero.gavel_lp import gavel_allocation
+from policies.hetero.hadar import Hadar, hadar_allocate, price_bounds
+from policies.hetero.hadar_dp import Round, find_alloc, node_prices, price_table, round_search
+from policies.hetero.yarn import YarnCS
 from simulator import Workload, generate, simulate
 from simulator.profile import ClusterProfile, NodeGroup
 from simulator.rounds import Cluster, RoundState

@@ -1,4 +1,4 @@
-"""Horus and its baselines (policies/horus.py, horus_baselines.py) on the real round engine.
+"""Horus and its baselines (policies/horus/policy.py, horus_baselines.py) on the real round engine.
 
 Oracles: eq. 7-10 costs and the queue shares of §4.2.2 worked by hand; YARN-CS (FIFO onto
 exclusive GPUs with head-of-line blocking is what YARN-CS does); the engine's own slowdown
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from policies import OBP, PAB, FifoExclusive, Horus, RoundPolicy, make_policy
 from policies.colocating import device_load
-from policies.horus import (
+from policies.horus.policy import (
     cluster_queues,
     fair_buffer,
     horus_costs,

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import make_policy
-from policies.ojpp import OJPP
-from policies.ojpp_placement import Bounds, adjust, bfd_order, gregarious_order
+from policies.ojpp.placement import Bounds, adjust, bfd_order, gregarious_order
+from policies.ojpp.policy import OJPP
 from simulator import METRICS, Workload, simulate
 from simulator.colocation import Interference, JobSharing, collision_probability
 from simulator.generate import add_sharing

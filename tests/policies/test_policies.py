@@ -253,7 +253,7 @@ def test_wfq_weights_decay_with_w() -> None:
 
 @pytest.mark.parametrize("W", [-3.0, 0.0, 3.0])
 def test_class_weights_are_one_formula_that_never_overflows(W: float) -> None:
-    from policies.wfq import class_weights
+    from policies.pcs.wfq import class_weights
 
     w = class_weights(W, 400)  # exp(3 x 399) overflows a double: computed from the largest
     assert np.isfinite(w).all() and (w > 0).all() and math.isclose(w.sum(), 1.0)

@@ -16,8 +16,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
 from sklearn.tree import DecisionTreeRegressor
 
-from policies.predictors import InterferencePredictor, UtilizationPredictor
-from policies.profiling_data import (
+from policies.learned.predictors import InterferencePredictor, UtilizationPredictor
+from policies.learned.profiling_data import (
     SYNTHETIC_UTIL_NOISE,
     InvalidProfilingData,
     read_interference_profiles,

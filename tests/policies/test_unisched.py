@@ -19,8 +19,9 @@ from scipy.optimize import linprog
 
 from policies import FIFO, Themis
 from policies.cells import CELL_GPUS, NEST, candidates, fits_cells, node_cells, place_cells
-from policies.slo_baselines import LLF, Hydra
-from policies.unisched import (
+from policies.unisched.baselines import LLF, Hydra
+from policies.unisched.milp import SelectorInput, solve_selector
+from policies.unisched.policy import (
     F_PROF,
     G_FALLBACKS,
     G_NEXT,
@@ -28,7 +29,6 @@ from policies.unisched import (
     expected_sr_overhead,
     expected_suspensions,
 )
-from policies.unisched_milp import SelectorInput, solve_selector
 from simulator import Workload, load_profile, simulate
 from simulator.generate import add_slos
 from simulator.metrics import METRICS

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import WFQHetero
-from policies.wfq_hetero import share_by_weight
+from policies.hetero.wfq_hetero import share_by_weight
 from simulator import generate, load_profile, simulate
 from simulator.generate import add_slos
 from simulator.rounds import Cluster, RoundState

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import FIFO, SRSF, WFQ, MaxMin, Themis, make_policy
-from policies.wfq import class_weights
+from policies.pcs.wfq import class_weights
 from simulator import ClusterProfile, ClusterView, Workload, generate, load_profile, simulate
 from simulator.metrics import METRICS
 from simulator.profile import PROFILE_DIR

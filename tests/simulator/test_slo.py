@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from policies import FIFO, SRSF
-from policies.unisched import expected_sr_overhead
+from policies.unisched.policy import expected_sr_overhead
 from simulator import InvalidWorkload, Workload, generate, load_profile, simulate
 from simulator.generate import EARLY_STOP_CUT, add_slos, add_stopping_criteria
 from simulator.metrics import METRICS

@@ -3,7 +3,7 @@
 At each decision, for every active job: its GPUs (at most 2 while profiling), its reward for
 running now, and, for SLO jobs, the work each deadline step needs by the SR-aware duration
 estimate (eqs. 1, 3), the laxity that leaves, and the order of urgency - everything the
-selector MILP (:mod:`policies.unisched_milp`) and the placement are built from. Compiled
+selector MILP (:mod:`policies.unisched.milp`) and the placement are built from. Compiled
 (:func:`outlook`), for the UniSched kernel.
 """
 

@@ -5,7 +5,7 @@ Holds the column schemas (:class:`Column`, :data:`UTILIZATION_COLUMNS`,
 (:func:`read_utilization_profiles`, :func:`read_interference_profiles`), row validation
 (:func:`validate_columns`) and the SYNTHETIC generators
 (:func:`synthetic_utilization_profiles`, :func:`synthetic_interference_profiles`). The
-predictors that train on these rows live in :mod:`policies.predictors`.
+predictors that train on these rows live in :mod:`policies.learned.predictors`.
 
 Files users supply — CSV with a header row; extra columns are ignored; an optional text column
 ``source`` says where a row came from (``"synthetic"`` marks generated rows).

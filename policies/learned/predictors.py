@@ -17,7 +17,7 @@ Each candidate is a pipeline ``StandardScaler → regressor`` (Horus normalizes 
 and k-NN need it; the others are unaffected). ``fit`` scores every candidate by shuffled,
 seeded K-fold CV, keeps the best (ties: the first listed) and refits it on all rows.
 
-Training and input data follow the CSV schemas documented in :mod:`policies.profiling_data`.
+Training and input data follow the CSV schemas documented in :mod:`policies.learned.profiling_data`.
 
 Models are saved as JSON (never pickle): the chosen estimator's name and parameters, the
 feature names, the CV scores, a ``synthetic`` flag and the training rows; loading refits
@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from policies.profiling_data import (
+from policies.learned.profiling_data import (
     INTERFERENCE_COLUMNS,
     UTIL_FLOOR,
     UTILIZATION_COLUMNS,

@@ -1,7 +1,7 @@
 """The baselines of Horus's evaluation (papers/horus.md §5.2): FIFO on exclusive GPUs,
 opportunistic bin packing (OBP) and performance-aware bin packing (PAB).
 
-Horus itself is in :mod:`policies.horus`; the machinery all four share is in
+Horus itself is in :mod:`policies.horus.policy`; the machinery all four share is in
 :mod:`policies.colocating`.
 
 **fifo-exclusive**: arrival order onto idle devices only, never co-locating; the first job

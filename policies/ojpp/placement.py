@@ -1,11 +1,11 @@
 """OJPP's placement step (papers/ojpp.md Algorithm 2) and online adjustment (Algorithm 4),
 compiled.
 
-Both work on a :data:`~policies.ojpp_pack.Pack` (:mod:`policies.ojpp_pack`): the workers on
+Both work on a :data:`~policies.ojpp.pack.Pack` (:mod:`policies.ojpp.pack`): the workers on
 each device in their jobs' arrival order, each device's sums and each job's devices, with the
 run's own requirements and slowdown model, so the interference bounded here is the
 interference the run applies (collisions aside). A kernel builds its pack from the engine's
-arrays (:mod:`policies.ojpp`, :mod:`policies.unified_kernel`); :func:`adjust` serves Python
+arrays (:mod:`policies.ojpp.policy`, :mod:`policies.unified.kernel`); :func:`adjust` serves Python
 callers (tests).
 
 Per device ``k`` after a worker is added (each bound off when its entry of the bounds vector
@@ -37,7 +37,7 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from policies.ojpp_pack import (
+from policies.ojpp.pack import (
     DeviceLoad,
     collision,
     join,

@@ -23,7 +23,7 @@ Where the paper is ambiguous, this module follows:
   their utility per GPU-second at their best speed; each job's branches are the positive-payoff
   placements FIND_ALLOC builds (the cheapest node of each type holding the whole gang, and for
   each bottleneck speed the cheapest GPUs at least that fast, spread when needed; the current
-  placement too) and "skip". The search (branch and bound, :mod:`policies.hadar_dp`) is
+  placement too) and "skip". The search (branch and bound, :mod:`policies.hetero.hadar_dp`) is
   exact over those while it stays within ``SEARCH_BUDGET`` placement evaluations; past that
   it completes greedily.
 - The "communication cost" of a spread placement is its ``inter_node_factor`` slowdown, which
@@ -48,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.base import param, register
-from policies.hadar_dp import Round, price_table, round_search
+from policies.hetero.hadar_dp import Round, price_table, round_search
 from policies.round_kernel import KernelRoundPolicy
 from simulator.libm import pairwise_sum
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch

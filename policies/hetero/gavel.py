@@ -65,7 +65,7 @@ import numpy.typing as npt
 
 from policies.base import param, register
 from policies.gangs import gang_row
-from policies.gavel_lp import allocation, fifo, rng, save
+from policies.hetero.gavel_lp import allocation, fifo, rng, save
 from policies.round_kernel import KernelRoundPolicy
 from simulator.round_arrays import (
     HOST,

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.base import KernelPolicy, param, register
-from policies.baselines import water_fill
+from policies.pcs.baselines import water_fill
 from simulator import libm
 from simulator.engine import KERNEL_SIG, QUEUE_SIG
 from simulator.errors import InvalidPolicyParams

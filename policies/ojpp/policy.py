@@ -2,7 +2,7 @@
 
 Every policy here decides, in one compiled kernel, at each arrival and completion (and every
 ``round_s``): running jobs keep their devices; waiting jobs are taken in the policy's order and
-placed by :func:`~policies.ojpp_placement.place_pack` (Algorithm 2) under the policy's bounds;
+placed by :func:`~policies.ojpp.placement.place_pack` (Algorithm 2) under the policy's bounds;
 a job that does not fit waits for a later decision (no head-of-line blocking). They differ only
 in bounds, device ranking and queue order (Table 4):
 
@@ -38,7 +38,7 @@ Choices the paper leaves open:
   progress (collisions included); predicted by the sharing model at a job's first decision
   under this policy, or after a move that paused it. Its EWMA (eq. 18,
   kept in the kernel's memory) above ``theta_max`` triggers Algorithm 4
-  (:func:`~policies.ojpp_placement.adjust_pack`): migration cost ``c_i`` is the worker's base
+  (:func:`~policies.ojpp.placement.adjust_pack`): migration cost ``c_i`` is the worker's base
   memory ``gamma`` in GiB (parameter size is what a checkpoint moves; §3.5 only says it is estimated
   offline), at most ``migration_budget`` GiB per adjustment. A migrated job pays the profile's
   restart overhead and counts a preemption.
@@ -55,8 +55,8 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.base import param, register
-from policies.ojpp_pack import Pack, cache_slowdowns, resum
-from policies.ojpp_placement import (
+from policies.ojpp.pack import Pack, cache_slowdowns, resum
+from policies.ojpp.placement import (
     EPS,
     THETA,
     Bounds,

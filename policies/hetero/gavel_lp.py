@@ -1,7 +1,7 @@
 """Gavel's allocations: its LP (max-min fairness or max-sum throughput) and its FIFO.
 
 The LP is solved with ECOS, as Gavel's cvxpy does (on the same LP it returns Gavel's
-allocations to 1e-9), or with HiGHS's interior point; :mod:`policies.gavel` realises an
+allocations to 1e-9), or with HiGHS's interior point; :mod:`policies.hetero.gavel` realises an
 allocation in rounds. Python's ``random`` generators whose state the round kernel's memory
 carries (:func:`rng`, :func:`save`) make Gavel's seeded draws reproducible.
 """

@@ -1,6 +1,6 @@
 """OJPP's pack, compiled: devices, the workers on them and each job's devices, with the sums
 and slowdowns the placement bounds read (papers/ojpp.md §3; the placement itself is
-:mod:`policies.ojpp_placement`).
+:mod:`policies.ojpp.placement`).
 
 Slowdowns come from the run's own model (the interference matrix or the per-type utilization
 curves), summed over co-located workers in arrival order as ``SharingModel.worker_slowdowns``

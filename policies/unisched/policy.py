@@ -1,7 +1,7 @@
 """UniSched: leases, a reward generator and a MILP selector (papers/unisched.md §III; SPEC §3.3).
 
 Every BE lease boundary (``be_lease_s``, the round) the selector decides which jobs run and on
-which buddy cells (:mod:`policies.unisched_milp`). SLO jobs hold what they get for an SLO lease
+which buddy cells (:mod:`policies.unisched.milp`). SLO jobs hold what they get for an SLO lease
 of ``slo_lease_multiple`` BE leases, ending with a BE lease (§III-C1), and are not re-decided
 before it expires; best-effort and profiler jobs hold BE leases. Rewards (§III-C2): a newly
 arrived job is first a *profiler job* for ``profile_s`` on at most 2 GPUs of one node, worth
@@ -42,7 +42,7 @@ from policies.base import param, register
 from policies.cells import fits_cells, node_cells, place_cells
 from policies.gangs import fill_in_order, gang_row
 from policies.round_kernel import KernelRoundPolicy
-from policies.unisched_estimate import (
+from policies.unisched.estimate import (
     BE_LEASE,
     F_LEASE,
     MULTIPLE,
@@ -51,7 +51,7 @@ from policies.unisched_estimate import (
     expected_suspensions,
     outlook,
 )
-from policies.unisched_milp import selector_input, solve_selector
+from policies.unisched.milp import selector_input, solve_selector
 from simulator import libm
 from simulator.profile import ClusterProfile
 from simulator.round_arrays import (

@@ -1,6 +1,6 @@
 """Horus: interference-aware GPU co-location (papers/horus.md §4.2; SPEC §3.5).
 
-Its evaluation's baselines (FIFO-exclusive, OBP, PAB) are in :mod:`policies.horus_baselines`;
+Its evaluation's baselines (FIFO-exclusive, OBP, PAB) are in :mod:`policies.horus.baselines`;
 the machinery they share with it (device load, greedy placement) is in
 :mod:`policies.colocating`.
 
@@ -23,7 +23,7 @@ Where the paper leaves a choice open, this module takes:
 
 - k-means: SciPy's ``kmeans2``, Euclidean (the paper names L1), k-means++ seeded from a fixed
   generator so decisions are deterministic, reproduced in compiled code
-  (:mod:`policies.horus_queues`); recomputed only when the pending jobs change.
+  (:mod:`policies.horus.queues`); recomputed only when the pending jobs change.
 - Counts: rounding half up; an excess over ``beta`` is taken back from the queues rounded up
   most; slots a queue is too short to fill go to the others by weight, so ``min(beta,
   pending)`` jobs enter the buffer (at most ``beta`` pending: all of them, unclustered). One
@@ -55,7 +55,7 @@ from policies.colocating import (
     pending_rows,
     place,
 )
-from policies.horus_queues import cluster_queues, fair_buffer, queue_counts, queue_weights
+from policies.horus.queues import cluster_queues, fair_buffer, queue_counts, queue_weights
 from simulator.round_arrays import (
     PLAN,
     ROUND_KERNEL_SIG,

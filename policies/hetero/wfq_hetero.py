@@ -1,7 +1,7 @@
 """WFQ on a heterogeneous cluster: one weight exponent per GPU type (SPEC §3.1, last bullet).
 
 PCS's classes (squared coefficient of variation of estimated sizes <= T, derived by
-:meth:`WFQHetero.fit` exactly as :class:`policies.wfq.WFQ` does) share each GPU type by their
+:meth:`WFQHetero.fit` exactly as :class:`policies.pcs.wfq.WFQ` does) share each GPU type by their
 own weights ``w_i^r ∝ exp(-W_r · i)``, so an operator can, say, reserve the fast GPUs for
 small jobs and let large jobs soak up the slow ones. Types are ranked by the profile's
 relative speed: ``W_1`` weighs the fastest type, ``W_2`` the second, ``W_3`` the third and
@@ -29,8 +29,8 @@ import numpy.typing as npt
 
 from policies.base import param, register
 from policies.gangs import gang_row
+from policies.pcs.wfq import class_weights, with_classes
 from policies.round_kernel import KernelRoundPolicy
-from policies.wfq import class_weights, with_classes
 from simulator import libm
 from simulator.errors import InvalidPolicyParams
 from simulator.profile import ClusterProfile

@@ -1,10 +1,10 @@
-"""The unified policy's decision, compiled (:mod:`policies.unified`; SPEC §3.7).
+"""The unified policy's decision, compiled (:mod:`policies.unified.policy`; SPEC §3.7).
 
-One call of :func:`unified_kernel` is one decision of :class:`policies.unified.Unified`: jobs'
-worth, which running jobs stay (leases, ``preempt``), the class shares of each GPU type,
+One call of :func:`unified_kernel` is one decision of :class:`policies.unified.policy.Unified`:
+jobs' worth, which running jobs stay (leases, ``preempt``), the class shares of each GPU type,
 admission in order of worth (first within the shares, then relaxed), and at a lease boundary
 the moves of running jobs to faster types. Placement within the interference bounds is OJPP's
-Algorithm 2 (:func:`policies.ojpp_placement.place_pack`) on a :data:`Pack` of the plan being
+Algorithm 2 (:func:`policies.ojpp.placement.place_pack`) on a :data:`Pack` of the plan being
 built; without sharing data a gang gets empty devices on as few nodes as possible
 (:func:`policies.gangs.gang_row`).
 
@@ -38,9 +38,9 @@ import numba as nb
 import numpy as np
 
 from policies.gangs import gang_row
-from policies.ojpp_pack import Pack, cache_slowdowns, join, leave, resum
-from policies.ojpp_placement import place_pack
-from policies.wfq_hetero import share_by_weight
+from policies.hetero.wfq_hetero import share_by_weight
+from policies.ojpp.pack import Pack, cache_slowdowns, join, leave, resum
+from policies.ojpp.placement import place_pack
 from simulator.jit import configure_cache
 from simulator.round_arrays import NEXT_ROUND, PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.round_plan import speed
@@ -52,7 +52,7 @@ __all__ = ["F_LEASE", "G_BOUNDARY", "G_QUIET", "G_ROW", "LAYOUT", "N_SCALARS", "
 
 LAYOUT = ("zeta_min", "delta", "be_lease_s", "slo_lease_multiple", "slo_reward",
           "be_reward_scale", "preempt")
-"""``params``: the bounds vector (:meth:`policies.ojpp_placement.Bounds.vector`, 5 entries),
+"""``params``: the bounds vector (:meth:`policies.ojpp.placement.Bounds.vector`, 5 entries),
 these scalars, the class thresholds, then each GPU type's class weights (fastest type
 first)."""
 ZETA, DELTA, LEASE, MULTIPLE, SLO_REWARD, BE_SCALE, PREEMPT = range(5, 5 + len(LAYOUT))
@@ -362,7 +362,7 @@ def _declare_quiet(M: Any, E: Any, rows: Any, tried: Any) -> None:
 
 @nb.njit(ROUND_KERNEL_SIG, cache=True)
 def unified_kernel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
-    """One decision (module docstring of :mod:`policies.unified`)."""
+    """One decision (module docstring of :mod:`policies.unified.policy`)."""
     p, rows = M.params, active_rows(E)
     n = rows.shape[0]
     _catch_up(J, M, E, now)

@@ -3,7 +3,7 @@
 One frozen configuration decides, at every best-effort lease boundary:
 
 - **who** gets GPUs - PCS's WFQ classes (``T`` derives the class thresholds from the training
-  workload's estimated sizes, :func:`policies.wfq.class_thresholds`); each GPU type is shared
+  workload's estimated sizes, :func:`policies.pcs.wfq.class_thresholds`); each GPU type is shared
   between the classes by weights ``w_i ∝ exp(-W_r i)``, one exponent per type tier (``W_1``
   the fastest type, ``W_2`` the second, ``W_3`` the rest: heterogeneity). A job's gang is
   capped at the largest size whose every step keeps ``speedup(g) / g >= zeta_min`` (at least
@@ -31,7 +31,7 @@ Dimensions a workload cannot use are dropped from the search (:meth:`Unified.ina
 the SLO and reward ones without SLO jobs, the bounds without sharing data, the per-type
 exponents of tiers the cluster lacks.
 
-Each decision is one call of a compiled kernel (:mod:`policies.unified_kernel`), inside the
+Each decision is one call of a compiled kernel (:mod:`policies.unified.kernel`), inside the
 round engine's loop; :meth:`~policies.round_kernel.KernelRoundPolicy.plan` runs the same
 kernel on a :class:`~simulator.rounds.RoundState`.
 """
@@ -45,10 +45,10 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.base import param, register
-from policies.ojpp_placement import Bounds
+from policies.ojpp.placement import Bounds
+from policies.pcs.wfq import class_weights, with_classes
 from policies.round_kernel import KernelRoundPolicy
-from policies.unified_kernel import F_LEASE, G_BOUNDARY, G_QUIET, LAYOUT, unified_kernel
-from policies.wfq import class_weights, with_classes
+from policies.unified.kernel import F_LEASE, G_BOUNDARY, G_QUIET, LAYOUT, unified_kernel
 from simulator.errors import InvalidPolicyParams
 from simulator.profile import ClusterProfile
 from simulator.round_arrays import ClusterArrays, JobArrays, PolicyMemory, empty_memory
@@ -144,7 +144,7 @@ class Unified(KernelRoundPolicy):
         return class_weights((self.W_1, self.W_2, self.W_3)[min(tier, 2)], k)
 
     def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
-        """Parameters (:data:`policies.unified_kernel.LAYOUT`: bounds, scalars, class
+        """Parameters (:data:`policies.unified.kernel.LAYOUT`: bounds, scalars, class
         thresholds, each type's class weights), the types fastest first (by the mean speed
         over models, stable on ties), no leases, no boundary and no quiet stretch yet."""
         if not self.thresholds:
