@@ -176,7 +176,7 @@ def search_progress(console: Console, budget: int) -> Iterator[Callable[[Any], N
 
 
 def _search(args: argparse.Namespace, console: Console) -> None:
-    from paretosearch.search.cluster import open_client
+    from paretosearch.search.cluster import ctrl_c, open_client
     from paretosearch.service.api import PolicySearch, SearchSettings
 
     if args.resume is not None:
@@ -212,7 +212,9 @@ def _search(args: argparse.Namespace, console: Console) -> None:
                 _point_latest(args.run_dir)
             search.client = client
             search.run(progress, resume=args.resume is not None)
-    except KeyboardInterrupt:
+    except BaseException as exc:  # Ctrl-C, or an error while unwinding from it
+        if not ctrl_c(exc):
+            raise
         raise Interrupted(f"stopped; every finished evaluation is saved in {args.run_dir}. "
                           f"Go on with: paretosearch search --resume {args.run_dir}") from None
     _front(args.run_dir, None, console)

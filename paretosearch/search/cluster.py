@@ -36,7 +36,7 @@ from simulator.errors import ParetoSearchError
 from simulator.files import read_yaml
 
 __all__ = ["CLUSTER_FILE", "CLUSTER_FILE_ENV", "ClusterSpec", "InvalidClusterConfig",
-           "connect", "load_cluster_spec", "open_client"]
+           "connect", "ctrl_c", "load_cluster_spec", "open_client"]
 
 logger = logging.getLogger(__name__)
 
@@ -193,6 +193,17 @@ def open_client(scheduler: str | None = None, config: str | Path | None = None, 
     logger.info("Dask: %s.%s from the cluster file %s", spec.module, spec.class_name, path)
     with _client_of(spec.start) as client:
         yield client
+
+
+def ctrl_c(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is Ctrl-C, or an error raised while unwinding from it (Optuna's journal
+    lock, stopped half taken, fails to release; a cluster closes mid-task): an interruption
+    either way, not a failure."""
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__context__
+    return False
 
 
 @contextlib.contextmanager

@@ -46,6 +46,7 @@ from paretosearch.runs.report import write_retune_report
 from paretosearch.runs.report_html import write_html_report
 from paretosearch.runs.store import RunStore, config_hash
 from paretosearch.search.cache import EvaluationCache
+from paretosearch.search.cluster import ctrl_c
 from paretosearch.search.objectives import Objective, dominates, parse_objectives
 from paretosearch.search.spea2 import Progress, param_key
 from paretosearch.service.api import PolicySearch
@@ -164,6 +165,8 @@ def retune(spec: RetuneSpec, *,
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # disk full, unwritable folder, lost cluster, ...
+            if ctrl_c(exc):
+                raise KeyboardInterrupt from exc
             where = f"'current' still points at {previous}" if previous else "no run published"
             what = str(exc) if isinstance(exc, ParetoSearchError) else \
                 f"{type(exc).__name__}: {exc}"

@@ -205,6 +205,31 @@ def test_a_write_failing_anywhere_fails_clearly_and_a_rerun_publishes(
     assert (tmp_path / "out" / "current").resolve() != published
 
 
+def _ctrl_c_then_cleanup_fails(*args: Any, **kwargs: Any) -> None:
+    """Ctrl-C inside Optuna's journal lock, whose cleanup then fails in turn (seen once in a
+    full suite: a rename of a lock file the interruption had already moved)."""
+    try:
+        raise KeyboardInterrupt
+    finally:
+        raise FileNotFoundError(2, "No such file or directory", "optuna.log.lock.rename")
+
+
+@pytest.mark.parametrize("command", ["retune", "search"])
+def test_an_error_while_ctrl_c_unwinds_is_still_an_interruption(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, command: str) -> None:
+    write_trace(tmp_path / "trace.csv", 900)
+    spec = write_spec(tmp_path)
+    monkeypatch.setattr("paretosearch.runs.optuna_copy.OptunaCopy.add",
+                        _ctrl_c_then_cleanup_fails)
+    args = (["retune", "--spec", str(spec)] if command == "retune" else
+            ["search", "--generate", "100", "--budget", "12", "--pop-size", "4",
+             "--offspring", "4", "--workers", "0", "--run-dir", str(tmp_path / "run")])
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    assert "interrupted:" in err and "FileNotFoundError" not in err
+    assert not (tmp_path / "out" / "current").exists()
+
+
 def test_a_failed_run_on_an_older_window_is_named_and_left_as_it_is(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     spec, published = _publish_one(tmp_path)
