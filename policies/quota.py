@@ -31,6 +31,7 @@ import numba as nb
 import numpy as np
 
 from policies.base import FloatArray, KernelPolicy, param, register
+from policies.pcs.wfq import classify
 from simulator.engine import KERNEL_SIG
 from simulator.errors import InvalidPolicyParams
 from simulator.scaling import ScalingTable
@@ -68,18 +69,14 @@ def _quota(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand:
            est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
            out: Any) -> None:
     k, n = int(params[0]), demand.shape[0]
-    bound, quota, weight = params[1:1 + k], params[1 + k:1 + 2 * k], params[1 + 2 * k:1 + 3 * k]
+    quota, weight = params[1 + k:1 + 2 * k], params[1 + 2 * k:1 + 3 * k]
     reclaim = params[1 + 3 * k] > 0.0
-    cls = np.empty(n, dtype=np.int64)
+    cls = classify(params, est_size)
     usage = np.zeros(k)
     free = gpus
     for i in range(n):
-        c = 0
-        while c < k - 1 and est_size[i] > bound[c]:
-            c += 1
-        cls[i] = c
         out[i] = alloc[i]  # a running gang keeps its GPUs
-        usage[c] += out[i]
+        usage[cls[i]] += out[i]
         free -= out[i]
     for i in range(n):  # on the class's own quota, reclaiming it if need be
         c, d = cls[i], min(float(demand[i]), gpus)

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from paretosearch.export.plan import Plan, apportion, scaled_integers
+from paretosearch.export.plan import Plan, scaled_integers
 from paretosearch.export.render import (
     Export,
     ExportOptions,
@@ -62,8 +62,7 @@ def render_kueue(plan: Plan, options: ExportOptions) -> Export:
     api = f"kueue.x-k8s.io/{options.kueue_version}"
     cohort_field = "cohortName" if options.kueue_version == "v1beta2" else "cohort"
     flavors = {t: _name(t) for t in plan.gpus_by_type}
-    quotas = {t: apportion(n, [c.weight_by_type[t] for c in plan.classes])
-              for t, n in plan.gpus_by_type.items()}
+    quotas = plan.quotas()
     weights = scaled_integers([c.weight for c in plan.classes])
     lower = any(plan.preempts(t) for t in plan.tiers)
     preemption = {"reclaimWithinCohort": "Any" if plan.reclaim

@@ -29,7 +29,7 @@ from simulator.errors import InvalidPolicyParams, ParetoSearchError, located
 
 __all__ = [
     "WEIGHT_SCALE", "ExportError", "InvalidConfigDocument", "JobTier", "Plan", "SizeClass",
-    "apportion", "build_plan", "deployed_config", "plan_dict", "scaled_integers",
+    "build_plan", "deployed_config", "plan_dict", "scaled_integers",
 ]
 
 _GPU_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -96,6 +96,13 @@ class Plan:
     def total_gpus(self) -> int:
         """GPUs of every type."""
         return sum(self.gpus_by_type.values())
+
+    def quotas(self) -> dict[str, list[int]]:
+        """Each GPU type's GPUs as whole-GPU quotas, one per class, by the classes' weights
+        on that type (largest remainders): Kueue's nominal quotas, and what the deployed
+        queues own (:func:`deployed_config`)."""
+        return {t: apportion(n, [c.weight_by_type[t] for c in self.classes])
+                for t, n in self.gpus_by_type.items()}
 
     def preempts(self, tier: JobTier) -> tuple[JobTier, ...]:
         """The tiers whose jobs a job of ``tier`` may preempt."""
@@ -331,12 +338,9 @@ def deployed_config(plan: Plan) -> dict[str, Any] | None:
     not modelled)."""
     if plan.tiers:
         return None
-    quotas = [0] * len(plan.classes)
-    for t, n in plan.gpus_by_type.items():
-        for k, q in enumerate(apportion(n, [c.weight_by_type[t] for c in plan.classes])):
-            quotas[k] += q
     return {"policy": "quota", "params": {
-        "reclaim": plan.reclaim, "quotas": quotas,
+        "reclaim": plan.reclaim,
+        "quotas": [sum(q) for q in zip(*plan.quotas().values(), strict=True)],
         "weights": scaled_integers([c.weight for c in plan.classes]),
         "thresholds": [c.max_size_gpu_s if math.isfinite(c.max_size_gpu_s) else None
                        for c in plan.classes]}}

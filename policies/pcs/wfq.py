@@ -40,7 +40,7 @@ from simulator.errors import InvalidPolicyParams
 from simulator.scaling import ScalingTable
 from simulator.workload import Workload
 
-__all__ = ["WFQ", "class_thresholds", "class_weights", "with_classes"]
+__all__ = ["WFQ", "class_thresholds", "class_weights", "classify", "with_classes"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -124,8 +124,9 @@ def _cap_counts(scaling: ScalingTable, zeta: float, delta: float) -> FloatArray:
 
 
 @nb.njit(cache=True)
-def _classify(params: Any, est_size: Any) -> Any:
-    """Each job's class: the first whose threshold is >= its estimated size."""
+def classify(params: Any, est_size: Any) -> Any:
+    """Each job's class: the first whose threshold is >= its estimated size (``params``: the
+    number of classes, then their thresholds; what follows is not read)."""
     k_classes = int(params[0])
     cls = np.empty(est_size.shape[0], dtype=np.int64)
     for i in range(est_size.shape[0]):
@@ -187,7 +188,7 @@ def _wfq(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
          out: Any) -> None:
     k_classes = int(params[0])
     n = demand.shape[0]
-    cls = _classify(params, est_size)
+    cls = classify(params, est_size)
     class_demand = np.zeros(k_classes)
     head = np.full(k_classes, -1, dtype=np.int64)
     tail = np.full(k_classes, -1, dtype=np.int64)
@@ -275,7 +276,7 @@ class WFQ(KernelPolicy):
 
     def queue_classes(self, workload: Workload) -> tuple[IntArray, int]:
         params, _ = self.kernel_args(workload.scaling)
-        return _classify(params, workload.estimated_service_s), len(self.rates)
+        return classify(params, workload.estimated_service_s), len(self.rates)
 
     def kernel_args(self, scaling: ScalingTable) -> tuple[FloatArray, FloatArray]:
         if not self.fitted:
