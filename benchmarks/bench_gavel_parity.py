@@ -1,12 +1,14 @@
 """Our ``gavel`` policy against Gavel's own simulator, run by run (tests/fixtures/gavel).
 
 For each of Gavel's reference runs (4 traces x FIFO, FIFO_Perf, LAS = ``max_min_fairness``,
-Gavel = ``max_min_fairness_perf``, on the ``gavel-108`` profile) prints: the average JCT
-beside Gavel's, the share of jobs within 5 % and within 1e-6 of Gavel's JCT, and the
-simulation's CPU seconds. The LP policies run three ways: with ECOS (the default, Gavel's
-solver), with HiGHS (``lp="highs"``), and with Gavel's own allocations replayed, which
-isolates the rounds from the solver; for the first two it prints the first allocation reset
-that differs from Gavel's by more than 1e-3 (the jobs concerned, both sides). Jobs Gavel
+Gavel = ``max_min_fairness_perf``, and finish-time fairness agnostic and ``_perf``, on the
+``gavel-108`` profile) prints: the average JCT beside Gavel's, the share of jobs within 5 %
+and within 1e-6 of Gavel's JCT, and the simulation's CPU seconds. The LP policies run three
+ways: with ECOS (the default, Gavel's solver), with HiGHS (``lp="highs"``), and with Gavel's
+own allocations replayed, which isolates the rounds from the solver; for the first two it
+prints the first allocation reset that differs from Gavel's by more than 1e-3 (the jobs
+concerned, both sides). Finish-time fairness runs with ECOS, and replayed where Gavel's
+allocations were recorded (``_perf``). Jobs Gavel
 drops (5 failed rounds) are left out, as its own average does. Run from the project root:
 ``python benchmarks/bench_gavel_parity.py``.
 """
@@ -45,8 +47,9 @@ def run(trace: str, policy: Any) -> tuple[np.ndarray, float, list[tuple[float, d
     seen: list[tuple[float, dict[int, Any]]] = []
     allocate = policy.allocate
 
-    def spy(rate: Any, demand: Any, gpus: Any, rows: Any, memory: Any, now: float) -> Any:
-        x = allocate(rate, demand, gpus, rows, memory, now)
+    def spy(rate: Any, demand: Any, gpus: Any, rows: Any, memory: Any, jobs: Any,
+            now: float) -> Any:
+        x = allocate(rate, demand, gpus, rows, memory, jobs, now)
         seen.append((now, {int(r): x[a] for a, r in enumerate(rows)}))
         return x
 
@@ -91,26 +94,27 @@ def main() -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     from policies.hetero.gavel import Gavel
 
-    print(f"{'trace':<18} {'Gavel policy':<22} {'what':<9} {'avg JCT s':>10} {'Gavel s':>10} "
+    print(f"{'trace':<18} {'Gavel policy':<26} {'what':<9} {'avg JCT s':>10} {'Gavel s':>10} "
           f"{'diff %':>7} {'<=5 %':>6} {'exact':>6} {'CPU s':>6}")
     for trace in TRACES:
         for name, params in POLICIES.items():
             ref = reference(trace, name)
             theirs = ref.jct_s.mean()
-            variants: list[tuple[str, Any]] = [("ECOS" if "max_min" in name else "ours",
-                                                Gavel(**params))]
-            if "max_min" in name:
-                source = str(FIXTURES / f"{trace}__{name}.alloc.jsonl.gz")
-                variants += [("HiGHS", Gavel(**params, lp="highs")),
-                             ("replayed", GavelsAllocations(**params, source=source))]
+            solved = params["objective"] != "fifo"
+            variants: list[tuple[str, Any]] = [("ECOS" if solved else "ours", Gavel(**params))]
+            if params["objective"] == "max_min":
+                variants.append(("HiGHS", Gavel(**params, lp="highs")))
+            source = FIXTURES / f"{trace}__{name}.alloc.jsonl.gz"
+            if solved and source.exists():
+                variants.append(("replayed", GavelsAllocations(**params, source=str(source))))
             notes = []
             for what, policy in variants:
                 jct, cpu, seen = run(trace, policy)
                 diff, near, exact = compare(ref, jct)
                 kept = ref.jct_s.notna().to_numpy()
-                print(f"{trace:<18} {name:<22} {what:<9} {jct[kept].mean():>10.1f} "
+                print(f"{trace:<18} {name:<26} {what:<9} {jct[kept].mean():>10.1f} "
                       f"{theirs:>10.1f} {diff:>+7.2f} {near:>6.1f} {exact:>6.1f} {cpu:>6.2f}")
-                if what in ("ECOS", "HiGHS"):
+                if what in ("ECOS", "HiGHS") and source.exists():
                     notes.append(f"  {what}:\n" + first_difference(trace, name, seen))
             for note in notes:
                 print(note)

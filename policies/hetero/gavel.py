@@ -38,6 +38,15 @@ Objectives (``objective``, with ``aware``; Gavel's ``_perf`` policies are the aw
   ``sum_t x[j, t] s_j X[j, t] / P_j``, ``s_j`` the gang size and ``P_j`` the job's throughput
   under an equal share of every type in proportion to its GPUs. Agnostic: ``X = 1``.
 - ``max_sum``: maximize ``sum x[j, t] X[j, t]``.
+- ``finish_time`` (Gavel's ``finish_time_fairness``): minimize the largest ratio of the time
+  a job would take under ``x`` (time since it arrived plus its remaining steps at
+  ``sum_t x[j, t] X[j, t]``) to the time it would take alone (the time its progress so far
+  would have taken at its isolated rate, summed from reset to reset, plus its remaining steps
+  at that rate; the isolated rate is ``X_j`` under an even split of every type over the jobs).
+  A second-order cone program, solved with ECOS as cvxpy hands it to ECOS for Gavel, over the
+  types in Gavel's name order (the reverse of the profile's: k80 < p100 < v100). Agnostic:
+  every type at the job's rate on the profile's first (Gavel: V100; a job that cannot run
+  there, which Gavel's measurements never have, at its best rate).
 - ``fifo``: jobs in arrival order each get one type for all their time (``x = 1``) while some
   type has room for the gang: the fastest (aware), or, agnostic, Gavel's own choice (it draws a
   random index, ``random.Random(seed)``, but takes the last type in name order that has free
@@ -50,7 +59,10 @@ LP, its allocations to 1e-9), since the LP rarely has one optimum and which one 
 returns moves every job. ``lp="highs"`` uses HiGHS's interior point without crossover
 instead (another optimum; README, fidelity table). Gavel's
 simulator has no restart cost and ignores placement; on a profile that charges them, a
-restart eats into the task and a spread gang runs slower.
+restart eats into the task and a spread gang runs slower. Gavel's packing policies
+(``*_packed``: pairs of jobs of one gang size time-sharing a gang at their measured
+co-located rates) are not reproduced: jobs here never share a GPU, as under every Gavel
+policy without packing (``horus``, ``ojpp`` and ``unified`` model co-location).
 """
 
 from __future__ import annotations
@@ -65,7 +77,7 @@ import numpy.typing as npt
 
 from policies.base import param, register
 from policies.gangs import gang_row
-from policies.hetero.gavel_lp import allocation, fifo, rng, save
+from policies.hetero.gavel_lp import allocation, fifo, finish_time_allocation, rng, save
 from policies.round_kernel import KernelRoundPolicy
 from simulator.round_arrays import (
     HOST,
@@ -92,13 +104,16 @@ IntArray = npt.NDArray[np.int64]
 P_ROUND, P_RESET, P_AWARE, P_FIFO, P_TYPES = range(5)
 # memory (only the active rows' is carried into a playout, so the round's tasks live in the
 # global entries): per row (f) blocks of one column per type: allocation, credit, deficit,
-# then the steps per reference second; per row (i) in the allocation, admitted, agnostic
-# FIFO's kept type, failed tasks in a row, dropped; globally (g) last reset, allocation stale,
-# previous busy round's start and end, host work pending (1 allocation, 2 type orders; -1
-# done), an idle round retried, per-type credit totals from G_TOTAL, then this round's task
-# ends; (gi) the type-order cursor and count, the orders, the two generators' states, then
-# the number of tasks and each task's row and type (-1: it fails)
+# then the steps per reference second and finish-time fairness's isolated time so far, steps
+# left and isolated rate at the last reset (the F_* offsets after the blocks); per row (i)
+# in the allocation, admitted, agnostic FIFO's kept type, failed tasks in a row, dropped;
+# globally (g) last reset, allocation stale, previous busy round's start and end, host work
+# pending (1 allocation, 2 type orders; -1 done), an idle round retried, per-type credit
+# totals from G_TOTAL, then this round's task ends; (gi) the type-order cursor and count, the
+# orders, the two generators' states, then the number of tasks and each task's row and type
+# (-1: it fails)
 I_ALLOC, I_KNOWN, I_KEPT, I_FAILS, I_DROP = range(5)
+F_STEPS, F_ALONE, F_LEFT, F_RATE = range(4)
 G_RESET, G_STALE, G_START, G_END, G_HOST, G_RETRY, G_TOTAL = range(7)
 ORDERS = 1024
 """Type orders drawn per host step (agnostic policies)."""
@@ -384,8 +399,10 @@ class Gavel(KernelRoundPolicy):
     summary: ClassVar[str] = "job-level heterogeneity-aware LP allocation in rounds (Gavel)"
 
     round_s: float = param(360.0, low=60.0, high=1800.0, help="round length (s)")
-    objective: str = param("max_min", kind="choice", choices=("max_min", "max_sum", "fifo"),
-                           help="allocation: max-min fairness (LAS), max-sum throughput, FIFO")
+    objective: str = param("max_min", kind="choice",
+                           choices=("max_min", "max_sum", "finish_time", "fifo"),
+                           help="allocation: max-min fairness (LAS), max-sum throughput, "
+                                "finish-time fairness, FIFO")
     aware: bool = param(True, kind="choice", choices=(True, False),
                         help="heterogeneity-aware (Gavel's _perf policies) or agnostic")
     reset_s: float = param(1920.0, low=0.0, high=7200.0,
@@ -407,7 +424,7 @@ class Gavel(KernelRoundPolicy):
         gpus = int(cluster.node_gpus.sum())  # a round has at most one task per GPU
         mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
             self.round_s, self.reset_s, self.aware, self.objective == "fifo", m],
-            f=3 * m + 1, i=5, g=G_TOTAL + m + gpus, gi=_ran_at(m) + 1 + 2 * gpus)
+            f=3 * m + 4, i=5, g=G_TOTAL + m + gpus, gi=_ran_at(m) + 1 + 2 * gpus)
         mem.g[G_END] = np.nan
         mem.i[:, I_KEPT] = -1
         states = mem.gi[2 + ORDERS * m:_ran_at(m)]
@@ -422,13 +439,16 @@ class Gavel(KernelRoundPolicy):
         made = super().round_kernel(cluster, jobs, workload)
         steps = workload.type_speed.steps_per_s if workload.type_speed is not None else None
         if made is not None and steps is not None:
-            made[1].f[:, 3 * cluster.type_gpus.shape[0]] = steps[workload.model]
+            made[1].f[:, 3 * cluster.type_gpus.shape[0] + F_STEPS] = steps[workload.model]
         return made
 
     def allocate(self, rate: FloatArray, demand: IntArray, type_gpus: IntArray,
-                 rows: IntArray, memory: PolicyMemory, now: float) -> FloatArray:
+                 rows: IntArray, memory: PolicyMemory, jobs: JobArrays, now: float
+                 ) -> FloatArray:
         """The allocation ``x`` (``(jobs, types)``) of the jobs in workload ``rows`` with
         these rates and gangs, at an allocation reset at ``now`` (module docstring)."""
+        if self.objective == "finish_time":
+            return self._finish_time(rate, demand, type_gpus, rows, memory, jobs, now)
         if self.objective != "fifo":
             X = rate if self.aware else np.ones_like(rate)
             return allocation(X.tobytes(), demand.tobytes(), type_gpus.tobytes(),
@@ -450,6 +470,28 @@ class Gavel(KernelRoundPolicy):
                 kept[r] = t
         return x
 
+    def _finish_time(self, rate: FloatArray, demand: IntArray, type_gpus: IntArray,
+                     rows: IntArray, memory: PolicyMemory, jobs: JobArrays, now: float
+                     ) -> FloatArray:
+        """Finish-time fairness's allocation, in steps where the workload counts them; it
+        keeps each job's isolated time so far, steps left and isolated rate (module
+        docstring)."""
+        f, at = memory.f, 3 * type_gpus.shape[0]
+        per_s = f[rows, at + F_STEPS]
+        unit = np.where(per_s > 0, per_s, 1.0)
+        left = np.where(per_s > 0, np.rint(jobs.rem[rows] * per_s), jobs.rem[rows])
+        if not self.aware:  # the first type's rate everywhere (its best where it has none)
+            first = np.where(rate[:, 0] > 0, rate[:, 0], rate.max(axis=1))
+            rate = np.repeat(first[:, None], rate.shape[1], axis=1)
+        X = rate * unit[:, None]
+        seen = memory.i[rows, I_ALLOC] > 0  # in the last allocation: it progressed since
+        alone = f[rows, at + F_ALONE].copy()
+        alone[seen] += (f[rows, at + F_LEFT][seen] - left[seen]) / f[rows, at + F_RATE][seen]
+        x, isolated = finish_time_allocation(X[:, ::-1], demand, type_gpus[::-1], left,
+                                             now - jobs.arrival[rows], alone)
+        f[rows, at + F_ALONE], f[rows, at + F_LEFT], f[rows, at + F_RATE] = alone, left, isolated
+        return x[:, ::-1]
+
     def host_step(self, cluster: ClusterArrays, jobs: JobArrays, memory: PolicyMemory,
                   state: EngineState, now: float) -> None:
         """Recompute the allocation for the jobs the scheduler knows, or draw more type
@@ -462,7 +504,7 @@ class Gavel(KernelRoundPolicy):
             top = cluster.speedup.shape[1] - 1
             rate = cluster.speedup[model, np.minimum(demand, top)][:, None] * cluster.speeds[
                 model]
-            M.f[rows, :m] = self.allocate(rate, demand, cluster.type_gpus, rows, M, now)
+            M.f[rows, :m] = self.allocate(rate, demand, cluster.type_gpus, rows, M, jobs, now)
             M.i[rows, I_ALLOC] = 1
         if int(M.g[G_HOST]) & 2:
             words = M.gi[2 + ORDERS * m:2 + ORDERS * m + _MT_WORDS]

@@ -1,7 +1,10 @@
-"""Gavel's allocations: its LP (max-min fairness or max-sum throughput) and its FIFO.
+"""Gavel's allocations: its LP (max-min fairness or max-sum throughput), its finish-time
+fairness program, and its FIFO.
 
 The LP is solved with ECOS, as Gavel's cvxpy does (on the same LP it returns Gavel's
-allocations to 1e-9), or with HiGHS's interior point; :mod:`policies.hetero.gavel` realises an
+allocations to 1e-9), or with HiGHS's interior point. Finish-time fairness is a second-order
+cone program: ECOS gets it as cvxpy hands it over (the same variables, rows and cones in the
+same order, so it returns Gavel's allocations). :mod:`policies.hetero.gavel` realises an
 allocation in rounds. Python's ``random`` generators whose state the round kernel's memory
 carries (:func:`rng`, :func:`save`) make Gavel's seeded draws reproducible.
 """
@@ -19,7 +22,8 @@ import numpy.typing as npt
 from scipy import sparse
 from scipy.optimize._highspy import _core as highs  # SciPy's HiGHS (highspy's API)
 
-__all__ = ["allocation", "fifo", "gavel_allocation", "rng", "save"]
+__all__ = ["allocation", "fifo", "finish_time_allocation", "gavel_allocation", "isolated",
+           "rng", "save"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -81,6 +85,92 @@ def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArr
               np.concatenate([value, np.ones(n)]))
     x = solve(cost, with_z, np.concatenate([np.zeros(n), b_cap]), True)
     return x[:-1].reshape(n, m)
+
+
+def isolated(demand: IntArray, type_gpus: IntArray) -> FloatArray:
+    """Gavel's isolated shares ``(jobs, types)``: every type's GPUs split evenly over the
+    jobs, scaled down where that is more than all of a job's time."""
+    n = demand.shape[0]
+    x = np.array([[g / n for g in type_gpus.tolist()]] * n) / demand.astype(np.float64)[:, None]
+    out: FloatArray = x / np.maximum(np.sum(x, axis=1), 1.0)[:, None]
+    return out
+
+
+def finish_time_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArray,
+                           remaining: FloatArray, since: FloatArray, cumulative: FloatArray
+                           ) -> tuple[FloatArray, FloatArray]:
+    """Gavel's finish-time fairness (``finish_time_fairness_perf``): the allocation that
+    minimizes the largest ``(since_j + remaining_j / (X_j . x_j)) / (cumulative_j + remaining_j
+    / I_j)``, ``I_j = X_j . isolated_j`` (:func:`isolated`), and the rates ``I``.
+
+    Args:
+        throughput: ``(jobs, types)`` steps per second of each job's gang on each type.
+        demand: gang sizes; ``type_gpus``: GPUs of each type.
+        remaining: steps each job has left; ``since``: seconds since it arrived.
+        cumulative: the time each job would have needed so far at its isolated rates.
+
+    ECOS gets the cone program cvxpy builds from Gavel's expression: the variables ``t``
+    (the epigraph of the largest ratio, absent for one job), ``x`` column by column, then
+    ``s_j >= 1 / (X_j . x_j)``; the rows ``t >= ratio_j``, ``x >= 0``, the types' GPUs, each
+    job's time, then per job the cone ``(X_j . x_j + s_j, X_j . x_j - s_j, 2)``. Where it
+    finds no solution, the isolated shares are the answer, as in Gavel.
+    """
+    n, m = throughput.shape
+    if n == 0:
+        return np.zeros((0, m)), np.zeros(0)
+    share = isolated(demand, type_gpus)
+    rate = np.sum(np.multiply(throughput, share), axis=1)
+    inverse = 1.0 / (cumulative + remaining / rate)  # cvxpy divides by multiplying
+    top = 1 if n > 1 else 0  # t's column; one job has its ratio as the objective
+    xcol = top + (np.arange(m)[None, :] * n + np.arange(n)[:, None])  # x[j, t]'s column
+    scol = top + n * m + np.arange(n)
+    cols = scol[-1] + 1
+    rows, vals, where = [], [], []
+
+    def put(r: Any, c: Any, v: Any) -> None:
+        r, c, v = np.broadcast_arrays(r, c, v)
+        rows.append(r.ravel())
+        where.append(c.ravel())
+        vals.append(np.asarray(v, dtype=np.float64).ravel())
+
+    h = []
+    at = 0
+    if top:  # -t + remaining_j / alone_j s_j <= -since_j / alone_j
+        put(np.arange(n), 0, -1.0)
+        put(np.arange(n), scol, remaining * inverse)
+        h.append(-(since * inverse))
+        at = n
+    order = np.argsort(xcol.ravel())  # x >= 0, in column order
+    put(at + np.arange(n * m), xcol.ravel()[order], -1.0)
+    h.append(np.zeros(n * m))
+    at += n * m
+    put(at + np.arange(m)[None, :], xcol, demand.astype(np.float64)[:, None])
+    h.append(type_gpus.astype(np.float64))
+    at += m
+    put(at + np.arange(n)[:, None], xcol, 1.0)
+    h.append(np.ones(n))
+    at += n
+    linear = at
+    cone = at + 3 * np.arange(n)
+    put(cone[:, None], xcol, -throughput)
+    put(cone[:, None] + 1, xcol, -throughput)
+    put(cone, scol, -1.0)
+    put(cone + 1, scol, 1.0)
+    h.append(np.tile([0.0, 0.0, 2.0], n))
+    g = sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(where))),
+                          shape=(linear + 3 * n, cols)).tocsc()
+    g.eliminate_zeros()
+    g.sort_indices()
+    cost = np.zeros(cols)
+    if top:
+        cost[0] = 1.0
+    else:
+        cost[scol[0]] = remaining[0] * inverse[0]
+    sol = ecos.solve(cost, g, np.concatenate(h), {"l": linear, "q": [3] * n, "e": 0},
+                     verbose=False)
+    if sol["info"]["exitFlag"] not in (0, 10, -1):  # cvxpy keeps these solutions
+        return share, rate
+    return np.clip(np.asarray(sol["x"])[xcol], 0.0, 1.0), rate
 
 
 def _solve(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, free_last: bool) -> FloatArray:

@@ -26,6 +26,8 @@ POLICIES = {  # Gavel's policy -> our gavel's parameters
     "fifo_perf": {"objective": "fifo", "aware": True},
     "max_min_fairness": {"objective": "max_min", "aware": False},
     "max_min_fairness_perf": {"objective": "max_min", "aware": True},
+    "finish_time_fairness": {"objective": "finish_time", "aware": False},
+    "finish_time_fairness_perf": {"objective": "finish_time", "aware": True},
 }
 TYPES = ("v100", "p100", "k80")  # gavel-108's order
 
@@ -50,7 +52,7 @@ class GavelsAllocations(Gavel):
     source: str = ""
 
     def allocate(self, rate: Any, demand: Any, type_gpus: Any, rows: Any, memory: Any,
-                 now: float) -> Any:
+                 jobs: Any, now: float) -> Any:
         at = _allocations(self.source)
         times = np.array(sorted(at))
         k = int(np.argmin(np.abs(times - now)))

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from policies import RoundPolicy, make_policy
 from policies.hetero.gavel import Gavel, gavel_grant
-from policies.hetero.gavel_lp import gavel_allocation
+from policies.hetero.gavel_lp import finish_time_allocation, gavel_allocation, isolated
 from policies.hetero.hadar import Hadar, hadar_allocate, price_bounds
 from policies.hetero.hadar_dp import Round, find_alloc, node_prices, price_table, round_search
 from policies.hetero.yarn import YarnCS
@@ -233,6 +233,34 @@ def test_gavel_lp_oracles() -> None:
     assert (DEMAND @ x <= np.array([2, 3, 1]) + 1e-7).all()
     fair = X * DEMAND[:, None] @ (np.array([2, 3, 1]) / 6)
     assert ((x * X * DEMAND[:, None]).sum(axis=1) * DEMAND / fair).min() >= 1 - 1e-6
+
+
+def test_finish_time_fairness_oracles() -> None:
+    # one job, nothing run: it takes all it can use, and its ratio is 1 over its share
+    x, rate = finish_time_allocation(np.array([[2.0, 1.0]]), np.array([1]), np.array([1, 1]),
+                                     np.array([100.0]), np.array([0.0]), np.array([0.0]))
+    # its isolated share: every type's GPU, scaled down to all its time (half on each)
+    np.testing.assert_allclose(rate, [1.5])
+    assert x.sum() <= 1 + 1e-7 and x[0, 0] >= 1 - 1e-6  # all its time, on the faster type
+    # two identical jobs, one that has waited 50 s: both finish at the same ratio (the
+    # largest ratio is as small as it can be), so the one that waited gets more
+    same = np.array([[1.0], [1.0]])
+    x, rate = finish_time_allocation(same, np.array([1, 1]), np.array([1]),
+                                     np.array([100.0, 100.0]), np.array([50.0, 0.0]),
+                                     np.zeros(2))
+    np.testing.assert_allclose(rate, [0.5, 0.5])
+    ratio = (np.array([50.0, 0.0]) + 100 / x[:, 0]) / (100 / rate)
+    np.testing.assert_allclose(ratio[0], ratio[1], rtol=1e-6)
+    assert x[0, 0] > x[1, 0] and x.sum() <= 1 + 1e-7
+    # Fig. 1's matrix: never worse than the isolated shares, which are feasible
+    share = isolated(DEMAND, np.array([2, 3, 1]))
+    left, since = np.array([300.0, 200.0, 100.0]), np.array([10.0, 0.0, 40.0])
+    x, rate = finish_time_allocation(X * DEMAND[:, None], DEMAND, np.array([2, 3, 1]), left,
+                                     since, np.zeros(3))
+    assert (DEMAND @ x <= np.array([2, 3, 1]) + 1e-7).all()
+    worst = ((since + left / (x * X * DEMAND[:, None]).sum(axis=1)) / (left / rate)).max()
+    shared = ((since + left / (share * X * DEMAND[:, None]).sum(axis=1)) / (left / rate)).max()
+    assert worst <= shared + 1e-6
 
 
 def test_gavel_rounds_track_the_allocation() -> None:
