@@ -51,7 +51,7 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
 from paretosearch.search.runners import SerialRunner
 from paretosearch.search.spea2 import SearchSettings, run_spea2
-from paretosearch.service.api import PolicySearch
+from paretosearch.service.api import PolicySearch, SearchConfig
 from simulator import generate_from_cdfs, load_profile, parametric_table
 
 PCS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcs"
@@ -75,10 +75,10 @@ def _problem(name: str, seed: int) -> PolicySearch:
         workload = generate_from_cdfs(PCS / "workloads", "workload_0e4a51",
                                       scaling=parametric_table(64), n_jobs=2001, load=0.8,
                                       gpus=64, seed=4567, models=("linear",))
-        search = PolicySearch(workload, profile=load_profile("pcs-64"),
-                              settings=SearchSettings(seed=seed))
+        search = PolicySearch(workload, SearchConfig(profile=load_profile("pcs-64"),
+                                                     settings=SearchSettings(seed=seed)))
     else:
-        search = PolicySearch(**spec, settings=SearchSettings(seed=seed))
+        search = PolicySearch(config=SearchConfig(**spec, settings=SearchSettings(seed=seed)))
     search.SetPreference(*objectives)
     return search
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from paretosearch.runs.optuna_copy import OptunaCopy, load_study
 from paretosearch.search.spea2 import SearchSettings
-from paretosearch.service.api import PolicySearch
+from paretosearch.service.api import PolicySearch, SearchConfig
 
 
 def main() -> None:
@@ -39,10 +39,12 @@ def main() -> None:
         return call
 
     OptunaCopy.add, OptunaCopy.__init__ = timed(add), timed(init)  # type: ignore[method-assign]
-    PolicySearch(jobs=50).evaluate("fifo", {})  # compile and load before the clock starts
+    # compile and load before the clock starts
+    PolicySearch(config=SearchConfig(jobs=50)).evaluate("fifo", {})
     with tempfile.TemporaryDirectory() as run_dir:
-        search = PolicySearch(jobs=args.jobs, run_dir=run_dir,
-                              settings=SearchSettings(budget=args.budget, seed=args.seed))
+        settings = SearchSettings(budget=args.budget, seed=args.seed)
+        search = PolicySearch(config=SearchConfig(jobs=args.jobs, settings=settings),
+                              store=run_dir)
         search.SetPreference("jct:avg", "pred_err:avg")
         start = time.perf_counter()
         search.run()

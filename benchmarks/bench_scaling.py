@@ -52,7 +52,7 @@ import pandas as pd
 from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.runners import DaskRunner, SerialRunner
 from paretosearch.search.spea2 import SearchSettings, run_spea2
-from paretosearch.service.api import PolicySearch
+from paretosearch.service.api import PolicySearch, SearchConfig
 
 OBJECTIVES = ("jct:avg", "pred_err:avg")
 
@@ -139,7 +139,8 @@ class VirtualCluster:
 
 
 def scaling(times: np.ndarray, args: argparse.Namespace) -> list[dict[str, Any]]:
-    search = PolicySearch(jobs=50)  # only its task and space: the replay ignores the workload
+    # only its task and space: the replay ignores the workload
+    search = PolicySearch(config=SearchConfig(jobs=50))
     objectives = parse_objectives(OBJECTIVES)
     work = _replay(times, args.time_scale, search.space, sleep=False)
     rows = []
@@ -159,7 +160,7 @@ def dask_check(times: np.ndarray, args: argparse.Namespace) -> list[dict[str, An
     16 or so, Dask's own work on 2 cores, not the search, sets the pace)."""
     from distributed import Client, LocalCluster
 
-    search = PolicySearch(jobs=50)
+    search = PolicySearch(config=SearchConfig(jobs=50))
     objectives = parse_objectives(OBJECTIVES)
     work = _replay(times, args.time_scale, search.space, sleep=True)
     rows = []
@@ -182,8 +183,9 @@ def dask_check(times: np.ndarray, args: argparse.Namespace) -> list[dict[str, An
 
 def _unified(jobs: int, settings: SearchSettings, run_dir: str | None = None) -> PolicySearch:
     """The realistic problem: the unified policy on ojpp-1080ti with sharing, SLO mix MIX2."""
-    search = PolicySearch(policy="unified", profile="ojpp-1080ti", sharing=True, slo_mix="MIX2",
-                          jobs=jobs, run_dir=run_dir, settings=settings)
+    search = PolicySearch(config=SearchConfig(policy="unified", profile="ojpp-1080ti",
+                                              sharing=True, slo_mix="MIX2", jobs=jobs,
+                                              settings=settings), store=run_dir)
     search.SetPreference("jct:avg", "slo_miss:avg")
     return search
 
@@ -275,7 +277,7 @@ def _front_of(seed: int, mode: str, budget: int, args: argparse.Namespace
     """The final front (losses) of one real search, evaluated serially, and how many
     evaluations it ran."""
     settings = SearchSettings(budget=budget, seed=seed, mode=mode)
-    search = PolicySearch(jobs=args.hv_jobs, settings=settings)
+    search = PolicySearch(config=SearchConfig(jobs=args.hv_jobs, settings=settings))
     search.SetPreference(*OBJECTIVES)
     slots = args.hv_slots if mode == "async" else 1
     runner = SerialRunner(search.train, search.train[0], slots=slots)

@@ -57,7 +57,7 @@ from rich.table import Table
 
 from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.spea2 import Progress, SearchSettings
-from paretosearch.service.api import PolicySearch, split_workload
+from paretosearch.service.api import PolicySearch, SearchConfig, split_workload
 from simulator import Workload, load_profile
 from simulator.generate import add_sharing, add_slos
 from simulator.profile import ClusterProfile
@@ -178,8 +178,8 @@ def search_family(family: str, workload: Workload, profile: ClusterProfile,
                   client: Any) -> Outcome:
     """Run one family's search on the shared workload (the same split, budget and seed)."""
     t0 = time.perf_counter()
-    search = PolicySearch(workload, profile=profile, policy=family, settings=settings,
-                          client=client, workers=0)
+    search = PolicySearch(workload, SearchConfig(profile=profile, policy=family,
+                                                 settings=settings), client=client, workers=0)
     search.SetPreference(*objectives)
     last: list[Progress] = []
     t1 = time.perf_counter()

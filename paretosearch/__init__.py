@@ -7,7 +7,7 @@ policies (:mod:`policies`) re-exported for convenience.
 from importlib.metadata import PackageNotFoundError, version
 
 from paretosearch.search.objectives import Objective, parse_objectives
-from paretosearch.service.api import BASELINES, PolicySearch, SearchSettings
+from paretosearch.service.api import BASELINES, PolicySearch, SearchConfig, SearchSettings
 from policies import REGISTRY, WFQ, Policy, get_policy, make_policy
 from simulator import (
     METRICS,
@@ -45,6 +45,7 @@ __all__ = [
     "ParetoSearchError",
     "Policy",
     "PolicySearch",
+    "SearchConfig",
     "SearchSettings",
     "SimulationResult",
     "Workload",

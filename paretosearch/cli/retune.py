@@ -69,7 +69,7 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
     err = error_console()
     try:
         spec = RetuneSpec.load(args.spec)
-        with search_progress(console, spec.settings.budget) as progress:
+        with search_progress(console, spec.config.settings.budget) as progress:
             def started(about: dict[str, Any]) -> None:
                 w = about["window"]
                 warm = about["warm_start"]

@@ -18,7 +18,8 @@ from rich.table import Table
 from paretosearch.io import write_json
 from paretosearch.runs.report import fmt
 from paretosearch.runs.store import RunStore
-from paretosearch.search.spea2 import MODES
+from paretosearch.search.config import SearchConfig
+from paretosearch.search.spea2 import MODES, SearchSettings
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 from simulator.slo import MIXES
@@ -46,10 +47,9 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-SEARCH_OPTIONS = ("trace", "scaling_table", "jobs", "generate", "load", "replicates", "slo_mix",
-                  "sharing", "profile", "policy", "objective", "set", "budget", "pop_size",
-                  "offspring", "seed", "mode")
-"""The options that define a search; saved in the run (``cli.json``) so --resume needs none."""
+TRACE_OPTIONS = ("trace", "scaling_table", "jobs")
+"""How ``search`` reads its trace; saved in the run (``cli.json``) beside the search's config,
+so --resume needs no option."""
 
 
 def add_trace_options(p: Any) -> None:
@@ -87,11 +87,12 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--trace", metavar="PATH",
                    help="trace to search on (first half trains, second half tests)")
     add_trace_options(p)
-    p.add_argument("--generate", type=int, default=1000, metavar="N",
-                   help="jobs per generated sample (default: 1000)")
-    p.add_argument("--load", type=float, default=0.9, help="load of generated samples")
-    p.add_argument("--replicates", type=int, default=1,
-                   help="generated samples averaged per evaluation (default: 1)")
+    p.add_argument("--generate", type=int, default=SearchConfig.jobs, metavar="N",
+                   help="jobs per generated sample (default: %(default)s)")
+    p.add_argument("--load", type=float, default=SearchConfig.load,
+                   help="load of generated samples (default: %(default)s)")
+    p.add_argument("--replicates", type=int, default=SearchConfig.replicates,
+                   help="generated samples averaged per evaluation (default: %(default)s)")
     p.add_argument("--slo-mix", choices=sorted(MIXES), metavar="MIX",
                    help="give the jobs deadlines and rewards with a UniSched mix "
                         f"({', '.join(sorted(MIXES))}) for the slo_miss / be_jct objectives")
@@ -99,22 +100,26 @@ def _search_parser(sub: Any) -> None:
                    help="give the jobs SYNTHETIC GPU-sharing requirements (utilization, memory "
                         "surges) for co-locating policies (horus, ojpp, unified) and the "
                         "slowdown / perf_guaranteed / gpus_used / gpu_util_sum objectives")
-    p.add_argument("--profile", default="pcs-64", help="cluster profile (default: pcs-64)")
-    p.add_argument("--policy", default="wfq", help="policy family to tune (default: wfq; "
-                                                    "'paretosearch policies' lists them)")
+    p.add_argument("--profile", default=SearchConfig.profile,
+                   help="cluster profile (default: %(default)s)")
+    p.add_argument("--policy", default=SearchConfig.policy,
+                   help="policy family to tune (default: %(default)s; 'paretosearch policies' "
+                        "lists them)")
     p.add_argument("--objective", action="append", metavar="METRIC:MEASURE",
-                   help="objective, repeatable (default: jct:avg and pred_err:avg)")
+                   help="objective, repeatable (default: "
+                        f"{' and '.join(SearchConfig.objectives)})")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="hold a parameter fixed (repeatable)")
-    p.add_argument("--budget", type=int, default=370,
-                   help="evaluations, exactly (default: 370)")
-    p.add_argument("--pop-size", type=int, default=0,
+    p.add_argument("--budget", type=int, default=SearchSettings.budget,
+                   help="evaluations, exactly (default: %(default)s)")
+    p.add_argument("--pop-size", type=int, default=SearchSettings.pop_size,
                    help="SPEA2 archive size (default: a tenth of the budget, 10 to 70; PCS's "
                         "settings: --pop-size 70 --offspring 105)")
-    p.add_argument("--offspring", type=int, default=0,
+    p.add_argument("--offspring", type=int, default=SearchSettings.n_offsprings,
                    help="candidates per generation (default: as --pop-size)")
-    p.add_argument("--seed", type=int, default=0, help="search seed (default: 0)")
-    p.add_argument("--mode", choices=MODES, default="generational",
+    p.add_argument("--seed", type=int, default=SearchSettings.seed,
+                   help="search seed (default: %(default)s)")
+    p.add_argument("--mode", choices=MODES, default=SearchSettings.mode,
                    help="generational: a generation at a time, the same front for the same seed "
                         "whatever the workers (default); async: a new offspring the moment a "
                         "worker frees up, which keeps many workers busy, the front depending on "
@@ -175,42 +180,56 @@ def search_progress(console: Console, budget: int) -> Iterator[Callable[[Any], N
                                    gen=p.generation)
 
 
+def _config(args: argparse.Namespace) -> SearchConfig:
+    """The search the options ask for."""
+    return SearchConfig(
+        policy=args.policy, profile=args.profile, fixed=parse_overrides(args.set),
+        objectives=tuple(args.objective or SearchConfig.objectives),
+        settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
+                                n_offsprings=args.offspring, seed=args.seed, mode=args.mode),
+        jobs=args.generate, load=args.load, replicates=args.replicates, slo_mix=args.slo_mix,
+        sharing=args.sharing)
+
+
+def _resumed(args: argparse.Namespace) -> SearchConfig:
+    """The interrupted run's config, its trace options set in ``args``."""
+    store = RunStore(args.resume)
+    if not (store.path / "cli.json").exists():
+        raise ParetoSearchError(f"{args.resume}: no cli.json; not a run of 'paretosearch "
+                                "search' (or it never started)")
+    saved = store.read_json("cli.json")
+    if "config" in saved:
+        vars(args).update({k: saved[k] for k in TRACE_OPTIONS})
+        return SearchConfig.from_dict(saved["config"])
+    vars(args).update(saved)  # a run started before configs were saved: its options
+    return _config(args)
+
+
 def _search(args: argparse.Namespace, console: Console) -> None:
     from paretosearch.search.cluster import ctrl_c, open_client
-    from paretosearch.service.api import PolicySearch, SearchSettings
+    from paretosearch.service.api import PolicySearch
 
-    if args.resume is not None:
-        args.run_dir = args.resume
-        store = RunStore(args.resume)
-        if not (store.path / "cli.json").exists():
-            raise ParetoSearchError(f"{args.resume}: no cli.json; not a run of 'paretosearch "
-                                    "search' (or it never started)")
-        vars(args).update({k: v for k, v in store.read_json("cli.json").items()
-                           if k in SEARCH_OPTIONS})
+    config = _config(args) if args.resume is None else _resumed(args)
+    args.run_dir = args.resume or args.run_dir
     default_dir = args.run_dir is None
     workers = 2 if args.workers is None else args.workers  # named: no cluster file found
     if default_dir:
         args.run_dir = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
-    search = PolicySearch(
-        _trace(args), profile=args.profile, policy=args.policy, fixed=parse_overrides(args.set),
-        settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
-                                n_offsprings=args.offspring, seed=args.seed,
-                                mode=args.mode),
-        run_dir=args.run_dir, workers=workers, jobs=args.generate, load=args.load,
-        replicates=args.replicates, slo_mix=args.slo_mix, sharing=args.sharing)
-    search.SetPreference(*(args.objective or ["jct:avg", "pred_err:avg"]))
-    if args.resume is None:
-        if (args.run_dir / "run.json").exists():
-            raise ParetoSearchError(f"{args.run_dir} already holds a run: resume it with "
-                                    f"--resume {args.run_dir}, or pass another --run-dir")
-        write_json({k: getattr(args, k) for k in SEARCH_OPTIONS}, args.run_dir / "cli.json")
+    workload = _trace(args)
+    if args.resume is None and (args.run_dir / "run.json").exists():
+        raise ParetoSearchError(f"{args.run_dir} already holds a run: resume it with "
+                                f"--resume {args.run_dir}, or pass another --run-dir")
     try:
-        with search_progress(console, args.budget) as progress, \
+        with search_progress(console, config.settings.budget) as progress, \
                 open_client(args.scheduler, args.cluster_config, workers=workers,
                             files=args.workers is None) as client:
-            if default_dir and args.resume is None:  # a search that never starts moves nothing
-                _point_latest(args.run_dir)
-            search.client = client
+            search = PolicySearch(workload, config, store=args.run_dir, client=client,
+                                  workers=workers)
+            if args.resume is None:  # a search that cannot be made writes nothing
+                write_json({**{k: getattr(args, k) for k in TRACE_OPTIONS},
+                            "config": config.to_dict()}, args.run_dir / "cli.json")
+                if default_dir:
+                    _point_latest(args.run_dir)
             search.run(progress, resume=args.resume is not None)
     except BaseException as exc:  # Ctrl-C, or an error while unwinding from it
         if not ctrl_c(exc):

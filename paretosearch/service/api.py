@@ -23,12 +23,13 @@ from paretosearch.runs import select as choose
 from paretosearch.runs.store import RunStore, choice_entry, front_entry
 from paretosearch.search.cache import CachedRunner, EvaluationCache
 from paretosearch.search.cluster import connect
+from paretosearch.search.config import SearchConfig
 from paretosearch.search.evaluation import SearchSpace, Task
 from paretosearch.search.objectives import Objective, dominates, parse_objectives
 from paretosearch.search.runners import DaskRunner, Runner, SerialRunner
 from paretosearch.search.spea2 import Progress, SearchSettings, run_spea2
 from policies import make_policy
-from simulator import ClusterProfile, Workload, generate, load_profile, read_trace
+from simulator import ClusterProfile, Workload, generate, read_trace
 from simulator.errors import ParetoSearchError
 from simulator.generate import add_sharing, add_slos
 from simulator.sharing import can_share
@@ -38,7 +39,8 @@ if TYPE_CHECKING:  # imported when needed: both take a while to import
 
     from paretosearch.runs.optuna_copy import OptunaCopy
 
-__all__ = ["BASELINES", "PolicySearch", "SearchSettings", "baselines_for", "split_workload"]
+__all__ = ["BASELINES", "PolicySearch", "SearchConfig", "SearchSettings", "baselines_for",
+           "split_workload"]
 
 BASELINES = ("fifo", "srsf", "themis", "afs", "maxmin")
 """Policies evaluated beside every search as reference points (PCS Fig. 3 and 5b)."""
@@ -80,43 +82,32 @@ class PolicySearch:
     Args:
         workload: a :class:`Workload` or trace path (first half trains, second half tests),
             or None for the built-in generator (independent draws for training and test).
-        profile: cluster profile name, path or object.
-        policy: policy family name (``"wfq"``).
-        fixed: parameters held fixed (not searched). Parameters the policy cannot use on the
-            training workload and profile (:meth:`policies.Policy.inapplicable`) are not
-            searched either; they keep their defaults and are listed, with the reason, as
+        config: what to search (:class:`SearchConfig`: policy family, fixed parameters,
+            profile, objectives, budget, generated samples). Parameters the policy cannot use
+            on the training workload and profile (:meth:`policies.Policy.inapplicable`) are
+            not searched either; they keep their defaults and are listed, with the reason, as
             ``dropped`` in ``run.json`` and ``front.json``.
-        settings: budget, population sizes and seed.
-        run_dir: where the run lives (journal, front); None: nothing written.
+        store: where the run lives (journal, front): a folder or its :class:`RunStore`;
+            None: nothing written.
         client: a Dask client, or a scheduler address (``"tcp://host:8786"``), to evaluate
             on; None: an embedded ``LocalCluster`` with ``workers`` processes, or serial
             evaluation in this process if ``workers`` is 0.
         workers: size of the embedded cluster.
-        jobs: jobs per generated sample; load: its offered load.
-        replicates: generated draws averaged per evaluation.
-        slo_mix: give the jobs SLOs with a named mix (``SLO``, ``MIX1``, ``MIX2``; see
-            :func:`simulator.generate.add_slos`), for workloads without their own.
-        sharing: give jobs without their own SYNTHETIC GPU-sharing requirements
-            (:func:`simulator.generate.add_sharing`), so that co-locating policies can share.
         cache: an evaluation cache (:class:`paretosearch.search.cache.EvaluationCache`) shared
             with other runs: evaluations found there are not run again.
     """
 
-    def __init__(self, workload: Workload | str | Path | None = None, *,
-                 profile: str | ClusterProfile = "pcs-64", policy: str = "wfq",
-                 fixed: Mapping[str, Any] | None = None,
-                 settings: SearchSettings | None = None, run_dir: str | Path | None = None,
-                 client: Any = None, workers: int = 0, jobs: int = 1000, load: float = 0.9,
-                 replicates: int = 1, slo_mix: str | None = None,
-                 sharing: bool = False, cache: EvaluationCache | None = None) -> None:
-        self.profile = profile if isinstance(profile, ClusterProfile) else load_profile(profile)
-        self.settings = settings or SearchSettings()
-        if replicates < 1:
-            raise ParetoSearchError(f"replicates must be >= 1 (got {replicates})")
+    def __init__(self, workload: Workload | str | Path | None = None,
+                 config: SearchConfig | None = None, *,
+                 store: RunStore | str | Path | None = None, client: Any = None,
+                 workers: int = 0, cache: EvaluationCache | None = None) -> None:
+        self.config = config = config or SearchConfig()
+        self.profile, self.settings = config.cluster, config.settings
+        replicates = config.replicates
         if workload is None:
             draws = np.random.SeedSequence(self.settings.seed).spawn(2 * replicates)
-            sample = [generate(jobs, load=load, gpus=self.profile.total_gpus, seed=d)
-                      for d in draws]
+            sample = [generate(config.jobs, load=config.load, gpus=self.profile.total_gpus,
+                               seed=d) for d in draws]
             self.train, self.test = sample[:replicates], sample[replicates:]
         else:
             if replicates != 1:
@@ -126,25 +117,26 @@ class PolicySearch:
             train, test = split_workload(wl)
             self.train, self.test = [train], [test]
         samples = self.train + self.test
-        if slo_mix is not None:
+        if config.slo_mix is not None:
             marks = np.random.SeedSequence([self.settings.seed, 1]).spawn(2 * replicates)
-            samples = [add_slos(w, slo_mix, seed=m) for w, m in zip(samples, marks, strict=True)]
-        if sharing:
+            samples = [add_slos(w, config.slo_mix, seed=m)
+                       for w, m in zip(samples, marks, strict=True)]
+        if config.sharing:
             memory = min(g.gpu_memory_gib for g in self.profile.node_groups)
             marks = np.random.SeedSequence([self.settings.seed, 2]).spawn(2 * replicates)
             samples = [w if w.sharing is not None else
                        add_sharing(w, device_memory_gib=memory, seed=m)
                        for w, m in zip(samples, marks, strict=True)]
         self.train, self.test = samples[:replicates], samples[replicates:]
-        self.task = Task(policy, self.profile, dict(fixed or {}))
-        self.space = SearchSpace.of(policy, self.task.fixed, workload=self.train,
+        self.task = Task(config.policy, self.profile, dict(config.fixed))
+        self.space = SearchSpace.of(config.policy, self.task.fixed, workload=self.train,
                                     profile=self.profile)
-        make_policy(policy, self.task.fixed)  # bad fixed values fail here, not later
-        self.store = RunStore(run_dir) if run_dir is not None else None
+        self.store = store if isinstance(store, RunStore) or store is None else RunStore(store)
         self.client, self.workers, self.cache = client, workers, cache
         self._open: tuple[Runner, Runner] | None = None
         self._stack = contextlib.ExitStack()
         self.objectives: tuple[Objective, ...] = ()
+        self.SetPreference(*config.objectives)
         self.front: list[dict[str, Any]] = []
         self.baselines: dict[str, dict[str, float]] = {}
         """Each baseline policy's record on the training sample; ``baselines_test``: on the
@@ -155,12 +147,14 @@ class PolicySearch:
     # --- PCS's interface ------------------------------------------------------------------
 
     def SetPreference(self, *objectives: object) -> None:
-        """Name the objectives, e.g. ``SetPreference(("jct", "avg"), "pred_err:p99")``.
+        """Name the objectives, e.g. ``SetPreference(("jct", "avg"), "pred_err:p99")``
+        (in place of the config's).
 
         Evaluations predict JCTs (by playout, several times the simulation's cost) only when
         an objective needs the predictions; otherwise ``pred_err`` is not recorded.
         """
-        self.objectives = parse_objectives(objectives)
+        self.config = self.config.with_objectives(*objectives)
+        self.objectives = parse_objectives(self.config.objectives)
         self.task = replace(self.task, predict=any(o.predicted for o in self.objectives))
 
     def GetParetoFront(self) -> list[dict[str, Any]]:
@@ -179,8 +173,6 @@ class PolicySearch:
         elif "params" in choice:
             entry = dict(choice)
         else:
-            if not self.objectives:
-                raise ParetoSearchError("no objectives yet: call SetPreference(...) first")
             params = dict(choice)
             train, test = self.evaluate(self.task.policy, {**self.task.fixed, **params})
             entry = front_entry(params, train, self.objectives, test, self.fitted(params))
@@ -245,8 +237,6 @@ class PolicySearch:
         generation, random points fill the rest. Parameters the search does not vary are
         ignored, missing ones start mid-domain.
         """
-        if not self.objectives:
-            raise ParetoSearchError("no objectives yet: call SetPreference(...) first")
         self._prepare_store(resume)
         copy, about = self._optuna_copy(), self._about()
         with self.runners() as (train_runner, test_runner):

@@ -151,17 +151,19 @@ def retune(spec: RetuneSpec, *,
     production = _read_production(spec.production)
     with _locked(spec.out / "retune.lock"):
         previous = _current(spec.out)
-        search = PolicySearch(window.workload, profile=spec.profile, policy=spec.policy,
-                              fixed=spec.fixed, settings=spec.settings, workers=spec.workers,
-                              slo_mix=spec.slo_mix, sharing=spec.sharing)
-        search.SetPreference(*spec.objectives)
+        # which run folder (a new one, or the interrupted one to resume) follows from what
+        # the search is: ask a search without collaborators
+        run, resume, passed_over = _run_dir(spec.out, PolicySearch(window.workload, spec.config),
+                                            previous)
         try:
             with contextlib.ExitStack() as stack:
-                search.client = stack.enter_context(connect()) if connect else None
-                search.cache = stack.enter_context(
-                    contextlib.closing(EvaluationCache(spec.out / "cache.sqlite")))
-                return _publish(spec, search, window, production, previous, on_generation,
-                                on_start)
+                search = PolicySearch(
+                    window.workload, spec.config, store=run, workers=spec.workers,
+                    client=stack.enter_context(connect()) if connect else None,
+                    cache=stack.enter_context(
+                        contextlib.closing(EvaluationCache(spec.out / "cache.sqlite"))))
+                return _publish(spec, search, window, production, previous, resume,
+                                passed_over, on_generation, on_start)
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # disk full, unwritable folder, lost cluster, ...
@@ -176,14 +178,15 @@ def retune(spec: RetuneSpec, *,
 
 
 def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
-             production: dict[str, Any] | None, previous: Path | None,
+             production: dict[str, Any] | None, previous: Path | None, resume: bool,
+             passed_over: dict[str, str] | None,
              on_generation: Callable[[Progress], None] | None,
              on_start: Callable[[dict[str, Any]], None] | None) -> RetuneOutcome:
-    """Search (or resume), evaluate production, report, then move ``current``."""
+    """Search (or resume) in the search's store, evaluate production, report, then move
+    ``current``."""
     t0 = time.time()
-    assert search.cache is not None
-    run, resume, passed_over = _run_dir(spec.out, search, previous)
-    search.store = RunStore(run)
+    assert search.cache is not None and search.store is not None
+    run = search.store.path
     if resume:  # as it began: the same warm start, so the journal replays to the same state
         about = {**RunStore(run).read_json("retune-start.json"), "resumed": True}
     else:
@@ -204,7 +207,7 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
         **about, "warm_start": {k: v for k, v in about["warm_start"].items() if k != "seeds"},
         "published_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "previous": str(previous) if previous else None,
-        "policy": spec.policy, "objectives": [o.label for o in objectives],
+        "policy": spec.config.policy, "objectives": [o.label for o in objectives],
         "evaluations": {"run": search.cache.misses, "from_cache": search.cache.hits},
         "front_size": len(front), "wall_s": time.time() - t0, "production": None}
     code = Exit.PUBLISHED
@@ -321,13 +324,13 @@ def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]
         return []
     try:
         store = RunStore(previous)
-        if store.read_spec()["policy"] != spec.policy:
+        if store.read_spec()["policy"] != spec.config.policy:
             return []
         front = [dict(e["params"]) for e in store.read_front()["front"]]
         records = pd.read_parquet(io.BytesIO(store.read("records.parquet", MAX_TABLE)))
     except (ParetoSearchError, OSError, ValueError):  # nothing usable: a cold start
         return []
-    objectives = parse_objectives(spec.objectives)
+    objectives = parse_objectives(spec.config.objectives)
     labels = [o.label for o in objectives]
     if not set(labels) <= set(records.columns):
         return front
@@ -352,7 +355,7 @@ def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]
         if scored not in seen:
             seen.add(scored)
             seeds.append(p)
-        if len(seeds) == spec.settings.pop_size:
+        if len(seeds) == spec.config.settings.pop_size:
             break
     return seeds
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import glob
 import math
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from paretosearch.search.config import SearchConfig
 from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.spea2 import MODES, SearchSettings
 from policies import get_policy, make_policy
@@ -31,7 +31,7 @@ _KEYS = {"trace", "scaling_table", "window", "profile", "policy", "fixed", "obje
          "search", "warm_start", "production", "out", "workers", "slo_mix", "sharing"}
 _WINDOW_KEYS = {"seconds", "min_jobs", "max_jobs"}
 _SEARCH_KEYS = {"budget", "pop_size", "offspring", "seed", "mode"}
-_WINDOW_S, _MIN_JOBS, _OBJECTIVES = 7 * 86400.0, 200, ("jct:avg", "pred_err:avg")
+_WINDOW_S, _MIN_JOBS = 7 * 86400.0, 200
 _KINDS = {int: "an integer", str: "text", list: "a list", dict: "a mapping",
           bool: "true or false"}
 
@@ -51,11 +51,9 @@ class RetuneSpec:
     min_jobs: int = _MIN_JOBS
     max_jobs: int | None = None
     scaling_table: Path | None = None
-    profile: str = "pcs-64"
-    policy: str = "wfq"
-    fixed: Mapping[str, Any] = field(default_factory=dict)
-    objectives: tuple[str, ...] = _OBJECTIVES
-    settings: SearchSettings = field(default_factory=SearchSettings)
+    config: SearchConfig = field(default_factory=SearchConfig)
+    """The search: the spec's ``policy``, ``profile``, ``fixed``, ``objectives``, ``search``
+    (budget, sizes, seed, mode), ``slo_mix`` and ``sharing``."""
     warm_start: bool = True
     production: Path | None = None
     """The config in production (``chosen.json`` of ``paretosearch select``)."""
@@ -63,8 +61,6 @@ class RetuneSpec:
     workers_named: bool = False
     """Whether the spec names ``workers`` (then no cluster file from the environment or the
     working directory is used)."""
-    slo_mix: str | None = None
-    sharing: bool = False
 
     @classmethod
     def load(cls, path: str | Path) -> RetuneSpec:
@@ -77,11 +73,11 @@ class RetuneSpec:
         spec = _Fields(str(path), doc, path.parent)
         window, search = spec.section("window", _WINDOW_KEYS), spec.section("search", _SEARCH_KEYS)
         spec.only(_KEYS)
-        objectives = tuple(spec.get("objectives", list, list(_OBJECTIVES)))
-        policy = spec.get("policy", str, "wfq")
+        objectives = tuple(spec.get("objectives", list, list(SearchConfig.objectives)))
+        policy = spec.get("policy", str, SearchConfig.policy)
         fixed = spec.get("fixed", dict, {})
-        profile = spec.get("profile", str, "pcs-64")
-        slo_mix = spec.get("slo_mix", str, None)
+        profile = spec.get("profile", str, SearchConfig.profile)
+        slo_mix = spec.get("slo_mix", str, SearchConfig.slo_mix)
         for key, value, check in (
                 ("objectives", objectives, lambda: parse_objectives(objectives)),
                 ("policy", policy, lambda: get_policy(policy)),
@@ -93,7 +89,7 @@ class RetuneSpec:
                 raise spec.fail(key, value, str(exc)) from exc
         if slo_mix is not None and slo_mix not in MIXES:
             raise spec.fail("slo_mix", slo_mix, f"known mixes: {', '.join(sorted(MIXES))}")
-        mode = search.get("mode", str, "generational")
+        mode = search.get("mode", str, SearchSettings.mode)
         if mode not in MODES:
             raise search.fail("mode", mode, f"use one of {', '.join(MODES)}")
         min_jobs = window.integer("min_jobs", _MIN_JOBS, low=2)
@@ -103,16 +99,18 @@ class RetuneSpec:
         return cls(
             trace=str(spec.required_path("trace")), out=spec.required_path("out"),
             window_s=window.number("seconds", _WINDOW_S, low=0.0), min_jobs=min_jobs,
-            max_jobs=max_jobs, scaling_table=spec.path("scaling_table"), profile=profile,
-            policy=policy, fixed=fixed, objectives=objectives,
-            settings=SearchSettings(budget=search.integer("budget", 370, low=1),
-                                    pop_size=search.integer("pop_size", 0, low=2),
-                                    n_offsprings=search.integer("offspring", 0, low=1),
-                                    seed=search.integer("seed", 0, low=0), mode=mode),
+            max_jobs=max_jobs, scaling_table=spec.path("scaling_table"),
+            config=SearchConfig(
+                policy=policy, profile=profile, fixed=fixed, objectives=objectives,
+                settings=SearchSettings(
+                    budget=search.integer("budget", SearchSettings.budget, low=1),
+                    pop_size=search.integer("pop_size", SearchSettings.pop_size, low=2),
+                    n_offsprings=search.integer("offspring", SearchSettings.n_offsprings,
+                                                low=1),
+                    seed=search.integer("seed", SearchSettings.seed, low=0), mode=mode),
+                slo_mix=slo_mix, sharing=spec.get("sharing", bool, SearchConfig.sharing)),
             warm_start=spec.get("warm_start", bool, True), production=spec.path("production"),
-            workers=spec.integer("workers", 2, low=0), workers_named="workers" in spec.doc,
-            slo_mix=slo_mix,
-            sharing=spec.get("sharing", bool, False))
+            workers=spec.integer("workers", 2, low=0), workers_named="workers" in spec.doc)
 
 
 class _Fields:

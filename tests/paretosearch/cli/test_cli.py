@@ -149,3 +149,27 @@ def test_simulate_a_chosen_config_as_deployed(tmp_path: Path,
                      "--config", str(tmp_path / f"{name}.json")]) == 0
         out[name] = json.loads(capsys.readouterr().out)
     assert out["chosen"] == out["fitted"] != out["refit"]
+
+
+@pytest.mark.parametrize("saved", ["config", "flat options"])
+def test_resume_needs_no_option_and_reads_earlier_runs(tmp_path: Path, saved: str) -> None:
+    # the run keeps its search's config (``cli.json``); runs started before configs were
+    # kept saved their options flat, and resume as well. A resume with other settings than
+    # the run's would be refused (run.json's spec), so a clean exit means they were read back
+    run = tmp_path / "run"
+    argv = ["--generate", "120", "--budget", "6", "--pop-size", "3", "--seed", "4",
+            "--policy", "themis", "--profile", "pcs-testbed-16", "--objective", "jct:p99",
+            "--objective", "wait:avg"]
+    assert main(["search", *argv, "--workers", "0", "--run-dir", str(run)]) == 0
+    doc = json.loads((run / "cli.json").read_text())
+    assert doc["config"]["policy"] == "themis" and doc["config"]["settings"]["seed"] == 4
+    if saved == "flat options":
+        (run / "cli.json").write_text(json.dumps({
+            "trace": None, "scaling_table": None, "jobs": None, "generate": 120, "load": 0.9,
+            "replicates": 1, "slo_mix": None, "sharing": False, "profile": "pcs-testbed-16",
+            "policy": "themis", "objective": ["jct:p99", "wait:avg"], "set": [], "budget": 6,
+            "pop_size": 3, "offspring": 0, "seed": 4, "mode": "generational"}))
+    spec = (run / "run.json").read_text()
+    assert main(["search", "--resume", str(run), "--workers", "0"]) == 0
+    assert (run / "run.json").read_text() == spec
+    assert main(["search", "--resume", str(run), "--workers", "0", "--seed", "5"]) == 0  # ignored

@@ -14,7 +14,7 @@ import pytest
 
 from paretosearch.cli import main
 from paretosearch.runs.report_html import FRONT_TRACE
-from paretosearch.service.api import PolicySearch, SearchSettings
+from paretosearch.service.api import PolicySearch, SearchConfig, SearchSettings
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -23,8 +23,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real (small) three-objective search, with a configuration chosen."""
     path = tmp_path_factory.mktemp("run")
-    search = PolicySearch(settings=SearchSettings(budget=24, pop_size=8, n_offsprings=8, seed=4),
-                          run_dir=path, jobs=150)
+    search = PolicySearch(config=SearchConfig(settings=SearchSettings(budget=24, pop_size=8, n_offsprings=8, seed=4), jobs=150), store=path)
     search.SetPreference("jct:avg", "pred_err:avg", "wait:p99")
     search.run()
     search.SetConfig(1)

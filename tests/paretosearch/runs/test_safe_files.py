@@ -21,7 +21,7 @@ from paretosearch.cli import main
 from paretosearch.io import MAX_DOCUMENT
 from paretosearch.runs.store import RunStore
 from paretosearch.search.spea2 import Progress
-from paretosearch.service.api import PolicySearch
+from paretosearch.service.api import PolicySearch, SearchConfig
 from paretosearch.service.retune import Exit, RetuneSpec, retune
 from simulator.errors import ParetoSearchError
 from tests.helpers.data import ROOT
@@ -64,7 +64,7 @@ def _plant(folder: Path, mark: Path) -> None:
 
 def test_a_resume_replays_the_journal_and_never_opens_a_planted_pickle(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    whole = PolicySearch(settings=SMALL, run_dir=tmp_path / "whole", jobs=200)
+    whole = PolicySearch(config=SearchConfig(settings=SMALL, jobs=200), store=tmp_path / "whole")
     whole.SetPreference("jct")
     expected = whole.run()
 
@@ -73,14 +73,14 @@ def test_a_resume_replays_the_journal_and_never_opens_a_planted_pickle(
             raise KeyboardInterrupt
 
     run = tmp_path / "run"
-    cut = PolicySearch(settings=SMALL, run_dir=run, jobs=200)
+    cut = PolicySearch(config=SearchConfig(settings=SMALL, jobs=200), store=run)
     cut.SetPreference("jct")
     with pytest.raises(KeyboardInterrupt):
         cut.run(stop)
     evaluated = journal_keys(run)
     mark = tmp_path / "unpickled"
     _plant(run, mark)
-    again = PolicySearch(settings=SMALL, run_dir=run, jobs=200)
+    again = PolicySearch(config=SearchConfig(settings=SMALL, jobs=200), store=run)
     again.SetPreference("jct")
     with caplog.at_level(logging.WARNING, logger="paretosearch"):
         front = again.run(resume=True)

@@ -14,7 +14,7 @@ from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import EvaluationCache
 from paretosearch.search.runners import SerialRunner
 from paretosearch.search.spea2 import run_spea2
-from paretosearch.service.api import PolicySearch, SearchSettings
+from paretosearch.service.api import PolicySearch, SearchConfig, SearchSettings
 from simulator.errors import ParetoSearchError
 from tests.helpers.runs import WorkerKiller
 
@@ -22,8 +22,8 @@ ASYNC = SearchSettings(budget=40, pop_size=10, n_offsprings=10, seed=3, mode="as
 
 
 def _search(run_dir: Path | None, **kwargs: Any) -> PolicySearch:
-    search = PolicySearch(settings=kwargs.pop("settings", ASYNC), run_dir=run_dir, jobs=150,
-                          workers=0, **kwargs)
+    config = SearchConfig(settings=kwargs.pop("settings", ASYNC), jobs=150)
+    search = PolicySearch(config=config, store=run_dir, workers=0, **kwargs)
     search.SetPreference("jct:avg", "pred_err:avg")
     return search
 

@@ -28,7 +28,7 @@ from paretosearch.search.cluster import (
     load_cluster_spec,
     open_client,
 )
-from paretosearch.service.api import PolicySearch, SearchSettings
+from paretosearch.service.api import PolicySearch, SearchConfig, SearchSettings
 from tests.helpers.data import ROOT
 
 DASK = Path(sys.executable).with_name("dask")  # the venv's dask command
@@ -53,7 +53,8 @@ def _key(front: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def _search(client: Any) -> list[tuple[Any, ...]]:
-    search = PolicySearch(settings=SETTINGS, jobs=JOBS, client=client, workers=0)
+    search = PolicySearch(config=SearchConfig(settings=SETTINGS, jobs=JOBS), client=client,
+                          workers=0)
     search.SetPreference(*OBJECTIVES)
     return _key(search.run())
 

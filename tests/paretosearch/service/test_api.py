@@ -22,7 +22,13 @@ from paretosearch.io import json_text
 from paretosearch.runs import select as choose
 from paretosearch.runs.optuna_copy import load_study
 from paretosearch.runs.store import config_hash
-from paretosearch.service.api import BASELINES, PolicySearch, SearchSettings, split_workload
+from paretosearch.service.api import (
+    BASELINES,
+    PolicySearch,
+    SearchConfig,
+    SearchSettings,
+    split_workload,
+)
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
 from simulator.generate import add_slos
 from simulator.scaling import TypeSpeeds
@@ -31,10 +37,10 @@ from tests.helpers.runs import SMALL, WorkerKiller, front_key, journal_keys
 
 
 def test_preference_front_and_choice(tmp_path: Path) -> None:
-    search = PolicySearch(settings=SMALL, run_dir=tmp_path, jobs=200)
-    with pytest.raises(ParetoSearchError, match="SetPreference"):
-        search.run()
-    search.SetPreference(("jct", "avg"), "pred_err:p99")
+    search = PolicySearch(config=SearchConfig(settings=SMALL, jobs=200), store=tmp_path)
+    assert [o.label for o in search.objectives] == list(SearchConfig.objectives)
+    search.SetPreference(("jct", "avg"), "pred_err:p99")  # in place of the config's
+    assert search.config.objectives == ("jct:avg", "pred_err:p99")
     front = search.run()
     assert front == search.get_pareto_front()
     values = [tuple(e["objectives"].values()) for e in front]
@@ -74,18 +80,19 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     with pytest.raises(InvalidPolicyParams, match="nonsense"):
         search.SetConfig({"nonsense": 1})
     with pytest.raises(ParetoSearchError, match="already holds a run"):
-        PolicySearch(settings=SMALL, run_dir=tmp_path, jobs=200).SetPreference("jct") or \
+        PolicySearch(config=SearchConfig(settings=SMALL, jobs=200),
+                     store=tmp_path).SetPreference("jct") or \
             _run(tmp_path)
 
 
 def _run(run_dir: Path) -> None:
-    s = PolicySearch(settings=SMALL, run_dir=run_dir, jobs=200)
+    s = PolicySearch(config=SearchConfig(settings=SMALL, jobs=200), store=run_dir)
     s.SetPreference("jct")
     s.run()
 
 
 def test_optuna_study_mirrors_every_evaluation(tmp_path: Path) -> None:
-    search = PolicySearch(settings=SMALL, run_dir=tmp_path, jobs=150)
+    search = PolicySearch(config=SearchConfig(settings=SMALL, jobs=150), store=tmp_path)
     search.SetPreference("jct:avg", "utilization:avg")
     front = search.run()
     study = load_study(tmp_path / "optuna.log")
@@ -112,7 +119,7 @@ def test_optuna_study_mirrors_every_evaluation(tmp_path: Path) -> None:
 
 
 def test_jcts_are_predicted_only_when_an_objective_needs_them() -> None:
-    search = PolicySearch(settings=SMALL, jobs=150)
+    search = PolicySearch(config=SearchConfig(settings=SMALL, jobs=150))
     search.SetPreference("jct:avg", "utilization:avg")
     front = search.run()
     assert all(np.isnan(e["metrics"]["pred_err:avg"]) for e in front)
@@ -121,7 +128,7 @@ def test_jcts_are_predicted_only_when_an_objective_needs_them() -> None:
     for entries in (front, json.loads(json_text(front))):  # as run, and as front.json holds it
         with pytest.raises(ParetoSearchError, match="predicted no JCTs"):
             choose.by_constraints(entries, ["pred_err:p99 <= 100"], "jct:avg")
-    predicting = PolicySearch(settings=SMALL, jobs=150)
+    predicting = PolicySearch(config=SearchConfig(settings=SMALL, jobs=150))
     predicting.SetPreference("jct:avg", "pred_err:avg")
     train, test = predicting.evaluate("wfq", front[0]["params"])
     assert train["pred_err:avg"] >= 0  # predictions change no job's times
@@ -131,7 +138,7 @@ def test_jcts_are_predicted_only_when_an_objective_needs_them() -> None:
 
 def test_a_corrupted_journal_line_is_evaluated_again_and_the_front_is_the_same(
         tmp_path: Path) -> None:
-    search = PolicySearch(settings=SMALL, run_dir=tmp_path / "whole", jobs=200)
+    search = PolicySearch(config=SearchConfig(settings=SMALL, jobs=200), store=tmp_path / "whole")
     search.SetPreference("jct")
     expected = search.run()
     run = tmp_path / "run"
@@ -142,7 +149,7 @@ def test_a_corrupted_journal_line_is_evaluated_again_and_the_front_is_the_same(
     lost = json.loads(lines[5])["key"]
     (run / "evaluations.jsonl").write_bytes(b"".join([*lines[:5], bytes(damaged), *lines[6:],
                                                       b'{"key": "cut sh']))
-    again = PolicySearch(settings=SMALL, run_dir=run, jobs=200)
+    again = PolicySearch(config=SearchConfig(settings=SMALL, jobs=200), store=run)
     again.SetPreference("jct")
     assert front_key(again.run(resume=True)) == front_key(expected)
     keys = journal_keys(run)  # the damaged line's evaluation ran again, and only it
@@ -167,8 +174,8 @@ def test_readers_never_see_a_partial_front(tmp_path: Path) -> None:
     reader = threading.Thread(target=poll)
     reader.start()
     try:
-        search = PolicySearch(settings=SearchSettings(budget=60, pop_size=10, n_offsprings=10),
-                              run_dir=tmp_path, jobs=150)
+        settings = SearchSettings(budget=60, pop_size=10, n_offsprings=10)
+        search = PolicySearch(config=SearchConfig(settings=settings, jobs=150), store=tmp_path)
         search.SetPreference("jct", "pred_err")
         search.run()
     finally:
@@ -248,12 +255,13 @@ def test_killing_a_worker_loses_nothing(tmp_path: Path) -> None:
     from distributed import Client, LocalCluster
 
     settings = SearchSettings(budget=48, pop_size=16, n_offsprings=16, seed=9)
-    serial = PolicySearch(settings=settings, jobs=250)
+    serial = PolicySearch(config=SearchConfig(settings=settings, jobs=250))
     serial.SetPreference("jct", "pred_err")
     expected = front_key(serial.run())
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        search = PolicySearch(settings=settings, jobs=250, client=client, run_dir=tmp_path)
+        search = PolicySearch(config=SearchConfig(settings=settings, jobs=250), client=client,
+                              store=tmp_path)
         search.SetPreference("jct", "pred_err")
         kill_one = WorkerKiller(client)
         front = search.run(kill_one)
@@ -267,7 +275,8 @@ def test_killing_a_worker_loses_nothing(tmp_path: Path) -> None:
     (["--objective", "speed"], "unknown metric"),
     (["--set", "tau=1"], "no parameter 'tau'"),
     (["--set", "W=9"], "parameter 'W'"),
-    (["--replicates", "0"], "replicates must be >= 1"),
+    (["--replicates", "0"], "replicates must be an integer >= 1 (got 0)"),
+    (["--policy", "fifo"], "nothing left to search"),  # found once the search is made
 ])
 def test_bad_search_arguments_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             argv: list[str], message: str) -> None:
@@ -280,9 +289,9 @@ def test_bad_search_arguments_write_nothing(tmp_path: Path, capsys: pytest.Captu
 
 def test_errors_have_the_right_types() -> None:
     with pytest.raises(InvalidObjective):
-        PolicySearch(settings=SMALL, jobs=50).SetPreference()
+        PolicySearch(config=SearchConfig(settings=SMALL, jobs=50)).SetPreference()
     with pytest.raises(InvalidPolicyParams):
-        PolicySearch(settings=SMALL, jobs=50, fixed={"nope": 1})
+        PolicySearch(config=SearchConfig(settings=SMALL, jobs=50, fixed={"nope": 1}))
 
 
 def test_cli_search_front_select(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -358,7 +367,8 @@ def test_split_rebases_the_test_half_and_keeps_slos_and_type_speeds() -> None:
 
 
 def test_a_baseline_that_dominates_the_whole_front_is_warned_of() -> None:
-    search = PolicySearch(settings=SearchSettings(budget=3, pop_size=2, seed=1), jobs=150)
+    settings = SearchSettings(budget=3, pop_size=2, seed=1)
+    search = PolicySearch(config=SearchConfig(settings=settings, jobs=150))
     search.SetPreference("jct:avg")  # 3 tries: some baselines do better
     with pytest.warns(UserWarning, match="dominates the whole front") as caught:
         front = search.run()

@@ -55,8 +55,8 @@ def test_spec_errors_name_the_field_and_value(tmp_path: Path, change: dict[str, 
 
 def test_the_deploy_example_spec_loads() -> None:
     spec = RetuneSpec.load(ROOT / "deploy" / "retune.yaml")
-    assert (spec.policy, spec.min_jobs, spec.max_jobs, spec.window_s) == ("wfq", 500, 4000,
-                                                                          604800.0)
+    assert (spec.config.policy, spec.min_jobs, spec.max_jobs, spec.window_s) == (
+        "wfq", 500, 4000, 604800.0)
     assert spec.out == ROOT / "deploy" / "/var/lib/paretosearch"
     assert (spec.workers, spec.workers_named) == (2, False)  # cluster files may be used
 
@@ -156,7 +156,7 @@ def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Pat
     assert (front_of(first.run), (first.run / "report.md").read_text()) == kept  # untouched
     # the first generation: the previous front, then more of the previous run's evaluations
     # by rank (it made more than a population's worth), one per objective vector, none random
-    pop = spec.settings.pop_size
+    pop = spec.config.settings.pop_size
     assert second.summary["warm_start"] == {"from": str(first.run), "configs": pop}
     opening = [row["params"] for row in journal(second.run)[:pop]]
     before = journal(first.run)
@@ -224,7 +224,7 @@ def test_the_cache_makes_a_rerun_on_the_same_window_free(tmp_path: Path) -> None
     again = retune(spec)
     assert again.run != first.run
     assert again.summary["evaluations"]["run"] == 0
-    assert again.summary["evaluations"]["from_cache"] >= spec.settings.budget
+    assert again.summary["evaluations"]["from_cache"] >= spec.config.settings.budget
     assert front_of(again.run) == front_of(first.run)
 
 

@@ -1,0 +1,87 @@
+"""What a search is, declared once: the CLI's options, the retune spec's fields and the API's
+arguments are all read into a :class:`SearchConfig` (the workload itself is an argument of
+its own, as data is to a scikit-learn estimator)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from paretosearch.search.objectives import parse_objectives
+from paretosearch.search.spea2 import SearchSettings
+from policies import make_policy
+from simulator import ClusterProfile, load_profile
+from simulator.errors import ParetoSearchError
+from simulator.slo import MIXES
+
+__all__ = ["SearchConfig"]
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """A search: the policy family and what it holds fixed, the cluster, the objectives, the
+    generated samples (where the workload is not a trace) and how hard to search.
+
+    Every field is checked on construction; the errors name the field and the bad value.
+    """
+
+    policy: str = "wfq"
+    """Policy family to tune (``paretosearch policies`` lists them)."""
+    profile: str | ClusterProfile = "pcs-64"
+    """Cluster profile: a name, a YAML path or a profile."""
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    """Parameters held fixed (not searched)."""
+    objectives: tuple[str, ...] = ("jct:avg", "pred_err:avg")
+    """Objectives as ``METRIC:MEASURE`` labels (``jct`` alone reads as ``jct:avg``)."""
+    settings: SearchSettings = field(default_factory=SearchSettings)
+    jobs: int = 1000
+    """Jobs per generated sample."""
+    load: float = 0.9
+    """Offered load of generated samples."""
+    replicates: int = 1
+    """Generated samples averaged per evaluation (common random numbers)."""
+    slo_mix: str | None = None
+    """Give the jobs deadlines and rewards with a UniSched mix (``SLO``, ``MIX1``, ``MIX2``)."""
+    sharing: bool = False
+    """Give jobs without their own SYNTHETIC GPU-sharing requirements."""
+    cluster: ClusterProfile = field(init=False, repr=False, compare=False)
+    """The profile, loaded."""
+
+    def __post_init__(self) -> None:
+        labels = tuple(o.label for o in parse_objectives(self.objectives))
+        object.__setattr__(self, "objectives", labels)
+        object.__setattr__(self, "fixed", dict(self.fixed))
+        object.__setattr__(self, "cluster", self.profile if isinstance(
+            self.profile, ClusterProfile) else load_profile(self.profile))
+        make_policy(self.policy, self.fixed)  # unknown family or bad fixed values fail here
+        for name, low in (("jobs", 1), ("replicates", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ParetoSearchError(f"search {name} must be an integer >= {low} "
+                                        f"(got {value!r})")
+        if not (isinstance(self.load, int | float) and math.isfinite(self.load)
+                and self.load > 0):
+            raise ParetoSearchError(f"search load must be a number > 0 (got {self.load!r})")
+        if self.slo_mix is not None and self.slo_mix not in MIXES:
+            raise ParetoSearchError(f"slo_mix {self.slo_mix!r}: known mixes are "
+                                    f"{', '.join(sorted(MIXES))}")
+
+    def with_objectives(self, *objectives: object) -> SearchConfig:
+        """The same search for other objectives (parsed as :func:`parse_objectives` does)."""
+        return replace(self, objectives=tuple(o.label for o in parse_objectives(objectives)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON holds it (the profile by name or path): :meth:`from_dict` reads it back."""
+        profile = self.profile if isinstance(self.profile, str) else self.cluster.name
+        return {"policy": self.policy, "profile": profile, "fixed": dict(self.fixed),
+                "objectives": list(self.objectives), "settings": asdict(self.settings),
+                "jobs": self.jobs, "load": self.load, "replicates": self.replicates,
+                "slo_mix": self.slo_mix, "sharing": self.sharing}
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> SearchConfig:
+        """The config :meth:`to_dict` wrote."""
+        return cls(**{**doc, "objectives": tuple(doc["objectives"]),
+                      "settings": SearchSettings(**doc["settings"])})
