@@ -55,6 +55,7 @@ from pymoo.indicators.hv import HV
 from rich.console import Console
 from rich.table import Table
 
+from paretosearch.runs.records import FrontEntry
 from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.spea2 import Progress, SearchSettings
 from paretosearch.service.api import PolicySearch, SearchConfig, split_workload
@@ -157,7 +158,7 @@ class Outcome:
     family: str
     names: tuple[str, ...]
     dropped: dict[str, str]
-    front: list[dict[str, Any]]
+    front: list[FrontEntry]
     baselines: dict[str, dict[str, float]]
     evaluations: int = 0
     simulated: int = 0
@@ -167,8 +168,9 @@ class Outcome:
 
     def vectors(self, objectives: Sequence[Objective], test: bool = False) -> FloatArray:
         """The front's objective vectors in minimisation form (rows with NaN dropped)."""
-        key = "test_metrics" if test else "metrics"
-        F = np.array([[o.loss(e[key][o.label]) for o in objectives] for e in self.front],
+        F = np.array([[o.loss((e.test_metrics or {} if test else e.metrics).get(o.label,
+                                                                                 np.nan))
+                       for o in objectives] for e in self.front],
                      dtype=np.float64).reshape(-1, len(objectives))
         return F[~np.isnan(F).any(axis=1)]
 
@@ -356,7 +358,7 @@ def main() -> None:
     for col in ("family", "what it searches", *right):
         t.add_column(col, justify="right" if col in right else "left")
     for f, o in outcomes.items():
-        span = [e["metrics"]["makespan:avg"] / 3600 for e in o.front]
+        span = [e.metrics["makespan:avg"] / 3600 for e in o.front]
         t.add_row(f, WHAT.get(f, ""), f"{o.evaluations} ({o.simulated})", str(len(o.front)),
                   f"{o.wall_s:.1f}", f"{sum(o.sim_s):.1f}",
                   f"{np.mean(o.sim_s):.2f} / {np.max(o.sim_s):.2f}",

@@ -6,6 +6,7 @@ policies (:mod:`policies`) re-exported for convenience.
 
 from importlib.metadata import PackageNotFoundError, version
 
+from paretosearch.runs.records import FrontEntry
 from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.service.api import BASELINES, PolicySearch, SearchConfig, SearchSettings
 from policies import REGISTRY, WFQ, Policy, get_policy, make_policy
@@ -37,6 +38,7 @@ __all__ = [
     "REGISTRY",
     "WFQ",
     "ClusterProfile",
+    "FrontEntry",
     "InvalidObjective",
     "InvalidPolicyParams",
     "InvalidProfile",

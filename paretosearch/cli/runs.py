@@ -257,8 +257,8 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
     if not front:
         raise ParetoSearchError(f"{run}: the front is empty")
     chosen = store.chosen_index(front)
-    labels = list(front[0]["objectives"])
-    params = list(front[0]["params"])
+    labels = list(front[0].objectives)
+    params = list(front[0].params)
     status = "" if doc.get("done") else " — search still running or interrupted"
     resolved = run.resolve()  # the run itself, not a link such as runs/latest that moves on
     table = Table(title=f"Pareto front of {resolved}: {len(front)} configurations{status}")
@@ -269,11 +269,11 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
     for name in params:
         table.add_column(name, justify="right", style="cyan")
     for i, entry in enumerate(front):
-        test = entry.get("test_metrics") or {}
+        test = entry.test_metrics or {}
         cells = []
         for name in labels:
-            cells += [fmt(entry["objectives"][name]), fmt(test.get(name, math.nan))]
-        cells += [_cell(entry["params"][p]) for p in params]
+            cells += [fmt(entry.objectives[name]), fmt(test.get(name, math.nan))]
+        cells += [_cell(entry.params[p]) for p in params]
         table.add_row(f"{i} chosen" if i == chosen else str(i), *cells,
                       style="bold" if i == chosen else None)
     tests = doc.get("baselines_test") or {}
@@ -285,7 +285,7 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
     for name, why in (doc.get("dropped") or {}).items():
         console.print(f"{name}: dropped from the search ({why}); kept at its default")
     marked = None if chosen is None else Marked(
-        "chosen", front[chosen]["metrics"], front[chosen].get("test_metrics"))
+        "chosen", front[chosen].metrics, front[chosen].test_metrics)
     path = plot_front(doc, png or store.path / "front.png", title=str(resolved), marked=marked)
     console.print(f"plot written to {path}")
 

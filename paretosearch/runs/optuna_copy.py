@@ -16,6 +16,7 @@ from typing import Any
 
 from paretosearch.search.evaluation import SearchSpace
 from paretosearch.search.objectives import Objective
+from paretosearch.runs.records import FrontEntry
 from paretosearch.runs.store import Evaluation, param_key
 
 __all__ = ["OptunaCopy", "load_study"]
@@ -47,7 +48,7 @@ class OptunaCopy:
                 self.study.set_metric_names([o.label for o in objectives])
 
     def add(self, evaluations: Sequence[Evaluation], about: Mapping[str, Any],
-            front: Sequence[Mapping[str, Any]] = ()) -> int:
+            front: Sequence[FrontEntry] = ()) -> int:
         """Add the evaluations the study does not hold yet (in order); return the trial
         count. ``about``: the study's user attributes (what was searched; at the end, the
         baselines). ``front``: the published front entries (``params``, ``test_metrics``),
@@ -62,8 +63,8 @@ class OptunaCopy:
         if front:
             number = {param_key(p): n for n, (p, _) in enumerate(evaluations)}
             self.study.set_user_attr("front", [
-                {"trial": number[param_key(e["params"])],
-                 "test_metrics": _finite(e.get("test_metrics") or {})} for e in front])
+                {"trial": number[param_key(dict(e.params))],
+                 "test_metrics": _finite(e.test_metrics or {})} for e in front])
         return len(evaluations)
 
     def _trial(self, params: Mapping[str, Any], record: Mapping[str, float]) -> Any:

@@ -113,7 +113,7 @@ def draw_front(doc: Mapping[str, Any], *, title: str = "", marked: Marked | None
     import matplotlib.pyplot as plt
 
     front = doc["front"]
-    labels = list(front[0]["objectives"])
+    labels = list(front[0].objectives)
     pairs = list(combinations(range(len(labels)), 2)) or [(0, 0)]
     panels = len(pairs) + (len(labels) >= 3)
     cols = min(3, panels) if panels != 4 else 2
@@ -157,10 +157,11 @@ _STYLE = {"front": ("o", "tab:blue", 36), "baseline": ("s", "tab:red", 36),
 
 
 def points(doc: Mapping[str, Any], marked: Marked | None) -> list[Point]:
-    """What a picture of ``front.json``'s content (``doc``) shows: the front, the baselines
+    """What a picture of ``front.json``'s content (``doc``, as :meth:`RunStore.read_front`
+    gives it) shows: the front, the baselines
     (on both samples where ``baselines_test`` has them) and the starred configuration."""
     tests = doc.get("baselines_test") or {}
-    out = [Point("front", str(i), e["metrics"], e.get("test_metrics"), e["params"])
+    out = [Point("front", str(i), e.metrics, e.test_metrics, e.params)
            for i, e in enumerate(doc["front"])]
     out += [Point("baseline", name, rec, tests.get(name))
             for name, rec in (doc.get("baselines") or {}).items()]

@@ -24,7 +24,8 @@ def fmt(value: float | None) -> str:
 
 def write_retune_report(run: Path, doc: dict[str, Any], summary: dict[str, Any]) -> None:
     """``report.md`` and ``report.png`` of a retune: its window and search, the front
-    (``doc``: the run's ``front.json``) with the baselines, and the production config's drift
+    (``doc``: the run's ``front.json`` as :meth:`RunStore.read_front` gives it) with the
+    baselines, and the production config's drift
     (``summary``: its ``retune.json``)."""
     prod = summary["production"]
     plot_front(doc, run / "report.png", title=f"retune {run.name}",
@@ -50,11 +51,11 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: dict[str, Any])
              "| # | " + " | ".join(f"{lab} | test" for lab in labels) + " | parameters |",
              "|---" * (2 + 2 * len(labels)) + "|"]
     for i, e in enumerate(doc["front"]):
-        test = e.get("test_metrics") or {}
-        cells = " | ".join(f"{fmt(e['objectives'][lab])} | {fmt(test.get(lab))}"
+        test = e.test_metrics or {}
+        cells = " | ".join(f"{fmt(e.objectives[lab])} | {fmt(test.get(lab))}"
                            for lab in labels)
         params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                           for k, v in e["params"].items())
+                           for k, v in e.params.items())
         lines.append(f"| {i} | {cells} | {params} |")
     tests = doc.get("baselines_test") or {}
     for name, rec in (doc.get("baselines") or {}).items():

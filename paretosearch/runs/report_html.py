@@ -29,6 +29,7 @@ from paretosearch.runs.plots import (
     points,
 )
 from paretosearch.runs.report import drift_rows, fmt
+from paretosearch.runs.records import FrontEntry
 from paretosearch.runs.store import RunStore
 
 __all__ = ["FRONT_TRACE", "write_html_report"]
@@ -62,8 +63,8 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
     chosen = store.chosen_index(front)
     prod = (retune or {}).get("production")
     marked = (Marked("production", prod["train"], prod["test"]) if prod else
-              Marked(f"chosen (#{chosen})", front[chosen]["metrics"],
-                     front[chosen].get("test_metrics")) if chosen is not None else None)
+              Marked(f"chosen (#{chosen})", front[chosen].metrics,
+                     front[chosen].test_metrics) if chosen is not None else None)
     name = str(run)
     commands = [f"paretosearch select {name} --index {i}\n"
                 f"paretosearch export {name} --index {i} --format kueue" for i in range(len(front))]
@@ -223,17 +224,17 @@ def _summary(spec: Mapping[str, Any], doc: Mapping[str, Any],
     return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
 
 
-def _front_table(front: Sequence[Mapping[str, Any]], labels: Sequence[str],
+def _front_table(front: Sequence[FrontEntry], labels: Sequence[str],
                  chosen: int | None) -> str:
-    params = list(front[0]["params"]) if front else []
+    params = list(front[0].params) if front else []
     head = ["#", *(c for lab in labels for c in (lab, "test")), *params]
     rows = []
     for i, e in enumerate(front):
-        test = e.get("test_metrics") or {}
+        test = e.test_metrics or {}
         rows.append([f"{i} (chosen)" if i == chosen else str(i),
-                     *(c for lab in labels for c in (fmt(e["objectives"][lab]),
+                     *(c for lab in labels for c in (fmt(e.objectives[lab]),
                                                      fmt(test.get(lab)))),
-                     *(_value(e["params"][p]) for p in params)])
+                     *(_value(e.params[p]) for p in params)])
     return _table(head, rows)
 
 

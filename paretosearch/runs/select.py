@@ -1,6 +1,6 @@
 """Choosing one configuration from a front: by index, knee point, constraints, or weights.
 
-Pure functions over front entries (``{"params", "objectives", "metrics", ...}``); each
+Pure functions over front entries (:class:`~paretosearch.runs.records.FrontEntry`); each
 returns the index of the chosen entry.
 """
 
@@ -10,17 +10,15 @@ import math
 import operator
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 
+from paretosearch.runs.records import FrontEntry as Entry
 from paretosearch.search.objectives import Objective
 from simulator.errors import ParetoSearchError
 
 __all__ = ["by_constraints", "by_index", "by_weights", "knee", "parse_constraint"]
 
-Entry = dict[str, Any]
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 _CONSTRAINT = re.compile(r"^\s*([a-z_]+(?::[a-z0-9.]+)?)\s*(<=|>=|<|>)\s*([-+0-9.eE]+)\s*$")
@@ -29,7 +27,7 @@ _CONSTRAINT = re.compile(r"^\s*([a-z_]+(?::[a-z0-9.]+)?)\s*(<=|>=|<|>)\s*([-+0-9
 def _losses(front: Sequence[Entry], objectives: Sequence[Objective]) -> npt.NDArray[np.float64]:
     if not front:
         raise ParetoSearchError("the front is empty: nothing to choose from")
-    return np.array([[o.loss(e["metrics"][o.label]) for o in objectives] for e in front])
+    return np.array([[o.loss(e.metrics[o.label]) for o in objectives] for e in front])
 
 
 def by_index(front: Sequence[Entry], index: int) -> int:
@@ -96,5 +94,5 @@ def by_constraints(front: Sequence[Entry], where: Sequence[str], minimize: str) 
 
 def _metric(entry: Entry, label: str) -> float:
     """An entry's recorded value (NaN where none: JSON stores it as null)."""
-    value = entry["metrics"].get(label)
+    value = entry.metrics.get(label)
     return math.nan if value is None else float(value)

@@ -30,10 +30,11 @@ from typing import Any
 import pandas as pd
 
 from paretosearch.io import MAX_DOCUMENT, MAX_TABLE, read_bounded, write_json, write_table
-from paretosearch.search.objectives import Objective, parse_objectives
+from paretosearch.runs.records import FrontEntry
+from paretosearch.search.objectives import parse_objectives
 from simulator.errors import ParetoSearchError, located
 
-__all__ = ["Evaluation", "RunStore", "choice_entry", "front_entry", "param_key"]
+__all__ = ["Evaluation", "RunStore", "choice_entry", "param_key"]
 
 log = logging.getLogger(__name__)
 
@@ -46,25 +47,13 @@ def param_key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True)
 
 
-def front_entry(params: dict[str, Any], record: dict[str, float],
-                objectives: Sequence[Objective], test: dict[str, float] | None = None,
-                fitted: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One front member as JSON: parameters, objective values, all metrics, test metrics,
-    and every field of the policy as fitted to the training workload (WFQ's classes)."""
-    return {"params": params,
-            "objectives": {o.label: record[o.label] for o in objectives},
-            "metrics": record,
-            "test_metrics": test,
-            "fitted": fitted}
-
-
-def choice_entry(spec: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+def choice_entry(spec: dict[str, Any], entry: FrontEntry) -> dict[str, Any]:
     """A chosen front member of the run with ``spec`` as a ready config: policy, all
     parameters, the fitted policy, its objective values, the cluster it was tuned for, and
     ``config_sha256``, a hash of what is deployed (policy, parameters, fitted fields)."""
-    config = {"policy": spec["policy"], "params": {**spec["fixed"], **entry["params"]},
-              "fitted": entry.get("fitted")}
-    return {**config, "objectives": dict(entry.get("objectives") or {}),
+    config = {"policy": spec["policy"], "params": {**spec["fixed"], **entry.params},
+              "fitted": None if entry.fitted is None else dict(entry.fitted)}
+    return {**config, "objectives": dict(entry.objectives),
             "cluster": spec.get("cluster"), "config_sha256": config_hash(config)}
 
 
@@ -160,21 +149,22 @@ class RunStore:
 
     # --- published results ----------------------------------------------------------------
 
-    def write_progress(self, evaluations: Sequence[Evaluation], front: Sequence[dict[str, Any]],
+    def write_progress(self, evaluations: Sequence[Evaluation], front: Sequence[FrontEntry],
                        hypervolume: Sequence[tuple[int, float]], *, seed: int,
                        **extra: Any) -> None:
         """Every evaluation so far (with the search seed), the front, the hypervolume history."""
         rows = [{"seed": seed, **{f"param.{k}": v for k, v in p.items()}, **r}
                 for p, r in evaluations]
         write_table(pd.DataFrame(rows), self.path / "records.parquet")
-        write_json({"front": list(front),
+        write_json({"front": [e.to_dict() for e in front],
                     "hypervolume": [{"evaluations": n, "hypervolume": h} for n, h in hypervolume],
                     **extra},
                    self.path / "front.json")
 
     def read_front(self) -> dict[str, Any]:
         """The published front (``front.json``), its shape checked: what readers index into
-        is there and of the right type, and every entry scores the same objectives."""
+        is there and of the right type, and every entry scores the same objectives. Its
+        ``front`` is a list of :class:`FrontEntry`."""
         doc = self.read_json("front.json")
         where = str(self.path / "front.json")
         _check_shape(doc, _FRONT, where, "")
@@ -191,7 +181,7 @@ class RunStore:
                 raise ParetoSearchError(located(where, column=field, value=sorted(record),
                                                 problem="expected the objectives "
                                                         f"{sorted(labels)}"))
-        return doc
+        return {**doc, "front": [FrontEntry.from_dict(e) for e in entries]}
 
     def write_choice(self, choice: dict[str, Any]) -> Path:
         """``chosen.json``: the operator's selected configuration."""
@@ -203,17 +193,17 @@ class RunStore:
         ``runs/latest``, which moves) and the index."""
         front = self.read_front()["front"]
         return {**choice_entry(self.read_spec(), front[index]),
-                "test_metrics": front[index]["test_metrics"], "front_index": index,
+                "test_metrics": front[index].test_metrics, "front_index": index,
                 "run": str(self.path.resolve())}
 
-    def chosen_index(self, front: Sequence[dict[str, Any]]) -> int | None:
+    def chosen_index(self, front: Sequence[FrontEntry]) -> int | None:
         """The index in ``front`` of the entry ``chosen.json`` records, or None (no choice
         made, or one that is not on this front)."""
         if not (self.path / "chosen.json").exists():
             return None
         picked = self.read_json("chosen.json").get("params") or {}
         return next((i for i, e in enumerate(front)
-                     if all(picked.get(k) == v for k, v in e["params"].items())), None)
+                     if all(picked.get(k) == v for k, v in e.params.items())), None)
 
     def read(self, name: str, limit: int = MAX_DOCUMENT) -> bytes:
         """A file of the run, read as untrusted data: from inside the run directory only,

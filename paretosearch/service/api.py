@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from paretosearch.runs import select as choose
-from paretosearch.runs.store import RunStore, choice_entry, front_entry
+from paretosearch.runs.records import FrontEntry
+from paretosearch.runs.store import RunStore, choice_entry
 from paretosearch.search.cache import CachedRunner, EvaluationCache
 from paretosearch.search.cluster import connect
 from paretosearch.search.config import SearchConfig
@@ -137,7 +138,7 @@ class PolicySearch:
         self._stack = contextlib.ExitStack()
         self.objectives: tuple[Objective, ...] = ()
         self.SetPreference(*config.objectives)
-        self.front: list[dict[str, Any]] = []
+        self.front: list[FrontEntry] = []
         self.baselines: dict[str, dict[str, float]] = {}
         """Each baseline policy's record on the training sample; ``baselines_test``: on the
         test sample (``front.json``'s ``baselines`` and ``baselines_test``)."""
@@ -157,25 +158,25 @@ class PolicySearch:
         self.objectives = parse_objectives(self.config.objectives)
         self.task = replace(self.task, predict=any(o.predicted for o in self.objectives))
 
-    def GetParetoFront(self) -> list[dict[str, Any]]:
+    def GetParetoFront(self) -> list[FrontEntry]:
         """The front: parameters, objective values, all metrics, test-sample metrics."""
         if not self.front:
             raise ParetoSearchError("no front yet: call run() after SetPreference(...)")
         return self.front
 
-    def SetConfig(self, choice: int | Mapping[str, Any]) -> dict[str, Any]:
+    def SetConfig(self, choice: int | FrontEntry | Mapping[str, Any]) -> dict[str, Any]:
         """Record the operator's choice in the run: a front index, a front entry, or the
         policy's parameters (e.g. ``{"W": 2.0}``; the rest as fixed or at their defaults),
         which are simulated on both samples first so the choice carries its metrics."""
         if isinstance(choice, int):
             front = self.GetParetoFront()
             entry = front[choose.by_index(front, choice)]
-        elif "params" in choice:
-            entry = dict(choice)
+        elif isinstance(choice, FrontEntry):
+            entry = choice
         else:
             params = dict(choice)
             train, test = self.evaluate(self.task.policy, {**self.task.fixed, **params})
-            entry = front_entry(params, train, self.objectives, test, self.fitted(params))
+            entry = FrontEntry.of(params, train, self.objectives, test, self.fitted(params))
         self.chosen = choice_entry(_jsonable(self.spec()), entry)
         if self.store:
             self.store.write_choice(self.chosen)
@@ -187,8 +188,8 @@ class PolicySearch:
         (``jct:avg``, ...) and on the test sample (``test:jct:avg``, ...)."""
         import pandas as pd
 
-        return pd.DataFrame([{**e["params"], **e["objectives"], **e["metrics"],
-                              **{f"test:{k}": v for k, v in (e["test_metrics"] or {}).items()}}
+        return pd.DataFrame([{**e.params, **e.objectives, **e.metrics,
+                              **{f"test:{k}": v for k, v in (e.test_metrics or {}).items()}}
                              for e in self.GetParetoFront()])
 
     set_preference = SetPreference
@@ -230,7 +231,7 @@ class PolicySearch:
 
     def run(self, on_generation: Callable[[Progress], None] | None = None, *,
             resume: bool = False,
-            initial: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+            initial: Sequence[Mapping[str, Any]] = ()) -> list[FrontEntry]:
         """Search (or resume), re-evaluate the front on the test sample, publish the front.
 
         ``initial``: configurations to start from (a warm start): they open the first
@@ -243,7 +244,7 @@ class PolicySearch:
             def publish(p: Progress) -> None:
                 if self.store and copy:
                     self.store.write_progress(
-                        p.evaluated, [front_entry(*e, self.objectives) for e in p.front],
+                        p.evaluated, [FrontEntry.of(*e, self.objectives) for e in p.front],
                         p.history, seed=self.settings.seed, dropped=dict(self.space.dropped))
                     copy.add(p.evaluated, about)
                 if on_generation is not None:
@@ -259,11 +260,11 @@ class PolicySearch:
                 task = Task(name, self.profile, predict=self.task.predict)
                 self.baselines[name] = train_runner.map(task, [{}])[0]
                 self.baselines_test[name] = test_runner.map(task, [{}])[0]
-        self.front = sorted((front_entry(p, r, self.objectives, t, self.fitted(p))
+        self.front = sorted((FrontEntry.of(p, r, self.objectives, t, self.fitted(p))
                              for (p, r), t in zip(unique, tests, strict=True)),
-                            key=lambda e: [e["objectives"][o.label] for o in self.objectives])
+                            key=lambda e: [e.objectives[o.label] for o in self.objectives])
         for name, record in self.baselines.items():
-            if all(dominates(record, e["metrics"], self.objectives) for e in self.front):
+            if all(dominates(record, e.metrics, self.objectives) for e in self.front):
                 warnings.warn(f"the baseline {name} dominates the whole front on the training "
                               "sample: the search missed it. Search with a larger budget, or "
                               "use the baseline", UserWarning, stacklevel=2)

@@ -42,6 +42,7 @@ from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_dis
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
 from paretosearch.io import MAX_TABLE, write_json
+from paretosearch.runs.records import FrontEntry
 from paretosearch.runs.report import write_retune_report
 from paretosearch.runs.report_html import write_html_report
 from paretosearch.runs.store import RunStore, config_hash
@@ -86,7 +87,7 @@ class RetuneFailed(ParetoSearchError, RuntimeError):
 
 # --- drift ----------------------------------------------------------------------------------
 
-def drift(front: Sequence[Mapping[str, Any]], production: Mapping[str, float],
+def drift(front: Sequence[FrontEntry], production: Mapping[str, float],
           objectives: Sequence[Objective], *, sample: str = "metrics") -> dict[str, Any]:
     """How the new front compares with the production config on one sample.
 
@@ -99,8 +100,9 @@ def drift(front: Sequence[Mapping[str, Any]], production: Mapping[str, float],
         return [o.loss(rec[o.label]) for o in objectives]
 
     prod = losses(production)
-    dominating = [(i, losses(e[sample])) for i, e in enumerate(front)
-                  if e.get(sample) and dominates(e[sample], production, objectives)]
+    records = [getattr(e, sample) for e in front]
+    dominating = [(i, losses(r)) for i, r in enumerate(records)
+                  if r and dominates(r, production, objectives)]
 
     def gains(f: list[float]) -> list[float]:
         return [0.0 if a == b else (b - a) / abs(b) if b else math.inf
@@ -114,7 +116,7 @@ def drift(front: Sequence[Mapping[str, Any]], production: Mapping[str, float],
         best, f = max(dominating, key=lambda r: min(gains(r[1])))
         out["best"] = best
         for o, gain in zip(objectives, gains(f), strict=True):
-            out["objectives"][o.label].update(front=front[best][sample][o.label], gain=gain)
+            out["objectives"][o.label].update(front=records[best][o.label], gain=gain)
     return out
 
 
@@ -326,7 +328,7 @@ def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]
         store = RunStore(previous)
         if store.read_spec()["policy"] != spec.config.policy:
             return []
-        front = [dict(e["params"]) for e in store.read_front()["front"]]
+        front = [dict(e.params) for e in store.read_front()["front"]]
         records = pd.read_parquet(io.BytesIO(store.read("records.parquet", MAX_TABLE)))
     except (ParetoSearchError, OSError, ValueError):  # nothing usable: a cold start
         return []

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from paretosearch.runs.records import FrontEntry
 from paretosearch.service.api import SearchSettings
 from tests.helpers.data import PCS
 
@@ -67,8 +68,8 @@ def journal_keys(run: Path) -> list[str]:
     return keys
 
 
-def front_key(front: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    return [(tuple(e["params"].values()), tuple(e["objectives"].values())) for e in front]
+def front_key(front: list[FrontEntry]) -> list[tuple[Any, ...]]:
+    return [(tuple(e.params.values()), tuple(e.objectives.values())) for e in front]
 
 
 class WorkerKiller:

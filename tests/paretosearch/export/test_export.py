@@ -22,6 +22,7 @@ from paretosearch.export import (
     build_plan,
     export,
 )
+from paretosearch.runs.records import FrontEntry
 from paretosearch.runs.store import choice_entry
 from policies import WFQ, Unified, WFQHetero
 from tests.helpers.exports import (
@@ -294,12 +295,11 @@ def test_every_file_states_what_it_cannot_express(fmt: str) -> None:
 # --- the command line -------------------------------------------------------------------
 
 
-def _front_entry(thresholds: list[float | None], W: float) -> dict[str, Any]:
+def _front_entry(thresholds: list[float | None], W: float) -> FrontEntry:
     fitted = WFQ.from_params({"W": W, "thresholds": thresholds,
                               "rates": [0.6, 0.3, 0.1]}).to_dict()["params"]
     objectives = {"jct:avg": 500.0 * W, "pred_err:avg": 10.0 / W}
-    return {"params": {"W": W}, "objectives": objectives, "metrics": dict(objectives),
-            "test_metrics": None, "fitted": fitted}
+    return FrontEntry({"W": W}, objectives, dict(objectives), None, fitted)
 
 
 @pytest.fixture
@@ -312,7 +312,7 @@ def run_dir(tmp_path: Path) -> Path:
             "fixed": {"T": 2.0}, "objectives": ["jct:avg", "pred_err:avg"]}
     front = [_front_entry([100.0, 1e4, None], 1.0), _front_entry([50.0, 5e3, None], 2.0)]
     (run / "run.json").write_text(json.dumps(spec))
-    (run / "front.json").write_text(json.dumps({"front": front}))
+    (run / "front.json").write_text(json.dumps({"front": [e.to_dict() for e in front]}))
     (run / "chosen.json").write_text(json.dumps({**choice_entry(spec, front[1]),
                                                  "run": str(run), "front_index": 1}))
     return run

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from paretosearch.runs.plots import Marked, axis, draw_front, plot_front
+from paretosearch.runs.records import FrontEntry
 
 
 @pytest.mark.parametrize(("label", "values", "title", "factor", "scale"), [
@@ -41,9 +42,8 @@ def _doc(objectives: tuple[str, ...]) -> dict[str, Any]:
     for k in range(8):
         metrics = {lab: float(10 + k + rng.random()) for lab in objectives}
         test = {lab: v * 1.3 for lab, v in metrics.items()}
-        front.append({"params": {"T": float(k)}, "objectives": dict(metrics),
-                      "metrics": metrics, "test_metrics": test})
-    near = {f"b{k}": {lab: v + 0.05 for lab, v in front[k]["metrics"].items()}
+        front.append(FrontEntry({"T": float(k)}, dict(metrics), metrics, test))
+    near = {f"b{k}": {lab: v + 0.05 for lab, v in front[k].metrics.items()}
             for k in range(0, 8, 2)}
     return {"front": front, "baselines": near,
             "baselines_test": {n: {lab: v * 1.2 for lab, v in r.items()} for n, r in near.items()}}
@@ -53,8 +53,8 @@ def _doc(objectives: tuple[str, ...]) -> dict[str, Any]:
                                         ("jct:avg", "wait:avg", "makespan:avg")])
 def test_labels_cover_no_point_and_train_joins_test(objectives: tuple[str, ...]) -> None:
     doc = _doc(objectives)
-    fig = draw_front(doc, marked=Marked("chosen", doc["front"][3]["metrics"],
-                                        doc["front"][3]["test_metrics"]))
+    fig = draw_front(doc, marked=Marked("chosen", doc["front"][3].metrics,
+                                        doc["front"][3].test_metrics))
     try:
         pairs = list(itertools.combinations(objectives, 2))
         panels = [ax for ax in fig.axes if ax.get_visible()]
@@ -74,9 +74,9 @@ def test_labels_cover_no_point_and_train_joins_test(objectives: tuple[str, ...])
             joins = [ln for ln in ax.lines if len(ln.get_xdata()) == 2]
             assert len(joins) == 13
             front = doc["front"][0]
-            assert any(list(ln.get_xdata()) == [front["metrics"][x], front["test_metrics"][x]]
-                       and list(ln.get_ydata()) == [front["metrics"][y],
-                                                    front["test_metrics"][y]] for ln in joins)
+            assert any(list(ln.get_xdata()) == [front.metrics[x], front.test_metrics[x]]
+                       and list(ln.get_ydata()) == [front.metrics[y],
+                                                    front.test_metrics[y]] for ln in joins)
     finally:
         plt.close(fig)
 

@@ -29,7 +29,7 @@ def _search(run_dir: Path | None, **kwargs: Any) -> PolicySearch:
 
 
 def _key(front: list[dict[str, Any]]) -> list[str]:
-    return sorted(json.dumps(e["params"], sort_keys=True) for e in front)
+    return sorted(json.dumps(dict(e.params), sort_keys=True) for e in front)
 
 
 def _lines(path: Path) -> list[str]:
@@ -46,7 +46,7 @@ def test_async_runs_the_budget_and_replays_from_its_journal(tmp_path: Path) -> N
     front = _search(whole).run()
     journal, started = _lines(whole / "evaluations.jsonl"), _lines(whole / "started.jsonl")
     assert len(journal) == len(started) == ASYNC.budget  # exactly the budget
-    values = [tuple(e["objectives"].values()) for e in front]
+    values = [tuple(e.objectives.values()) for e in front]
     for a in values:  # nobody on the front dominates anybody else on it
         assert not any(b != a and all(x <= y for x, y in zip(b, a, strict=True))
                        for b in values)

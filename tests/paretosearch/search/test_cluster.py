@@ -22,6 +22,7 @@ import pytest
 from distributed import Client, LocalCluster, Security, get_task_stream
 
 from paretosearch.cli import main
+from paretosearch.runs.store import RunStore
 from paretosearch.search.cluster import (
     CLUSTER_FILE_ENV,
     InvalidClusterConfig,
@@ -48,7 +49,7 @@ LOCAL_FILE = ("version: 1\nmodule: dask.distributed\nclass: LocalCluster\nkwargs
 
 def _key(front: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """What must match between runs: parameters, objectives, the objectives on the test sample."""
-    return [(e["params"], e["objectives"], {o: e["test_metrics"][o] for o in OBJECTIVES})
+    return [(e.params, e.objectives, {o: e.test_metrics[o] for o in OBJECTIVES})
             for e in front]
 
 
@@ -366,7 +367,7 @@ def test_cli_search_prefers_the_scheduler_address(env: Callable[..., None], tmp_
             assert main([*SEARCH_ARGS, "--run-dir", str(tmp_path / "run"),
                          "--cluster-config", str(local)]) == 0
         assert {t["worker"] for t in stream.data} == _workers(observer)
-    front = json.loads((tmp_path / "run" / "front.json").read_text())["front"]
+    front = RunStore(tmp_path / "run").read_front()["front"]
     assert _key(front) == serial_front
     assert f"cluster file {local} ignored" in caplog.text
     assert f"the running scheduler at {tcp_scheduler}" in caplog.text

@@ -195,7 +195,7 @@ def test_dropped_dimensions_reach_run_front_and_cli(tmp_path: Path,
     assert set(search.space.dropped) == SLO_ONLY
     search.SetPreference("jct:avg", "makespan:avg")
     front = search.run()
-    assert all(not SLO_ONLY & set(e["params"]) for e in front)
+    assert all(not SLO_ONLY & set(e.params) for e in front)
     doc = json.loads((tmp_path / "front.json").read_text())
     assert doc["dropped"] == dict.fromkeys(sorted(SLO_ONLY), "the workload has no SLO jobs")
     assert RunStore(tmp_path).read_spec()["dropped"] == doc["dropped"]

@@ -21,7 +21,8 @@ from paretosearch.cli import main
 from paretosearch.io import json_text
 from paretosearch.runs import select as choose
 from paretosearch.runs.optuna_copy import load_study
-from paretosearch.runs.store import config_hash
+from paretosearch.runs.records import FrontEntry
+from paretosearch.runs.store import RunStore, config_hash
 from paretosearch.service.api import (
     BASELINES,
     PolicySearch,
@@ -43,13 +44,13 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     assert search.config.objectives == ("jct:avg", "pred_err:p99")
     front = search.run()
     assert front == search.get_pareto_front()
-    values = [tuple(e["objectives"].values()) for e in front]
+    values = [tuple(e.objectives.values()) for e in front]
     assert len(set(values)) == len(values)  # no two entries with the same objectives
     for a in values:  # nobody on the front dominates anybody else on it
         assert not any(b != a and all(x <= y for x, y in zip(b, a, strict=True))
                        for b in values)
-    assert all(e["test_metrics"]["jct:avg"] > 0 for e in front)
-    published = json.loads((tmp_path / "front.json").read_text())
+    assert all(e.test_metrics["jct:avg"] > 0 for e in front)
+    published = RunStore(tmp_path).read_front()
     assert front_key(published["front"]) == front_key(front) and published["done"]
     assert set(published["baselines"]) == set(published["baselines_test"]) == set(BASELINES)
     train, test = search.evaluate("srsf", {})  # the baselines are run on both samples
@@ -60,17 +61,17 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     chosen = search.SetConfig(search.knee())
     assert json.loads((tmp_path / "chosen.json").read_text()) == chosen
     best = search.where("pred_err:p99 <= 1e9", minimize="jct:avg")
-    assert front[best]["objectives"]["jct:avg"] == min(v[0] for v in values)
+    assert front[best].objectives["jct:avg"] == min(v[0] for v in values)
     assert search.by_weights(1.0, 0.0) == best  # all weight on JCT: the fastest entry
     with pytest.raises(ParetoSearchError, match="out of range"):
         search.select(len(front))
     table = search.front_dataframe()  # one flat row per configuration
-    assert table["W"].tolist() == [e["params"]["W"] for e in front]
-    assert table["jct:avg"].tolist() == [e["objectives"]["jct:avg"] for e in front]
-    assert table["test:pred_err:p99"].tolist() == [e["test_metrics"]["pred_err:p99"]
+    assert table["W"].tolist() == [e.params["W"] for e in front]
+    assert table["jct:avg"].tolist() == [e.objectives["jct:avg"] for e in front]
+    assert table["test:pred_err:p99"].tolist() == [e.test_metrics["pred_err:p99"]
                                                   for e in front]
     # a configuration by its parameters: simulated on both samples, recorded with its metrics
-    params = {**front[0]["params"], "W": front[0]["params"]["W"] / 2}
+    params = {**front[0].params, "W": front[0].params["W"] / 2}
     own = search.SetConfig(params)
     train, test = search.evaluate("wfq", {**search.task.fixed, **params})
     assert own["params"] == {**search.task.fixed, **params}
@@ -108,32 +109,33 @@ def test_optuna_study_mirrors_every_evaluation(tmp_path: Path) -> None:
         assert trial.user_attrs["jct:p99"] == records["jct:p99"][trial.number]
     # the published front: its trials and their test metrics; the baselines on both samples
     published = study.user_attrs["front"]
-    assert [study.trials[m["trial"]].params for m in published] == [e["params"] for e in front]
+    assert [study.trials[m["trial"]].params for m in published] == [e.params for e in front]
     assert [m["test_metrics"]["jct:avg"] for m in published] == [
-        e["test_metrics"]["jct:avg"] for e in front]
+        e.test_metrics["jct:avg"] for e in front]
     assert study.user_attrs["baselines"]["fifo"]["jct:avg"] == search.baselines["fifo"][
         "jct:avg"]
     assert set(study.user_attrs["baselines_test"]) == set(search.baselines_test)
     assert [study.trials[m["trial"]].values for m in published] == [
-        list(e["objectives"].values()) for e in front]
+        list(e.objectives.values()) for e in front]
 
 
 def test_jcts_are_predicted_only_when_an_objective_needs_them() -> None:
     search = PolicySearch(config=SearchConfig(settings=SMALL, jobs=150))
     search.SetPreference("jct:avg", "utilization:avg")
     front = search.run()
-    assert all(np.isnan(e["metrics"]["pred_err:avg"]) for e in front)
+    assert all(np.isnan(e.metrics["pred_err:avg"]) for e in front)
     assert all(np.isnan(b["pred_err:avg"]) and b["jct:avg"] > 0
                for b in search.baselines.values())
-    for entries in (front, json.loads(json_text(front))):  # as run, and as front.json holds it
+    stored = json.loads(json_text([e.to_dict() for e in front]))  # as front.json holds it
+    for entries in (front, [FrontEntry.from_dict(e) for e in stored]):
         with pytest.raises(ParetoSearchError, match="predicted no JCTs"):
             choose.by_constraints(entries, ["pred_err:p99 <= 100"], "jct:avg")
     predicting = PolicySearch(config=SearchConfig(settings=SMALL, jobs=150))
     predicting.SetPreference("jct:avg", "pred_err:avg")
-    train, test = predicting.evaluate("wfq", front[0]["params"])
+    train, test = predicting.evaluate("wfq", front[0].params)
     assert train["pred_err:avg"] >= 0  # predictions change no job's times
-    assert train["jct:avg"] == front[0]["metrics"]["jct:avg"]
-    assert test["jct:avg"] == front[0]["test_metrics"]["jct:avg"]
+    assert train["jct:avg"] == front[0].metrics["jct:avg"]
+    assert test["jct:avg"] == front[0].test_metrics["jct:avg"]
 
 
 def test_a_corrupted_journal_line_is_evaluated_again_and_the_front_is_the_same(
@@ -212,8 +214,7 @@ def test_sigkill_then_resume_gives_the_same_front(tmp_path: Path, mode: str) -> 
     # the order evaluations finish, and so on it)
     subprocess.run([sys.executable, "-m", "paretosearch.cli", "search", "--resume", str(cut),
                     "--workers", "0"], check=True, capture_output=True)
-    a = json.loads((whole / "front.json").read_text())
-    b = json.loads((cut / "front.json").read_text())
+    a, b = RunStore(whole).read_front(), RunStore(cut).read_front()
     assert front_key(a["front"]) == front_key(b["front"])
     keys = journal_keys(cut)
     assert len(keys) == len(set(keys)) == 60  # nothing lost, nothing evaluated twice
@@ -374,7 +375,7 @@ def test_a_baseline_that_dominates_the_whole_front_is_warned_of() -> None:
         front = search.run()
     warned = {str(w.message).split()[2] for w in caught if "whole front" in str(w.message)}
     assert warned == {name for name, b in search.baselines.items()  # by hand
-                      if all(b["jct:avg"] < e["metrics"]["jct:avg"] for e in front)}
+                      if all(b["jct:avg"] < e.metrics["jct:avg"] for e in front)}
 
 
 def test_default_run_dir_and_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

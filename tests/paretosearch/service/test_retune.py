@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from paretosearch.cli import main
+from paretosearch.runs.records import FrontEntry
 from paretosearch.search.objectives import parse_objectives
 from paretosearch.service.retune import (
     Exit,
@@ -117,10 +118,11 @@ def test_a_relative_spec_path_publishes_new_runs_and_never_rewrites_current(
 
 def test_drift_finds_the_dominating_configs_and_the_gains() -> None:
     objectives = parse_objectives(["jct:avg", "utilization:avg"])  # utilization is maximised
-    front = [{"metrics": {"jct:avg": 90.0, "utilization:avg": 0.5}},   # better jct, worse util
-             {"metrics": {"jct:avg": 80.0, "utilization:avg": 0.8}},   # dominates: +20 %, +33 %
-             {"metrics": {"jct:avg": 50.0, "utilization:avg": 0.61}},  # dominates: +50 %, +1.7 %
-             {"metrics": {"jct:avg": 100.0, "utilization:avg": 0.6}}]  # equal: does not dominate
+    front = [FrontEntry({}, m, m) for m in (
+        {"jct:avg": 90.0, "utilization:avg": 0.5},    # better jct, worse util
+        {"jct:avg": 80.0, "utilization:avg": 0.8},    # dominates: +20 %, +33 %
+        {"jct:avg": 50.0, "utilization:avg": 0.61},   # dominates: +50 %, +1.7 %
+        {"jct:avg": 100.0, "utilization:avg": 0.6})]  # equal: does not dominate
     d = drift(front, {"jct:avg": 100.0, "utilization:avg": 0.6}, objectives)
     assert d["dominated"] and d["dominated_by"] == [1, 2]
     assert d["best"] == 1  # its smallest gain (20 %) beats #2's (1.7 %)
