@@ -6,7 +6,7 @@ policies (:mod:`policies`) re-exported for convenience.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from paretosearch.runs.records import FrontEntry
+from paretosearch.runs.records import ChosenConfig, FrontEntry
 from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.service.api import BASELINES, PolicySearch, SearchConfig, SearchSettings
 from policies import REGISTRY, WFQ, Policy, get_policy, make_policy
@@ -37,6 +37,7 @@ __all__ = [
     "METRICS",
     "REGISTRY",
     "WFQ",
+    "ChosenConfig",
     "ClusterProfile",
     "FrontEntry",
     "InvalidObjective",

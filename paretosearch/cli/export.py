@@ -76,7 +76,7 @@ def _document(run: Path, index: int | None) -> dict[str, Any]:
         if not 0 <= index < len(front):
             raise ExportError(f"{run}: --index {index}: the front has {len(front)} entries "
                               f"(0 to {len(front) - 1}); 'paretosearch front {run}' lists them")
-        return store.front_choice(index)
+        return store.front_choice(index).to_dict()
     if index is not None:
         raise ExportError(f"{run}: --index needs a run directory, not a file")
     path = run / "chosen.json" if run.is_dir() else run

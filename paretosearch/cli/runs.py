@@ -323,8 +323,8 @@ def _select(args: argparse.Namespace, console: Console) -> None:
     choice = store.front_choice(i)
     store.write_choice(choice)
     if args.out:
-        write_json(choice, args.out)
-    console.print_json(json.dumps(choice, default=lambda v: None))
+        write_json(choice.to_dict(), args.out)
+    console.print_json(json.dumps(choice.to_dict(), default=lambda v: None))
     console.print(f"saved to {store.path / 'chosen.json'}" + (f" and {args.out}" if args.out
                                                                 else ""))
 

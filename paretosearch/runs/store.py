@@ -30,11 +30,11 @@ from typing import Any
 import pandas as pd
 
 from paretosearch.io import MAX_DOCUMENT, MAX_TABLE, read_bounded, write_json, write_table
-from paretosearch.runs.records import FrontEntry
+from paretosearch.runs.records import ChosenConfig, FrontEntry
 from paretosearch.search.objectives import parse_objectives
 from simulator.errors import ParetoSearchError, located
 
-__all__ = ["Evaluation", "RunStore", "choice_entry", "param_key"]
+__all__ = ["Evaluation", "RunStore", "param_key"]
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +45,6 @@ Evaluation = tuple[dict[str, Any], dict[str, float]]
 def param_key(params: dict[str, Any]) -> str:
     """The content key of a candidate: its parameters, exactly (floats by repr)."""
     return json.dumps(params, sort_keys=True)
-
-
-def choice_entry(spec: dict[str, Any], entry: FrontEntry) -> dict[str, Any]:
-    """A chosen front member of the run with ``spec`` as a ready config: policy, all
-    parameters, the fitted policy, its objective values, the cluster it was tuned for, and
-    ``config_sha256``, a hash of what is deployed (policy, parameters, fitted fields)."""
-    config = {"policy": spec["policy"], "params": {**spec["fixed"], **entry.params},
-              "fitted": None if entry.fitted is None else dict(entry.fitted)}
-    return {**config, "objectives": dict(entry.objectives),
-            "cluster": spec.get("cluster"), "config_sha256": config_hash(config)}
-
-
-def config_hash(config: Mapping[str, Any]) -> str:
-    """SHA-256 of a config's ``policy``, ``params`` and ``fitted`` (what is deployed)."""
-    deployed = {k: config.get(k) for k in ("policy", "params", "fitted")}
-    return hashlib.sha256(json.dumps(deployed, sort_keys=True).encode()).hexdigest()
 
 
 class RunStore:
@@ -183,18 +167,16 @@ class RunStore:
                                                         f"{sorted(labels)}"))
         return {**doc, "front": [FrontEntry.from_dict(e) for e in entries]}
 
-    def write_choice(self, choice: dict[str, Any]) -> Path:
+    def write_choice(self, choice: ChosenConfig) -> Path:
         """``chosen.json``: the operator's selected configuration."""
-        return write_json(choice, self.path / "chosen.json")
+        return write_json(choice.to_dict(), self.path / "chosen.json")
 
-    def front_choice(self, index: int) -> dict[str, Any]:
-        """Front entry ``index`` as a ready config (:func:`choice_entry`) with its test
-        metrics and where it came from: this run's resolved directory (not a link such as
-        ``runs/latest``, which moves) and the index."""
+    def front_choice(self, index: int) -> ChosenConfig:
+        """Front entry ``index`` as a ready config, with where it came from: this run's
+        resolved directory (not a link such as ``runs/latest``, which moves) and the index."""
         front = self.read_front()["front"]
-        return {**choice_entry(self.read_spec(), front[index]),
-                "test_metrics": front[index].test_metrics, "front_index": index,
-                "run": str(self.path.resolve())}
+        return ChosenConfig.of(self.read_spec(), front[index], front_index=index,
+                               run=str(self.path.resolve()))
 
     def chosen_index(self, front: Sequence[FrontEntry]) -> int | None:
         """The index in ``front`` of the entry ``chosen.json`` records, or None (no choice

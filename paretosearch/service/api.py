@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from paretosearch.runs import select as choose
-from paretosearch.runs.records import FrontEntry
-from paretosearch.runs.store import RunStore, choice_entry
+from paretosearch.runs.records import ChosenConfig, FrontEntry
+from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import CachedRunner, EvaluationCache
 from paretosearch.search.cluster import connect
 from paretosearch.search.config import SearchConfig
@@ -143,7 +143,7 @@ class PolicySearch:
         """Each baseline policy's record on the training sample; ``baselines_test``: on the
         test sample (``front.json``'s ``baselines`` and ``baselines_test``)."""
         self.baselines_test: dict[str, dict[str, float]] = {}
-        self.chosen: dict[str, Any] | None = None
+        self.chosen: ChosenConfig | None = None
 
     # --- PCS's interface ------------------------------------------------------------------
 
@@ -164,20 +164,24 @@ class PolicySearch:
             raise ParetoSearchError("no front yet: call run() after SetPreference(...)")
         return self.front
 
-    def SetConfig(self, choice: int | FrontEntry | Mapping[str, Any]) -> dict[str, Any]:
+    def SetConfig(self, choice: int | FrontEntry | Mapping[str, Any]) -> ChosenConfig:
         """Record the operator's choice in the run: a front index, a front entry, or the
         policy's parameters (e.g. ``{"W": 2.0}``; the rest as fixed or at their defaults),
         which are simulated on both samples first so the choice carries its metrics."""
+        index = None
         if isinstance(choice, int):
             front = self.GetParetoFront()
-            entry = front[choose.by_index(front, choice)]
+            index = choose.by_index(front, choice)
+            entry = front[index]
         elif isinstance(choice, FrontEntry):
             entry = choice
         else:
             params = dict(choice)
             train, test = self.evaluate(self.task.policy, {**self.task.fixed, **params})
             entry = FrontEntry.of(params, train, self.objectives, test, self.fitted(params))
-        self.chosen = choice_entry(_jsonable(self.spec()), entry)
+        self.chosen = ChosenConfig.of(
+            _jsonable(self.spec()), entry, front_index=index,
+            run=str(self.store.path.resolve()) if self.store and index is not None else None)
         if self.store:
             self.store.write_choice(self.chosen)
         return self.chosen

@@ -42,10 +42,10 @@ from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_dis
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
 from paretosearch.io import MAX_TABLE, write_json
-from paretosearch.runs.records import FrontEntry
+from paretosearch.runs.records import FrontEntry, config_hash
 from paretosearch.runs.report import write_retune_report
 from paretosearch.runs.report_html import write_html_report
-from paretosearch.runs.store import RunStore, config_hash
+from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import EvaluationCache
 from paretosearch.search.cluster import ctrl_c
 from paretosearch.search.objectives import Objective, dominates, parse_objectives

@@ -22,8 +22,7 @@ from paretosearch.export import (
     build_plan,
     export,
 )
-from paretosearch.runs.records import FrontEntry
-from paretosearch.runs.store import choice_entry
+from paretosearch.runs.records import ChosenConfig, FrontEntry
 from policies import WFQ, Unified, WFQHetero
 from tests.helpers.exports import (
     DOCS,
@@ -313,8 +312,8 @@ def run_dir(tmp_path: Path) -> Path:
     front = [_front_entry([100.0, 1e4, None], 1.0), _front_entry([50.0, 5e3, None], 2.0)]
     (run / "run.json").write_text(json.dumps(spec))
     (run / "front.json").write_text(json.dumps({"front": [e.to_dict() for e in front]}))
-    (run / "chosen.json").write_text(json.dumps({**choice_entry(spec, front[1]),
-                                                 "run": str(run), "front_index": 1}))
+    chosen = ChosenConfig.of(spec, front[1], front_index=1, run=str(run))
+    (run / "chosen.json").write_text(json.dumps(chosen.to_dict()))
     return run
 
 

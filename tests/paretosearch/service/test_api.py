@@ -21,8 +21,8 @@ from paretosearch.cli import main
 from paretosearch.io import json_text
 from paretosearch.runs import select as choose
 from paretosearch.runs.optuna_copy import load_study
-from paretosearch.runs.records import FrontEntry
-from paretosearch.runs.store import RunStore, config_hash
+from paretosearch.runs.records import FrontEntry, config_hash
+from paretosearch.runs.store import RunStore
 from paretosearch.service.api import (
     BASELINES,
     PolicySearch,
@@ -59,7 +59,10 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     assert len(pd.read_parquet(tmp_path / "records.parquet")) == 32
     assert len(journal_keys(tmp_path)) == 32
     chosen = search.SetConfig(search.knee())
-    assert json.loads((tmp_path / "chosen.json").read_text()) == chosen
+    assert (chosen.front_index, chosen.run) == (search.knee(), str(tmp_path.resolve()))
+    assert chosen.test_metrics == front[search.knee()].test_metrics
+    assert json.loads(json_text(chosen.to_dict())) == json.loads(
+        (tmp_path / "chosen.json").read_text())
     best = search.where("pred_err:p99 <= 1e9", minimize="jct:avg")
     assert front[best].objectives["jct:avg"] == min(v[0] for v in values)
     assert search.by_weights(1.0, 0.0) == best  # all weight on JCT: the fastest entry
@@ -74,10 +77,12 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     params = {**front[0].params, "W": front[0].params["W"] / 2}
     own = search.SetConfig(params)
     train, test = search.evaluate("wfq", {**search.task.fixed, **params})
-    assert own["params"] == {**search.task.fixed, **params}
-    assert own["objectives"] == {"jct:avg": train["jct:avg"], "pred_err:p99": train[
+    assert own.params == {**search.task.fixed, **params}
+    assert own.objectives == {"jct:avg": train["jct:avg"], "pred_err:p99": train[
         "pred_err:p99"]}
-    assert json.loads((tmp_path / "chosen.json").read_text()) == own
+    assert own.front_index is None and own.run is None  # not from the front
+    assert json.loads(json_text(own.to_dict())) == json.loads(
+        (tmp_path / "chosen.json").read_text())
     with pytest.raises(InvalidPolicyParams, match="nonsense"):
         search.SetConfig({"nonsense": 1})
     with pytest.raises(ParetoSearchError, match="already holds a run"):
