@@ -8,8 +8,10 @@ ways: with ECOS (the default, Gavel's solver), with HiGHS (``lp="highs"``), and 
 own allocations replayed, which isolates the rounds from the solver; for the first two it
 prints the first allocation reset that differs from Gavel's by more than 1e-3 (the jobs
 concerned, both sides). Finish-time fairness runs with ECOS, and replayed where Gavel's
-allocations were recorded (``_perf``). Jobs Gavel
-drops (5 failed rounds) are left out, as its own average does. Run from the project root:
+allocations were recorded (``_perf``). Beside Gavel's agnostic FIFO it also runs ``yarn-cs``
+(Hadar's YARN-CS, which Gavel does not have): how far the nearest Gavel policy is from it.
+Jobs Gavel drops (5 failed rounds) are left out, as its own average does. Run from the
+project root:
 ``python benchmarks/bench_gavel_parity.py``.
 """
 
@@ -41,11 +43,11 @@ from tests.helpers.gavel import (  # noqa: E402  (after the path is set)
 
 
 def run(trace: str, policy: Any) -> tuple[np.ndarray, float, list[tuple[float, dict[int, Any]]]]:
-    """JCTs, CPU seconds and the allocations computed at each reset."""
+    """JCTs, CPU seconds and the allocations computed at each reset (Gavel's policies)."""
     from simulator import load_profile, simulate
 
     seen: list[tuple[float, dict[int, Any]]] = []
-    allocate = policy.allocate
+    allocate = getattr(policy, "allocate", None)
 
     def spy(rate: Any, demand: Any, gpus: Any, rows: Any, memory: Any, jobs: Any,
             now: float) -> Any:
@@ -53,7 +55,8 @@ def run(trace: str, policy: Any) -> tuple[np.ndarray, float, list[tuple[float, d
         seen.append((now, {int(r): x[a] for a, r in enumerate(rows)}))
         return x
 
-    object.__setattr__(policy, "allocate", spy)
+    if allocate is not None:
+        object.__setattr__(policy, "allocate", spy)
     wl = workload(trace)
     t0 = time.process_time()
     res = simulate(wl, load_profile("gavel-108"), policy)
@@ -93,6 +96,7 @@ def compare(ref: pd.DataFrame, jct: np.ndarray) -> tuple[float, float, float]:
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     from policies.hetero.gavel import Gavel
+    from policies.hetero.yarn import YarnCS
 
     print(f"{'trace':<18} {'Gavel policy':<26} {'what':<9} {'avg JCT s':>10} {'Gavel s':>10} "
           f"{'diff %':>7} {'<=5 %':>6} {'exact':>6} {'CPU s':>6}")
@@ -104,6 +108,8 @@ def main() -> None:
             variants: list[tuple[str, Any]] = [("ECOS" if solved else "ours", Gavel(**params))]
             if params["objective"] == "max_min":
                 variants.append(("HiGHS", Gavel(**params, lp="highs")))
+            if name == "fifo":
+                variants.append(("yarn-cs", YarnCS()))
             source = FIXTURES / f"{trace}__{name}.alloc.jsonl.gz"
             if solved and source.exists():
                 variants.append(("replayed", GavelsAllocations(**params, source=str(source))))

@@ -39,6 +39,7 @@ two paths:
 from __future__ import annotations
 
 import time
+from collections import namedtuple
 from typing import Any
 
 import numba as nb
@@ -65,15 +66,32 @@ INF = np.inf
 _f8, _i8 = nb.types.float64, nb.types.int64
 _F1, _F2, _I1 = nb.types.float64[:], nb.types.float64[:, :], nb.types.int64[:]
 # workload, scaling and policy tables are read-only (immutable values)
-_RF1 = nb.types.Array(nb.types.float64, 1, "A", readonly=True)
 _RF2 = nb.types.Array(nb.types.float64, 2, "A", readonly=True)
-_RI1 = nb.types.Array(nb.types.int64, 1, "A", readonly=True)
 KERNEL_SIG = nb.types.void(_F1, _RF2, _f8, _f8, _F1, _I1, _F1, _F1, _F1, _F1, _I1, _RF2, _F1)
 """Numba signature every policy kernel is compiled with (one engine serves them all)."""
 _KERNEL = nb.types.FunctionType(KERNEL_SIG)
 QUEUE_SIG = _i8(_F1, _RF2, _f8, _F1, _I1, _I1, _I1, _I1, _I1, _F1)
 """Numba signature of a queue kernel (the queue path, see the module's docstring)."""
 _QUEUE = nb.types.FunctionType(QUEUE_SIG)
+
+FluidCluster = namedtuple("FluidCluster", ["gpus", "tick_s", "restart_s", "speedup"])
+"""The cluster as the engine sees it: its GPUs, the policy's tick (0: none), the restart
+overhead (s) and the speed-up table (models x GPUs, read-only)."""
+FluidJobs = namedtuple("FluidJobs", ["arrival", "service", "est_service", "demand", "model",
+                                     "job_class"])
+"""The workload's columns the engine reads (read-only, C-ordered), each job's queue class
+last (empty off the queue path)."""
+FluidOut = namedtuple("FluidOut", ["start", "finish", "pred_start", "pred_finish", "seen_sum",
+                                   "seen_cnt", "preempt"])
+"""What the engine writes per job, in place: start and finish, the predicted ones (NaN
+without prediction), the active jobs seen at its events (sum and count) and its
+preemptions."""
+_CF1 = nb.types.Array(nb.types.float64, 1, "C", readonly=True)
+_CI1 = nb.types.Array(nb.types.int64, 1, "C", readonly=True)
+_CLUSTER = nb.types.NamedTuple(
+    (_f8, _f8, _f8, nb.types.Array(nb.types.float64, 2, "C", readonly=True)), FluidCluster)
+_JOBS = nb.types.NamedTuple((_CF1, _CF1, _CF1, _CI1, _CI1, _CI1), FluidJobs)
+_OUT = nb.types.NamedTuple((*[nb.types.float64[::1]] * 6, nb.types.int64[::1]), FluidOut)
 
 
 @nb.njit(cache=True, inline="always")
@@ -345,22 +363,23 @@ def _grow(a: Any) -> Any:
 
 
 @nb.njit(nb.types.Tuple((_i8, _i8, _f8, nb.types.float64[::1], nb.types.float64[::1]))(
-    _KERNEL, _QUEUE, _F1, _RF2, _RI1, _i8, _f8, _f8, _f8, _RF2, _RF1, _RF1, _RF1, _RI1, _RI1,
-    nb.types.boolean, _F1, _F1, _F1, _F1, _F1, _F1, _I1), cache=True)
-def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, job_class: Any,
-               n_classes: int, gpus: float, tick_s: float, restart_s: float, speedup: Any,
-               arrival: Any, service: Any, est_service: Any, demand: Any, model: Any,
-               predict: bool, start: Any, finish: Any, pred_start: Any, pred_finish: Any,
-               seen_sum: Any, seen_cnt: Any,
-               preempt: Any) -> tuple[int, int, float, Any, Any]:
-    """Simulate every job of a workload; fill the per-job output arrays in place.
+    _KERNEL, _QUEUE, _F1, _RF2, _i8, nb.types.boolean, _CLUSTER, _JOBS, _OUT), cache=True)
+def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
+               predict: bool, cluster: Any, jobs: Any,
+               out: Any) -> tuple[int, int, float, Any, Any]:
+    """Simulate every job of a workload (:class:`FluidJobs`) on ``cluster``
+    (:class:`FluidCluster`) under the policy's kernels and their ``params`` and ``aux``;
+    fill ``out`` (:class:`FluidOut`) in place.
 
     ``n_classes > 0`` takes the queue path with ``qkernel``, job ``j`` in class
-    ``job_class[j]``; 0 takes the full path with ``kernel``.
+    ``jobs.job_class[j]``; 0 takes the full path with ``kernel``.
 
     Returns:
         (events, playout events, busy GPU-seconds, series times, series busy GPUs).
     """
+    gpus, tick_s, restart_s, speedup = cluster
+    arrival, service, est_service, demand, model, job_class = jobs
+    start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preempt = out
     N = arrival.shape[0]
     queued = n_classes > 0
     F = np.zeros((9, N))
@@ -445,6 +464,14 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, job_class: Any,
 _NO_CLASSES = np.zeros(0, dtype=np.int64)
 
 
+def _frozen(values: Any, dtype: Any) -> Any:
+    """``values`` as the engine reads them: C-ordered, of ``dtype``, read-only (a view: the
+    caller's array keeps its flags)."""
+    out = np.ascontiguousarray(values, dtype=dtype).view()
+    out.flags.writeable = False
+    return out
+
+
 def run(workload: Workload, profile: ClusterProfile, policy: Scheduler, *,
         predict: bool = False, seed: int | None = None) -> SimulationResult:
     """The fluid engine: replay ``workload`` on ``profile`` under a kernel policy; the
@@ -465,14 +492,16 @@ def run(workload: Workload, profile: ClusterProfile, policy: Scheduler, *,
     params, aux = policy.kernel_args(workload.scaling)
     queues = policy.queue_classes(workload) if policy.queue_kernel is not None else None
     classes, n_classes = queues if queues is not None else (_NO_CLASSES, 0)
-    classes = np.array(classes, dtype=np.int64)
-    classes.flags.writeable = False
+    cluster = FluidCluster(float(profile.total_gpus), float(policy.tick_s or 0.0),
+                           float(profile.restart_overhead_s),
+                           _frozen(workload.scaling.speedup, np.float64))
+    jobs = FluidJobs(*(_frozen(a, np.float64) for a in (
+        workload.arrival_s, workload.service_s, workload.estimated_service_s)),
+        *(_frozen(a, np.int64) for a in (workload.gpus, workload.model, classes)))
     events, playout_events, busy_s, series_t, series_busy = run_engine(
         policy.kernel, policy.queue_kernel if queues is not None else no_queue, params, aux,
-        classes, n_classes, float(profile.total_gpus), float(policy.tick_s or 0.0),
-        float(profile.restart_overhead_s), workload.scaling.speedup, workload.arrival_s,
-        workload.service_s, workload.estimated_service_s, workload.gpus, workload.model,
-        predict, start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preemptions)
+        n_classes, predict, cluster, jobs,
+        FluidOut(start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preemptions))
     return SimulationResult(
         workload=workload, total_gpus=profile.total_gpus, start_s=start, finish_s=finish,
         pred_start_s=pred_start, pred_finish_s=pred_finish, seen_avg=seen_sum / seen_cnt,
