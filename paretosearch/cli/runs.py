@@ -50,6 +50,9 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
 TRACE_OPTIONS = ("trace", "scaling_table", "jobs")
 """How ``search`` reads its trace; saved in the run (``cli.json``) beside the search's config,
 so --resume needs no option."""
+_EARLIER = (*TRACE_OPTIONS, "generate", "load", "replicates", "slo_mix", "sharing", "profile",
+            "policy", "objective", "set", "budget", "pop_size", "offspring", "seed", "mode")
+"""The options runs saved before they kept their config (read only to resume them)."""
 
 
 def add_trace_options(p: Any) -> None:
@@ -199,9 +202,9 @@ def _resumed(args: argparse.Namespace) -> SearchConfig:
                                 "search' (or it never started)")
     saved = store.read_json("cli.json")
     if "config" in saved:
-        vars(args).update({k: saved[k] for k in TRACE_OPTIONS})
-        return SearchConfig.from_dict(saved["config"])
-    vars(args).update(saved)  # a run started before configs were saved: its options
+        vars(args).update({k: saved.get(k) for k in TRACE_OPTIONS})
+        return SearchConfig.from_dict(saved["config"], str(store.path / "cli.json"))
+    vars(args).update({k: v for k, v in saved.items() if k in _EARLIER})  # an earlier run
     return _config(args)
 
 

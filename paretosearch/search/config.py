@@ -81,7 +81,11 @@ class SearchConfig:
                 "slo_mix": self.slo_mix, "sharing": self.sharing}
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> SearchConfig:
-        """The config :meth:`to_dict` wrote."""
-        return cls(**{**doc, "objectives": tuple(doc["objectives"]),
-                      "settings": SearchSettings(**doc["settings"])})
+    def from_dict(cls, doc: Mapping[str, Any], source: str = "config") -> SearchConfig:
+        """The config :meth:`to_dict` wrote; ``source`` names it in errors."""
+        try:
+            return cls(**{**doc, "objectives": tuple(doc["objectives"]),
+                          "settings": SearchSettings(**doc["settings"])})
+        except (KeyError, TypeError) as exc:
+            raise ParetoSearchError(f"{source}: not a search config ({exc}); the fields are "
+                                    f"{', '.join(cls().to_dict())}") from exc

@@ -173,3 +173,13 @@ def test_resume_needs_no_option_and_reads_earlier_runs(tmp_path: Path, saved: st
     assert main(["search", "--resume", str(run), "--workers", "0"]) == 0
     assert (run / "run.json").read_text() == spec
     assert main(["search", "--resume", str(run), "--workers", "0", "--seed", "5"]) == 0  # ignored
+
+
+def test_a_damaged_saved_config_is_named(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "cli.json").write_text(json.dumps({"trace": None, "config": {"policy": "wfq"}}))
+    assert main(["search", "--resume", str(run), "--workers", "0"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{run / 'cli.json'}: not a search config" in err and "objectives" in err
