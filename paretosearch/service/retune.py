@@ -154,10 +154,10 @@ def retune(spec: RetuneSpec, *,
     with _locked(spec.out / "retune.lock"):
         previous = _current(spec.out)
         # which run folder (a new one, or the interrupted one to resume) follows from what
-        # the search is: ask a search without collaborators
-        run, resume, passed_over = _run_dir(spec.out, PolicySearch(window.workload, spec.config),
-                                            previous)
+        # the search is: ask a search without collaborators (bad input fails here)
+        plain = PolicySearch(window.workload, spec.config)
         try:
+            run, resume, passed_over = _run_dir(spec.out, plain, previous)
             with contextlib.ExitStack() as stack:
                 search = PolicySearch(
                     window.workload, spec.config, store=run, workers=spec.workers,
