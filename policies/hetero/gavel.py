@@ -76,8 +76,30 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.base import param, register
-from policies.gangs import gang_row
 from policies.hetero.gavel_lp import allocation, fifo, finish_time_allocation, rng, save
+from policies.hetero.gavel_rounds import (
+    F_ALONE,
+    F_LEFT,
+    F_RATE,
+    F_STEPS,
+    G_END,
+    G_HOST,
+    G_RETRY,
+    G_TOTAL,
+    I_ALLOC,
+    I_DROP,
+    I_KEPT,
+    MT_WORDS,
+    ORDERS,
+    P_AWARE,
+    P_FIFO,
+    bookkeeping,
+    gavel_grant,
+    place,
+    ran_at,
+    scheduled,
+    throughput_of,
+)
 from policies.round_kernel import KernelRoundPolicy
 from simulator.round_arrays import (
     HOST,
@@ -92,272 +114,25 @@ from simulator.round_arrays import (
     PolicyMemory,
     active_rows,
     empty_memory,
-    touch,
 )
 
-__all__ = ["Gavel", "gavel_grant"]
+__all__ = ["Gavel"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-# kernel parameters
-P_ROUND, P_RESET, P_AWARE, P_FIFO, P_TYPES = range(5)
-# memory (only the active rows' is carried into a playout, so the round's tasks live in the
-# global entries): per row (f) blocks of one column per type: allocation, credit, deficit,
-# then the steps per reference second and finish-time fairness's isolated time so far, steps
-# left and isolated rate at the last reset (the F_* offsets after the blocks); per row (i)
-# in the allocation, admitted, agnostic FIFO's kept type, failed tasks in a row, dropped;
-# globally (g) last reset, allocation stale, previous busy round's start and end, host work
-# pending (1 allocation, 2 type orders; -1 done), an idle round retried, per-type credit
-# totals from G_TOTAL, then this round's task ends; (gi) the type-order cursor and count, the
-# orders, the two generators' states, then the number of tasks and each task's row and type
-# (-1: it fails)
-I_ALLOC, I_KNOWN, I_KEPT, I_FAILS, I_DROP = range(5)
-F_STEPS, F_ALONE, F_LEFT, F_RATE = range(4)
-G_RESET, G_STALE, G_START, G_END, G_HOST, G_RETRY, G_TOTAL = range(7)
-ORDERS = 1024
-"""Type orders drawn per host step (agnostic policies)."""
-FAILS = 5
-"""Failed tasks in a row after which Gavel drops a job (its ``MAX_FAILED_ATTEMPTS``)."""
-_MT_WORDS = 625
-"""Words of a Mersenne Twister state (Python's ``random``)."""
-
-
-@nb.njit(cache=True)
-def _ran_at(m: int) -> int:
-    """Where this round's task list starts in ``gi``, after the type-order cursor and count,
-    ``ORDERS`` type orders and the two generators' states (a layout that does not depend on
-    the rows, so memory grown by rows keeps it)."""
-    return 2 + ORDERS * m + 2 * _MT_WORDS
-
-
-@nb.njit(cache=True)
-def gavel_grant(x: Any, credit: Any, total: Any, deficit: Any, throughput: Any,
-                demand: Any, in_alloc: Any, order: Any, type_gpus: Any, fifo: bool) -> Any:
-    """The type each job runs on this round (-1: none), Gavel's priority order.
-
-    Args:
-        x: ``(jobs, types)`` allocation; ``in_alloc``: the job belongs to it.
-        credit, total: ``(jobs, types)`` time credited to each job on each type, and
-            ``(types,)`` each type's total.
-        deficit: ``(jobs, types)`` time owed by earlier allocations.
-        throughput: ``(jobs, types)`` rates (zero: the job cannot run there).
-        demand: gang sizes; ``order``: the types in the order they are granted.
-        type_gpus: GPUs of each type; ``fifo``: grant only jobs of positive priority.
-    """
-    n = x.shape[0]
-    out = np.full(n, -1, dtype=np.int64)
-    left = type_gpus.copy()
-    priority = np.empty(n)
-    for t in order:
-        for j in range(n):
-            if not in_alloc[j] or x[j, t] == 0.0 or throughput[j, t] == 0.0:
-                priority[j] = 0.0
-            elif total[t] > 0.0 and credit[j, t] > 0.0:
-                priority[j] = x[j, t] / (credit[j, t] / total[t])
-            else:
-                priority[j] = x[j, t] * 1e9
-        rank = np.arange(n)  # stable sorts from the least significant key: arrival first
-        for key in (x[:, t] * in_alloc, deficit[:, t].copy(), priority):
-            rank = rank[np.argsort(-key[rank], kind="mergesort")]
-        for j in rank:
-            if left[t] == 0:
-                break
-            if out[j] >= 0 or throughput[j, t] <= 0.0 or (fifo and priority[j] <= 0.0):
-                continue
-            if demand[j] <= left[t]:
-                left[t] -= demand[j]
-                out[j] = t
-    return out
-
-
-@nb.njit(cache=True)
-def _throughput(C: Any, J: Any, active: Any) -> Any:
-    """``(jobs, types)``: each active job's rate with its whole demand on one type."""
-    top = C.speedup.shape[1] - 1
-    out = np.empty((active.shape[0], C.speeds.shape[1]))
-    for a in range(active.shape[0]):
-        m = J.model[active[a]]
-        out[a] = C.speedup[m, min(J.demand[active[a]], top)] * C.speeds[m]
-    return out
-
-
-@nb.njit(cache=True)
-def _reset(M: Any, active: Any, now: float) -> None:
-    """Settle deficits under the old allocation and restart the credits (module docstring)."""
-    p, m = M.params, int(M.params[P_TYPES])
-    half, elapsed = p[P_ROUND] / 2, now - M.g[G_RESET]
-    M.g[G_TOTAL:G_TOTAL + m] = 0.0
-    for r in active:
-        for t in range(m):
-            owed = M.f[r, t] * elapsed if M.i[r, I_ALLOC] else 0.0
-            M.f[r, 2 * m + t] += owed - (M.f[r, m + t] - half)
-            M.f[r, m + t] = half
-            M.g[G_TOTAL + t] += half
-    M.g[G_RESET], M.g[G_STALE] = now, 0.0
-
-
-@nb.njit(cache=True)
-def _due(M: Any, now: float) -> bool:
-    """Whether a round at ``now`` resets the allocation."""
-    return M.g[G_STALE] > 0 and (now - M.g[G_RESET] >= M.params[P_RESET] or M.g[G_RESET] == 0)
-
-
-@nb.njit(cache=True)
-def _bookkeeping(J: Any, M: Any, E: Any, active: Any, now: float) -> None:
-    """Credit the round that just ended, admit arrivals, reset the allocation if due
-    (module docstring); flag the host work this needs in ``g[G_HOST]``. A task whose job is
-    no longer active finished it at the task's end."""
-    p, m, N = M.params, int(M.params[P_TYPES]), J.arrival.shape[0]
-    at, ends = _ran_at(m), G_TOTAL + m
-    ran = M.gi[at]
-    if ran > 0:  # Gavel's round bookkeeping: from the previous busy round's end
-        if not np.isnan(M.g[G_END]):
-            M.g[G_START] = M.g[G_END]
-        M.g[G_END] = M.g[ends:ends + ran].max()
-    for k in range(ran):
-        r, t, end = M.gi[at + 1 + 2 * k], M.gi[at + 2 + 2 * k], M.g[ends + k]
-        a = np.searchsorted(active, r)
-        done = a == active.shape[0] or active[a] != r
-        if t < 0:  # a failed task: no credit, the allocation is stale
-            M.g[G_STALE] = 1.0
-            M.i[r, I_FAILS] += 1
-            if M.i[r, I_FAILS] >= FAILS:
-                M.i[r, I_DROP], M.i[r, I_KNOWN] = 1, 0
-            continue
-        M.g[G_TOTAL + t] += end - M.g[G_START]
-        if done:
-            M.g[G_STALE] = 1.0
-            continue
-        M.i[r, I_FAILS] = 0
-        M.f[r, m + t] += end - M.g[G_START]
-        if M.f[r, 3 * m] > 0:
-            _stop(J, r, end, now)
-    M.gi[at] = 0
-    if ran > 0 and M.g[G_END] < now and _due(M, M.g[G_END]):
-        _reset(M, active[:0], M.g[G_END])  # the cluster emptied then: Gavel's round there
-    arrived = False
-    for r in active:
-        if not M.i[r, I_KNOWN] and not M.i[r, I_DROP]:
-            M.i[r, I_KNOWN], M.i[r, I_ALLOC] = 1, 0
-            M.f[r, m:2 * m] = p[P_ROUND] / 2
-            M.f[r, 2 * m:3 * m] = 0.0
-            M.g[G_STALE], arrived = 1.0, True
-    if ran == 0 and not arrived and E.cnt[NXT] == N:
-        M.g[G_RESET] = 0.0  # every job is in and the last round was idle: reset now
-    host = 0
-    if _due(M, now):
-        _reset(M, _scheduled(M, active), now)
-        host = 1
-    if not p[P_AWARE] and M.gi[0] == M.gi[1]:
-        host |= 2
-    M.g[G_HOST] = host
-
-
-@nb.njit(cache=True)
-def _stop(J: Any, r: int, end: float, now: float) -> None:
-    """Take back what row ``r`` ran after its task's ``end``: the engine runs a granted job
-    until the round ends at ``now``, where Gavel's stops after its whole steps (less than one
-    step's time earlier) and holds its GPUs idle. Time it spent restarting ran nothing."""
-    idle = now - max(end, J.pause[r])
-    if idle <= 0:
-        return
-    work = J.base[r] * idle
-    J.rem[r] += work
-    J.est[r] += work
-    J.att[r] -= work
-    J.ran0[r] -= idle
-    J.ran1[r] -= work / J.alone[r]
-
-
-@nb.njit(cache=True)
-def _scheduled(M: Any, active: Any) -> Any:
-    """The active rows the scheduler still knows (not dropped)."""
-    keep = np.empty(active.shape[0], dtype=np.int64)
-    k = 0
-    for r in active:
-        if not M.i[r, I_DROP]:
-            keep[k] = r
-            k += 1
-    return keep[:k]
-
-
-@nb.njit(cache=True)
-def _task(C: Any, J: Any, M: Any, r: int, t: int, now: float) -> tuple[bool, float]:
-    """Row ``r``'s task on type ``t`` this round: whether it runs (or fails), and its end.
-
-    With step counts (``f[r, 3 m] > 0``) a job runs whole steps: ``floor(rate x round)`` or
-    what it has left, and the task fails if that is fewer steps than its GPUs (Gavel splits a
-    task's steps over its workers, and a worker with none fails it)."""
-    m, round_s = C.type_gpus.shape[0], M.params[P_ROUND]
-    top = C.speedup.shape[1] - 1
-    rate = C.speedup[J.model[r], min(J.demand[r], top)] * C.speeds[J.model[r], t]
-    per_s = M.f[r, 3 * m]
-    if per_s <= 0.0:
-        return True, now + min(round_s, J.rem[r] / rate)
-    steps = min(np.floor(rate * per_s * round_s), max(1.0, np.ceil(J.rem[r] * per_s - 1e-6)))
-    return steps >= J.demand[r], now + steps / (rate * per_s)
-
-
-@nb.njit(cache=True)
-def _place(C: Any, J: Any, M: Any, active: Any, grant: Any, now: float) -> tuple[float, int]:
-    """Put the granted jobs in the allocation on their type's nodes (those already there
-    first, keeping their GPUs; a failing task holds none), then dropped jobs on GPUs left
-    free; write the plan and list the round's tasks. When the round's last task ends (-inf:
-    no task), and how many jobs hold GPUs."""
-    n, m = active.shape[0], C.type_gpus.shape[0]
-    at, ends = _ran_at(m), G_TOTAL + m
-    free = C.node_gpus.copy()
-    row, none = np.zeros_like(free), np.zeros_like(free)
-    out = np.zeros((n, free.shape[0]), dtype=np.int64)
-    ran, last = 0, -np.inf
-    for keep in (True, False):
-        for a in range(n):
-            r, t = active[a], grant[a]
-            if t < 0 or not M.i[r, I_ALLOC]:
-                continue
-            on_t = J.alloc[r].sum() > 0 and C.node_type[np.argmax(J.alloc[r])] == t
-            if keep != on_t:
-                continue
-            ok, end = _task(C, J, M, r, t, now)
-            if ok and gang_row(np.where(C.node_type == t, free, 0), J.demand[r],
-                               J.alloc[r] if on_t else none, row):
-                out[a] = row
-                free -= row
-            M.gi[at + 1 + 2 * ran], M.gi[at + 2 + 2 * ran] = r, t if out[a].sum() > 0 else -1
-            M.g[ends + ran] = end
-            last = max(last, end)
-            ran += 1
-    M.gi[at] = ran
-    for a in range(n):  # dropped jobs finish their last steps on whatever is left
-        r = active[a]
-        if M.i[r, I_DROP] and gang_row(np.where(C.speeds[J.model[r]][C.node_type] > 0, free,
-                                                0), J.demand[r], J.alloc[r], row):
-            out[a] = row
-            free -= row
-    held = 0
-    for a in range(n):
-        r = active[a]
-        held += out[a].sum() > 0
-        if np.any(out[a] != M.out_alloc[r]):
-            M.out_alloc[r] = out[a]
-            touch(M, r)
-    return last, held
-
-
 @nb.njit(ROUND_KERNEL_SIG, cache=True)
 def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """A round (module docstring): bookkeeping, the host's allocation if it is reset, then
     the grants, placed on the granted type's nodes (a job keeps its GPUs where it can); the
     round ends when its last task does (``clk[NEXT_ROUND]``). A round of failing tasks only,
     or one that grants nothing once every job is in, is followed at once by another (Gavel's
-    next iteration). Memory: module constants."""
+    next iteration). Memory: the constants of :mod:`policies.hetero.gavel_rounds`."""
     p, N = M.params, J.arrival.shape[0]
     active = active_rows(E)
     m = C.type_gpus.shape[0]
     while True:
         if M.g[G_HOST] >= 0:
-            _bookkeeping(J, M, E, active, now)
+            bookkeeping(J, M, E, active, now)
             if M.g[G_HOST] > 0:
                 return HOST
         M.g[G_HOST] = 0
@@ -366,9 +141,9 @@ def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
             k = M.gi[0]
             order = M.gi[2 + k * m:2 + (k + 1) * m].copy()
             M.gi[0] = k + 1
-        known = _scheduled(M, active)
+        known = scheduled(M, active)
         got = gavel_grant(M.f[known, :m], M.f[known, m:2 * m], M.g[G_TOTAL:G_TOTAL + m],
-                          M.f[known, 2 * m:3 * m], _throughput(C, J, known), J.demand[known],
+                          M.f[known, 2 * m:3 * m], throughput_of(C, J, known), J.demand[known],
                           M.i[known, I_ALLOC] > 0, order, C.type_gpus, p[P_FIFO] > 0)
         grant = np.full(active.shape[0], -1, dtype=np.int64)
         k = 0
@@ -376,7 +151,7 @@ def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
             if k < known.shape[0] and active[a] == known[k]:
                 grant[a] = got[k]
                 k += 1
-        last, held = _place(C, J, M, active, grant, now)
+        last, held = place(C, J, M, active, grant, now)
         if held:
             if last > now:
                 E.clk[NEXT_ROUND] = min(E.clk[NEXT_ROUND], last)
@@ -419,17 +194,17 @@ class Gavel(KernelRoundPolicy):
 
     def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
         """Allocation, credits, deficits and flags per row; type orders and the two random
-        generators' states (module constants)."""
+        generators' states (:mod:`policies.hetero.gavel_rounds`)."""
         m = cluster.type_gpus.shape[0]
         gpus = int(cluster.node_gpus.sum())  # a round has at most one task per GPU
         mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
             self.round_s, self.reset_s, self.aware, self.objective == "fifo", m],
-            f=3 * m + 4, i=5, g=G_TOTAL + m + gpus, gi=_ran_at(m) + 1 + 2 * gpus)
+            f=3 * m + 4, i=5, g=G_TOTAL + m + gpus, gi=ran_at(m) + 1 + 2 * gpus)
         mem.g[G_END] = np.nan
         mem.i[:, I_KEPT] = -1
-        states = mem.gi[2 + ORDERS * m:_ran_at(m)]
-        save(random.Random(self.seed + 5), states[:_MT_WORDS])
-        save(random.Random(self.seed), states[_MT_WORDS:])
+        states = mem.gi[2 + ORDERS * m:ran_at(m)]
+        save(random.Random(self.seed + 5), states[:MT_WORDS])
+        save(random.Random(self.seed), states[MT_WORDS:])
         return mem
 
     def round_kernel(self, cluster: ClusterArrays, jobs: JobArrays, workload: Any
@@ -454,8 +229,8 @@ class Gavel(KernelRoundPolicy):
             return allocation(X.tobytes(), demand.tobytes(), type_gpus.tobytes(),
                                self.objective, self.lp)
         kept = memory.i[:, I_KEPT]
-        at = _ran_at(type_gpus.shape[0])
-        words = memory.gi[at - _MT_WORDS:at]
+        at = ran_at(type_gpus.shape[0])
+        words = memory.gi[at - MT_WORDS:at]
         draws = rng(words)
         got = fifo(rows, rate, demand, type_gpus,
                     {int(r): int(kept[r]) for r in np.flatnonzero(kept >= 0)}, self.aware, draws)
@@ -507,7 +282,7 @@ class Gavel(KernelRoundPolicy):
             M.f[rows, :m] = self.allocate(rate, demand, cluster.type_gpus, rows, M, jobs, now)
             M.i[rows, I_ALLOC] = 1
         if int(M.g[G_HOST]) & 2:
-            words = M.gi[2 + ORDERS * m:2 + ORDERS * m + _MT_WORDS]
+            words = M.gi[2 + ORDERS * m:2 + ORDERS * m + MT_WORDS]
             shuffler = rng(words)
             orders = M.gi[2:2 + ORDERS * m].reshape(ORDERS, m)
             for k in range(ORDERS):

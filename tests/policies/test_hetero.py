@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import RoundPolicy, make_policy
-from policies.hetero.gavel import Gavel, gavel_grant
+from policies.hetero.gavel import Gavel
 from policies.hetero.gavel_lp import finish_time_allocation, gavel_allocation, isolated
+from policies.hetero.gavel_rounds import gavel_grant
 from policies.hetero.hadar import Hadar, hadar_allocate, price_bounds
 from policies.hetero.hadar_dp import Round, find_alloc, node_prices, price_table, round_search
 from policies.hetero.yarn import YarnCS

@@ -1,0 +1,261 @@
+"""Gavel's rounds, the compiled half of :mod:`policies.hetero.gavel`: the policy's memory
+layout, the grant of each round in Gavel's priority order, the bookkeeping between rounds
+(credits, allocation resets, failed tasks) and the placing of a round's tasks. The module
+docstring of :mod:`policies.hetero.gavel` says what each step reproduces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from policies.gangs import gang_row
+from simulator.round_arrays import NXT, touch
+
+__all__ = ["FAILS", "MT_WORDS", "ORDERS", "bookkeeping", "gavel_grant", "place", "ran_at",
+           "scheduled", "throughput_of"]
+
+# kernel parameters
+P_ROUND, P_RESET, P_AWARE, P_FIFO, P_TYPES = range(5)
+# memory (only the active rows' is carried into a playout, so the round's tasks live in the
+# global entries): per row (f) blocks of one column per type: allocation, credit, deficit,
+# then the steps per reference second and finish-time fairness's isolated time so far, steps
+# left and isolated rate at the last reset (the F_* offsets after the blocks); per row (i)
+# in the allocation, admitted, agnostic FIFO's kept type, failed tasks in a row, dropped;
+# globally (g) last reset, allocation stale, previous busy round's start and end, host work
+# pending (1 allocation, 2 type orders; -1 done), an idle round retried, per-type credit
+# totals from G_TOTAL, then this round's task ends; (gi) the type-order cursor and count, the
+# orders, the two generators' states, then the number of tasks and each task's row and type
+# (-1: it fails)
+I_ALLOC, I_KNOWN, I_KEPT, I_FAILS, I_DROP = range(5)
+F_STEPS, F_ALONE, F_LEFT, F_RATE = range(4)
+G_RESET, G_STALE, G_START, G_END, G_HOST, G_RETRY, G_TOTAL = range(7)
+ORDERS = 1024
+"""Type orders drawn per host step (agnostic policies)."""
+FAILS = 5
+"""Failed tasks in a row after which Gavel drops a job (its ``MAX_FAILED_ATTEMPTS``)."""
+MT_WORDS = 625
+"""Words of a Mersenne Twister state (Python's ``random``)."""
+
+
+@nb.njit(cache=True)
+def ran_at(m: int) -> int:
+    """Where this round's task list starts in ``gi``, after the type-order cursor and count,
+    ``ORDERS`` type orders and the two generators' states (a layout that does not depend on
+    the rows, so memory grown by rows keeps it)."""
+    return 2 + ORDERS * m + 2 * MT_WORDS
+
+
+@nb.njit(cache=True)
+def gavel_grant(x: Any, credit: Any, total: Any, deficit: Any, throughput: Any,
+                demand: Any, in_alloc: Any, order: Any, type_gpus: Any, fifo: bool) -> Any:
+    """The type each job runs on this round (-1: none), Gavel's priority order.
+
+    Args:
+        x: ``(jobs, types)`` allocation; ``in_alloc``: the job belongs to it.
+        credit, total: ``(jobs, types)`` time credited to each job on each type, and
+            ``(types,)`` each type's total.
+        deficit: ``(jobs, types)`` time owed by earlier allocations.
+        throughput: ``(jobs, types)`` rates (zero: the job cannot run there).
+        demand: gang sizes; ``order``: the types in the order they are granted.
+        type_gpus: GPUs of each type; ``fifo``: grant only jobs of positive priority.
+    """
+    n = x.shape[0]
+    out = np.full(n, -1, dtype=np.int64)
+    left = type_gpus.copy()
+    priority = np.empty(n)
+    for t in order:
+        for j in range(n):
+            if not in_alloc[j] or x[j, t] == 0.0 or throughput[j, t] == 0.0:
+                priority[j] = 0.0
+            elif total[t] > 0.0 and credit[j, t] > 0.0:
+                priority[j] = x[j, t] / (credit[j, t] / total[t])
+            else:
+                priority[j] = x[j, t] * 1e9
+        rank = np.arange(n)  # stable sorts from the least significant key: arrival first
+        for key in (x[:, t] * in_alloc, deficit[:, t].copy(), priority):
+            rank = rank[np.argsort(-key[rank], kind="mergesort")]
+        for j in rank:
+            if left[t] == 0:
+                break
+            if out[j] >= 0 or throughput[j, t] <= 0.0 or (fifo and priority[j] <= 0.0):
+                continue
+            if demand[j] <= left[t]:
+                left[t] -= demand[j]
+                out[j] = t
+    return out
+
+
+@nb.njit(cache=True)
+def throughput_of(C: Any, J: Any, active: Any) -> Any:
+    """``(jobs, types)``: each active job's rate with its whole demand on one type."""
+    top = C.speedup.shape[1] - 1
+    out = np.empty((active.shape[0], C.speeds.shape[1]))
+    for a in range(active.shape[0]):
+        m = J.model[active[a]]
+        out[a] = C.speedup[m, min(J.demand[active[a]], top)] * C.speeds[m]
+    return out
+
+
+@nb.njit(cache=True)
+def _reset(M: Any, active: Any, now: float) -> None:
+    """Settle deficits under the old allocation and restart the credits (module docstring)."""
+    p, m = M.params, int(M.params[P_TYPES])
+    half, elapsed = p[P_ROUND] / 2, now - M.g[G_RESET]
+    M.g[G_TOTAL:G_TOTAL + m] = 0.0
+    for r in active:
+        for t in range(m):
+            owed = M.f[r, t] * elapsed if M.i[r, I_ALLOC] else 0.0
+            M.f[r, 2 * m + t] += owed - (M.f[r, m + t] - half)
+            M.f[r, m + t] = half
+            M.g[G_TOTAL + t] += half
+    M.g[G_RESET], M.g[G_STALE] = now, 0.0
+
+
+@nb.njit(cache=True)
+def _due(M: Any, now: float) -> bool:
+    """Whether a round at ``now`` resets the allocation."""
+    return M.g[G_STALE] > 0 and (now - M.g[G_RESET] >= M.params[P_RESET] or M.g[G_RESET] == 0)
+
+
+@nb.njit(cache=True)
+def bookkeeping(J: Any, M: Any, E: Any, active: Any, now: float) -> None:
+    """Credit the round that just ended, admit arrivals, reset the allocation if due
+    (module docstring); flag the host work this needs in ``g[G_HOST]``. A task whose job is
+    no longer active finished it at the task's end."""
+    p, m, N = M.params, int(M.params[P_TYPES]), J.arrival.shape[0]
+    at, ends = ran_at(m), G_TOTAL + m
+    ran = M.gi[at]
+    if ran > 0:  # Gavel's round bookkeeping: from the previous busy round's end
+        if not np.isnan(M.g[G_END]):
+            M.g[G_START] = M.g[G_END]
+        M.g[G_END] = M.g[ends:ends + ran].max()
+    for k in range(ran):
+        r, t, end = M.gi[at + 1 + 2 * k], M.gi[at + 2 + 2 * k], M.g[ends + k]
+        a = np.searchsorted(active, r)
+        done = a == active.shape[0] or active[a] != r
+        if t < 0:  # a failed task: no credit, the allocation is stale
+            M.g[G_STALE] = 1.0
+            M.i[r, I_FAILS] += 1
+            if M.i[r, I_FAILS] >= FAILS:
+                M.i[r, I_DROP], M.i[r, I_KNOWN] = 1, 0
+            continue
+        M.g[G_TOTAL + t] += end - M.g[G_START]
+        if done:
+            M.g[G_STALE] = 1.0
+            continue
+        M.i[r, I_FAILS] = 0
+        M.f[r, m + t] += end - M.g[G_START]
+        if M.f[r, 3 * m] > 0:
+            _stop(J, r, end, now)
+    M.gi[at] = 0
+    if ran > 0 and M.g[G_END] < now and _due(M, M.g[G_END]):
+        _reset(M, active[:0], M.g[G_END])  # the cluster emptied then: Gavel's round there
+    arrived = False
+    for r in active:
+        if not M.i[r, I_KNOWN] and not M.i[r, I_DROP]:
+            M.i[r, I_KNOWN], M.i[r, I_ALLOC] = 1, 0
+            M.f[r, m:2 * m] = p[P_ROUND] / 2
+            M.f[r, 2 * m:3 * m] = 0.0
+            M.g[G_STALE], arrived = 1.0, True
+    if ran == 0 and not arrived and E.cnt[NXT] == N:
+        M.g[G_RESET] = 0.0  # every job is in and the last round was idle: reset now
+    host = 0
+    if _due(M, now):
+        _reset(M, scheduled(M, active), now)
+        host = 1
+    if not p[P_AWARE] and M.gi[0] == M.gi[1]:
+        host |= 2
+    M.g[G_HOST] = host
+
+
+@nb.njit(cache=True)
+def _stop(J: Any, r: int, end: float, now: float) -> None:
+    """Take back what row ``r`` ran after its task's ``end``: the engine runs a granted job
+    until the round ends at ``now``, where Gavel's stops after its whole steps (less than one
+    step's time earlier) and holds its GPUs idle. Time it spent restarting ran nothing."""
+    idle = now - max(end, J.pause[r])
+    if idle <= 0:
+        return
+    work = J.base[r] * idle
+    J.rem[r] += work
+    J.est[r] += work
+    J.att[r] -= work
+    J.ran0[r] -= idle
+    J.ran1[r] -= work / J.alone[r]
+
+
+@nb.njit(cache=True)
+def scheduled(M: Any, active: Any) -> Any:
+    """The active rows the scheduler still knows (not dropped)."""
+    keep = np.empty(active.shape[0], dtype=np.int64)
+    k = 0
+    for r in active:
+        if not M.i[r, I_DROP]:
+            keep[k] = r
+            k += 1
+    return keep[:k]
+
+
+@nb.njit(cache=True)
+def _task(C: Any, J: Any, M: Any, r: int, t: int, now: float) -> tuple[bool, float]:
+    """Row ``r``'s task on type ``t`` this round: whether it runs (or fails), and its end.
+
+    With step counts (``f[r, 3 m] > 0``) a job runs whole steps: ``floor(rate x round)`` or
+    what it has left, and the task fails if that is fewer steps than its GPUs (Gavel splits a
+    task's steps over its workers, and a worker with none fails it)."""
+    m, round_s = C.type_gpus.shape[0], M.params[P_ROUND]
+    top = C.speedup.shape[1] - 1
+    rate = C.speedup[J.model[r], min(J.demand[r], top)] * C.speeds[J.model[r], t]
+    per_s = M.f[r, 3 * m]
+    if per_s <= 0.0:
+        return True, now + min(round_s, J.rem[r] / rate)
+    steps = min(np.floor(rate * per_s * round_s), max(1.0, np.ceil(J.rem[r] * per_s - 1e-6)))
+    return steps >= J.demand[r], now + steps / (rate * per_s)
+
+
+@nb.njit(cache=True)
+def place(C: Any, J: Any, M: Any, active: Any, grant: Any, now: float) -> tuple[float, int]:
+    """Put the granted jobs in the allocation on their type's nodes (those already there
+    first, keeping their GPUs; a failing task holds none), then dropped jobs on GPUs left
+    free; write the plan and list the round's tasks. When the round's last task ends (-inf:
+    no task), and how many jobs hold GPUs."""
+    n, m = active.shape[0], C.type_gpus.shape[0]
+    at, ends = ran_at(m), G_TOTAL + m
+    free = C.node_gpus.copy()
+    row, none = np.zeros_like(free), np.zeros_like(free)
+    out = np.zeros((n, free.shape[0]), dtype=np.int64)
+    ran, last = 0, -np.inf
+    for keep in (True, False):
+        for a in range(n):
+            r, t = active[a], grant[a]
+            if t < 0 or not M.i[r, I_ALLOC]:
+                continue
+            on_t = J.alloc[r].sum() > 0 and C.node_type[np.argmax(J.alloc[r])] == t
+            if keep != on_t:
+                continue
+            ok, end = _task(C, J, M, r, t, now)
+            if ok and gang_row(np.where(C.node_type == t, free, 0), J.demand[r],
+                               J.alloc[r] if on_t else none, row):
+                out[a] = row
+                free -= row
+            M.gi[at + 1 + 2 * ran], M.gi[at + 2 + 2 * ran] = r, t if out[a].sum() > 0 else -1
+            M.g[ends + ran] = end
+            last = max(last, end)
+            ran += 1
+    M.gi[at] = ran
+    for a in range(n):  # dropped jobs finish their last steps on whatever is left
+        r = active[a]
+        if M.i[r, I_DROP] and gang_row(np.where(C.speeds[J.model[r]][C.node_type] > 0, free,
+                                                0), J.demand[r], J.alloc[r], row):
+            out[a] = row
+            free -= row
+    held = 0
+    for a in range(n):
+        r = active[a]
+        held += out[a].sum() > 0
+        if np.any(out[a] != M.out_alloc[r]):
+            M.out_alloc[r] = out[a]
+            touch(M, r)
+    return last, held
