@@ -14,10 +14,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from paretosearch.search.evaluation import SearchSpace
-from paretosearch.search.objectives import Objective
 from paretosearch.runs.records import FrontEntry
 from paretosearch.runs.store import Evaluation, param_key
+from paretosearch.search.evaluation import SearchSpace
+from paretosearch.search.objectives import Objective
 
 __all__ = ["OptunaCopy", "load_study"]
 

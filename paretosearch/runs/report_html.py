@@ -28,8 +28,8 @@ from paretosearch.runs.plots import (
     point_xy,
     points,
 )
-from paretosearch.runs.report import drift_rows, fmt
 from paretosearch.runs.records import FrontEntry
+from paretosearch.runs.report import drift_rows, fmt
 from paretosearch.runs.store import RunStore
 
 __all__ = ["FRONT_TRACE", "write_html_report"]

@@ -10,6 +10,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Sequence
+
 import numpy as np
 import numpy.typing as npt
 

@@ -18,12 +18,11 @@ resumed search replays its journal through the optimiser and so rebuilds that st
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 

@@ -23,7 +23,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real (small) three-objective search, with a configuration chosen."""
     path = tmp_path_factory.mktemp("run")
-    search = PolicySearch(config=SearchConfig(settings=SearchSettings(budget=24, pop_size=8, n_offsprings=8, seed=4), jobs=150), store=path)
+    settings = SearchSettings(budget=24, pop_size=8, n_offsprings=8, seed=4)
+    search = PolicySearch(config=SearchConfig(settings=settings, jobs=150), store=path)
     search.SetPreference("jct:avg", "pred_err:avg", "wait:p99")
     search.run()
     search.SetConfig(1)
