@@ -17,6 +17,7 @@ from paretosearch.cli.runs import (
     search_progress,
 )
 from paretosearch.runs.report import fmt
+from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
 from simulator.errors import ParetoSearchError
 
 __all__ = ["add_retune_command", "run_retune"]
@@ -70,16 +71,14 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
     try:
         spec = RetuneSpec.load(args.spec)
         with search_progress(console, spec.config.settings.budget) as progress:
-            def started(about: dict[str, Any]) -> None:
-                w = about["window"]
-                warm = about["warm_start"]
-                console.print(f"{'resuming' if about['resumed'] else 'new run'} "
-                              f"{about['run']}: {w['jobs']:,} jobs in the window; "
-                              + (f"warm start from {warm['from']} ({warm['configs']} configs)"
-                                 if warm["from"] else "cold start"))
-                if about.get("not_resumed"):
-                    console.print(f"not resumed: {about['not_resumed']['run']} "
-                                  f"({about['not_resumed']['why']}), left as it is")
+            def started(start: RetuneStart) -> None:
+                warm, passed = start.warm_start, start.not_resumed
+                console.print(f"{'resuming' if start.resumed else 'new run'} "
+                              f"{start.run}: {start.window.jobs:,} jobs in the window; "
+                              + (f"warm start from {warm.source} ({warm.configs} configs)"
+                                 if warm.source else "cold start"))
+                if passed:
+                    console.print(f"not resumed: {passed.run} ({passed.why}), left as it is")
 
             outcome = retune(spec, on_start=started, on_generation=progress,
                              connect=lambda: open_client(args.scheduler, args.cluster_config,
@@ -106,31 +105,29 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
     return outcome.exit
 
 
-def _print(summary: dict[str, Any], console: Console) -> None:
-    ev = summary["evaluations"]
-    console.print(f"published {summary['run']} ({summary['front_size']} configurations on the "
-                  f"front; {ev['run']} evaluations run, {ev['from_cache']} from the cache; "
-                  f"{summary['wall_s']:,.0f} s)")
-    prod = summary["production"]
+def _print(summary: RetuneSummary, console: Console) -> None:
+    console.print(f"published {summary.start.run} ({summary.front_size} configurations on the "
+                  f"front; {summary.evaluations_run} evaluations run, "
+                  f"{summary.evaluations_from_cache} from the cache; {summary.wall_s:,.0f} s)")
+    prod = summary.production
     if prod is None:
         console.print("no production config in the spec: no drift report")
     else:
-        table = Table(title=f"production config {prod['source']} on the new window")
+        table = Table(title=f"production config {prod.source} on the new window")
         for col in ("objective", "train", "best dominating (train)", "gain", "test",
                     "since last run"):
             table.add_column(col, justify="right")
-        since = (prod.get("since_previous") or {}).get("objectives", {})
-        for label, row in prod["drift_train"]["objectives"].items():
-            gain, change = row.get("gain"), since.get(label, {}).get("change")
-            table.add_row(label, fmt(row["production"]), fmt(row.get("front")),
-                          "—" if gain is None else f"{100 * gain:+.1f} %",
-                          fmt(prod["test"][label]),
+        since = prod.since_previous.objectives if prod.since_previous else {}
+        for label, row in prod.drift_train.objectives.items():
+            change = since[label].change if label in since else None
+            table.add_row(label, fmt(row.production), fmt(row.front),
+                          "—" if row.gain is None else f"{100 * row.gain:+.1f} %",
+                          fmt(prod.test[label]),
                           "—" if change is None else f"{100 * change:+.1f} %")
         console.print(table)
-        for sample in ("train", "test"):
-            d = prod[f"drift_{sample}"]
+        for sample, d in (("train", prod.drift_train), ("test", prod.drift_test)):
             console.print(f"{sample}: " + (f"[bold yellow]dominated[/bold yellow] by "
-                                           f"{len(d['dominated_by'])} configurations "
-                                           f"(safest switch: front #{d['best']})"
-                                           if d["dominated"] else "not dominated"))
-    console.print(f"report: {Path(summary['run']) / 'report.md'}")
+                                           f"{len(d.dominated_by)} configurations "
+                                           f"(safest switch: front #{d.best})"
+                                           if d.dominated else "not dominated"))
+    console.print(f"report: {Path(summary.start.run) / 'report.md'}")

@@ -30,6 +30,7 @@ from paretosearch.runs.plots import (
 )
 from paretosearch.runs.records import FrontEntry
 from paretosearch.runs.report import drift_rows, fmt
+from paretosearch.runs.retune_summary import ProductionCheck, RetuneSummary
 from paretosearch.runs.store import RunStore
 
 __all__ = ["FRONT_TRACE", "write_html_report"]
@@ -49,7 +50,7 @@ gd.on('plotly_click', function (ev) {
 
 
 def write_html_report(run: str | Path, out: str | Path | None = None, *,
-                      retune: Mapping[str, Any] | None = None) -> Path:
+                      retune: RetuneSummary | None = None) -> Path:
     """Write the report of run directory ``run`` to ``out`` (default ``RUN/report.html``),
     atomically; ``retune``: the run's retune summary (default: its ``retune.json``, if any)."""
     import plotly.graph_objects as go
@@ -57,12 +58,12 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
     store = RunStore(run)
     doc, spec = store.read_front(), store.read_spec()
     if retune is None and (store.path / "retune.json").exists():
-        retune = store.read_json("retune.json")
+        retune = store.read_retune()
     front = doc["front"]
     labels = list(spec["objectives"])
     chosen = store.chosen_index(front)
-    prod = (retune or {}).get("production")
-    marked = (Marked("production", prod["train"], prod["test"]) if prod else
+    prod = retune.production if retune else None
+    marked = (Marked("production", prod.train, prod.test) if prod else
               Marked(f"chosen (#{chosen})", front[chosen].metrics,
                      front[chosen].test_metrics) if chosen is not None else None)
     name = str(run)
@@ -206,7 +207,7 @@ def _parallel_traces(go: Any, drawn: Sequence[Point], hover: Sequence[str],
 
 
 def _summary(spec: Mapping[str, Any], doc: Mapping[str, Any],
-             retune: Mapping[str, Any] | None) -> str:
+             retune: RetuneSummary | None) -> str:
     hv = doc.get("hypervolume") or []
     items = [f"policy <code>{html.escape(spec['policy'])}</code> on profile "
              f"<code>{html.escape(spec['profile'])}</code>",
@@ -218,9 +219,9 @@ def _summary(spec: Mapping[str, Any], doc: Mapping[str, Any],
              "training sample: " + html.escape("; ".join(spec["train"])),
              "test sample: " + html.escape("; ".join(spec["test"]))]
     if retune:
-        w = retune["window"]
-        items.append(f"retune window: {w['jobs']:,} jobs, arrivals {w['start_s']:,.0f} s .. "
-                     f"{w['end_s']:,.0f} s")
+        w = retune.start.window
+        items.append(f"retune window: {w.jobs:,} jobs, arrivals {w.start_s:,.0f} s .. "
+                     f"{w.end_s:,.0f} s")
     return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
 
 
@@ -255,8 +256,8 @@ def _dropped(dropped: Mapping[str, str]) -> str:
                   [[html.escape(k), html.escape(v)] for k, v in dropped.items()])
 
 
-def _drift(prod: Mapping[str, Any], labels: Sequence[str]) -> str:
-    out = [f"<p><code>{html.escape(prod['source'])}</code> ({html.escape(prod['policy'])}), "
+def _drift(prod: ProductionCheck, labels: Sequence[str]) -> str:
+    out = [f"<p><code>{html.escape(prod.source)}</code> ({html.escape(prod.policy)}), "
            "re-evaluated on this window.</p>"]
     for sample, verdict, rows in drift_rows(prod, labels):
         out += [f"<p>On the {sample} sample: {html.escape(verdict)}.</p>",

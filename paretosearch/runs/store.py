@@ -30,6 +30,7 @@ import pandas as pd
 
 from paretosearch.io import MAX_DOCUMENT, MAX_TABLE, read_bounded, write_json, write_table
 from paretosearch.runs.records import ChosenConfig, FrontEntry
+from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
 from paretosearch.search.objectives import parse_objectives
 from simulator.errors import ParetoSearchError, located
 
@@ -186,6 +187,19 @@ class RunStore:
         return next((i for i, e in enumerate(front)
                      if all(picked.get(k) == v for k, v in e.params.items())), None)
 
+    def read_retune(self) -> RetuneSummary:
+        """The retune summary of a run that a retune published (``retune.json``), its shape
+        checked."""
+        doc = self.read_json("retune.json")
+        _check_shape(doc, _RETUNE, str(self.path / "retune.json"), "")
+        return RetuneSummary.from_dict(doc)
+
+    def read_retune_start(self) -> RetuneStart:
+        """What a retune run set out to do (``retune-start.json``), its shape checked."""
+        doc = self.read_json("retune-start.json")
+        _check_shape(doc, _RETUNE_START, str(self.path / "retune-start.json"), "")
+        return RetuneStart.from_dict(doc)
+
     def read(self, name: str, limit: int = MAX_DOCUMENT) -> bytes:
         """A file of the run, read as untrusted data: from inside the run directory only,
         at most ``limit`` bytes (see :func:`read_bounded`)."""
@@ -231,6 +245,21 @@ _FRONT = {"front": [{"params": {str: _Or(int, float, str, bool, None)}, "objecti
           "hypervolume?": [{"evaluations": int, "hypervolume": _NUMBER}],
           "baselines?": {str: _RECORD}, "baselines_test?": {str: _RECORD},
           "dropped?": {str: str}, "done?": bool}
+_WINDOW = {"files": [str], "jobs": int, "jobs_in_trace": int, "start_s": _NUMBER,
+           "end_s": _NUMBER, "digest": str}
+_RETUNE_START = {"run": str, "resumed": bool, "window": _WINDOW,
+                 "warm_start": {"from": _Or(str, None), "configs": int, "seeds?": [dict]},
+                 "not_resumed?": _Or({"run": str, "why": str}, None)}
+_DRIFT = {"dominated": bool, "dominated_by": [int], "best": _Or(int, None),
+          "objectives": {str: {"production": _NUMBER, "front?": _NUMBER, "gain?": _NUMBER}}}
+_PRODUCTION = {"source": str, "config_sha256": str, "policy": str, "config": dict,
+               "train": _RECORD, "test": _RECORD, "drift_train": _DRIFT, "drift_test": _DRIFT,
+               "since_previous?": _Or({"run": str, "objectives": {str: {
+                   "before": _NUMBER, "now": _NUMBER, "change": _NUMBER}}}, None)}
+_RETUNE = {**_RETUNE_START, "published_at": str, "previous": _Or(str, None), "policy": str,
+           "objectives": [str], "evaluations": {"run": int, "from_cache": int},
+           "front_size": int, "wall_s": _NUMBER, "production": _Or(_PRODUCTION, None),
+           "exit": int}
 _SPEC = {"policy": str, "profile": str, "objectives": [str], "fixed": dict, "space?": [str],
          "settings?": dict, "cluster?": dict}
 
@@ -240,6 +269,11 @@ def _check_shape(value: Any, shape: Any, path: str, field: str) -> None:
     None, :class:`_Or`, ``[item]``, ``{str: value}`` (any keys) or ``{name: shape}`` (a name
     ending in ``?`` may be missing)."""
     if isinstance(shape, _Or):
+        nested = [s for s in shape.shapes if isinstance(s, dict) and isinstance(value, dict)
+                  or isinstance(s, list) and isinstance(value, list)]
+        if len(nested) == 1:  # an object or a list where one is allowed: name what is inside
+            _check_shape(value, nested[0], path, field)
+            return
         for option in shape.shapes:
             try:
                 _check_shape(value, option, path, field)

@@ -31,7 +31,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,18 @@ from paretosearch.io import MAX_TABLE, write_json
 from paretosearch.runs.records import FrontEntry, config_hash
 from paretosearch.runs.report import write_retune_report
 from paretosearch.runs.report_html import write_html_report
+from paretosearch.runs.retune_summary import (
+    Change,
+    Drift,
+    ObjectiveDrift,
+    PassedOver,
+    ProductionCheck,
+    RetuneStart,
+    RetuneSummary,
+    RetuneWindow,
+    SincePrevious,
+    WarmStart,
+)
 from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import EvaluationCache
 from paretosearch.search.cluster import ctrl_c
@@ -88,14 +100,10 @@ class RetuneFailed(ParetoSearchError, RuntimeError):
 # --- drift ----------------------------------------------------------------------------------
 
 def drift(front: Sequence[FrontEntry], production: Mapping[str, float],
-          objectives: Sequence[Objective], *, sample: str = "metrics") -> dict[str, Any]:
-    """How the new front compares with the production config on one sample.
-
-    Returns ``dominated`` (some front member is at least as good on every objective and
-    better on one), ``dominated_by`` (their indices), ``best`` (the dominating member whose
-    smallest relative gain is largest: the safest switch) and per objective the production
-    value, that member's value and the relative gain (positive = better than production).
-    """
+          objectives: Sequence[Objective], *, sample: str = "metrics") -> Drift:
+    """How the new front compares with the production config on one sample: which members
+    dominate it, the safest switch among them (the one whose smallest relative gain is
+    largest) and its gain on each objective."""
     def losses(rec: Mapping[str, float]) -> list[float]:
         return [o.loss(rec[o.label]) for o in objectives]
 
@@ -108,16 +116,13 @@ def drift(front: Sequence[FrontEntry], production: Mapping[str, float],
         return [0.0 if a == b else (b - a) / abs(b) if b else math.inf
                 for a, b in zip(f, prod, strict=True)]
 
-    out: dict[str, Any] = {"dominated": bool(dominating),
-                           "dominated_by": [i for i, _ in dominating], "best": None,
-                           "objectives": {o.label: {"production": production[o.label]}
-                                          for o in objectives}}
-    if dominating:
-        best, f = max(dominating, key=lambda r: min(gains(r[1])))
-        out["best"] = best
-        for o, gain in zip(objectives, gains(f), strict=True):
-            out["objectives"][o.label].update(front=records[best][o.label], gain=gain)
-    return out
+    if not dominating:
+        return Drift(False, (), None, {o.label: ObjectiveDrift(production[o.label])
+                                       for o in objectives})
+    best, f = max(dominating, key=lambda r: min(gains(r[1])))
+    return Drift(True, tuple(i for i, _ in dominating), best,
+                 {o.label: ObjectiveDrift(production[o.label], records[best][o.label], gain)
+                  for o, gain in zip(objectives, gains(f), strict=True)})
 
 
 # --- one retune -----------------------------------------------------------------------------
@@ -128,13 +133,13 @@ class RetuneOutcome:
 
     exit: Exit
     run: Path
-    summary: dict[str, Any]
+    summary: RetuneSummary
 
 
 def retune(spec: RetuneSpec, *,
            connect: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
            on_generation: Callable[[Progress], None] | None = None,
-           on_start: Callable[[dict[str, Any]], None] | None = None) -> RetuneOutcome:
+           on_start: Callable[[RetuneStart], None] | None = None) -> RetuneOutcome:
     """Run one retune (see the module's documentation).
 
     Args:
@@ -181,55 +186,48 @@ def retune(spec: RetuneSpec, *,
 
 def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
              production: dict[str, Any] | None, previous: Path | None, resume: bool,
-             passed_over: dict[str, str] | None,
+             passed_over: PassedOver | None,
              on_generation: Callable[[Progress], None] | None,
-             on_start: Callable[[dict[str, Any]], None] | None) -> RetuneOutcome:
+             on_start: Callable[[RetuneStart], None] | None) -> RetuneOutcome:
     """Search (or resume) in the search's store, evaluate production, report, then move
     ``current``."""
     t0 = time.time()
     assert search.cache is not None and search.store is not None
     run = search.store.path
     if resume:  # as it began: the same warm start, so the journal replays to the same state
-        about = {**RunStore(run).read_json("retune-start.json"), "resumed": True}
+        start = replace(RunStore(run).read_retune_start(), resumed=True)
     else:
         seeds = _warm_seeds(previous, spec) if spec.warm_start else []
-        about = {"run": str(run), "resumed": False, "window": _window_doc(window),
-                 "warm_start": {"from": str(previous) if seeds else None,
-                                "configs": len(seeds), "seeds": seeds},
-                 "not_resumed": passed_over}
-        write_json(about, run / "retune-start.json")
+        start = RetuneStart(str(run), False, _window_record(window),
+                            WarmStart(str(previous) if seeds else None, len(seeds),
+                                      tuple(seeds)), passed_over)
+        write_json(start.to_dict(), run / "retune-start.json")
     if on_start is not None:
-        on_start(about)
+        on_start(start)
     with search:
-        front = search.run(on_generation, resume=resume, initial=about["warm_start"]["seeds"])
+        front = search.run(on_generation, resume=resume,
+                           initial=list(start.warm_start.seeds or ()))
         prod_eval = (search.evaluate(production["policy"], production["config"])
                      if production else None)
     objectives = search.objectives
-    summary: dict[str, Any] = {
-        **about, "warm_start": {k: v for k, v in about["warm_start"].items() if k != "seeds"},
-        "published_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "previous": str(previous) if previous else None,
-        "policy": spec.config.policy, "objectives": [o.label for o in objectives],
-        "evaluations": {"run": search.cache.misses, "from_cache": search.cache.hits},
-        "front_size": len(front), "wall_s": time.time() - t0, "production": None}
-    code = Exit.PUBLISHED
+    check = None
     if production is not None and prod_eval is not None:
         train, test = prod_eval
-        summary["production"] = {
-            "source": production["source"], "config_sha256": production["config_sha256"],
-            "policy": production["policy"], "config": production["config"],
-            "train": {o.label: train[o.label] for o in objectives},
-            "test": {o.label: test[o.label] for o in objectives},
-            "drift_train": drift(front, train, objectives),
-            "drift_test": drift(front, test, objectives, sample="test_metrics"),
-            "since_previous": _since_previous(previous, production, train, objectives)}
-        if summary["production"]["drift_train"]["dominated"] and \
-                summary["production"]["drift_test"]["dominated"]:
-            code = Exit.DRIFT
-    summary["exit"] = int(code)
+        check = ProductionCheck(
+            production["source"], production["config_sha256"], production["policy"],
+            production["config"], {o.label: train[o.label] for o in objectives},
+            {o.label: test[o.label] for o in objectives}, drift(front, train, objectives),
+            drift(front, test, objectives, sample="test_metrics"),
+            _since_previous(previous, production, train, objectives))
+    code = Exit.DRIFT if check is not None and check.drifted else Exit.PUBLISHED
+    published = replace(start, warm_start=replace(start.warm_start, seeds=None))
+    summary = RetuneSummary(
+        published, time.strftime("%Y-%m-%dT%H:%M:%S%z"), str(previous) if previous else None,
+        spec.config.policy, tuple(o.label for o in objectives), search.cache.misses,
+        search.cache.hits, len(front), time.time() - t0, check, int(code))
     write_retune_report(run, search.store.read_front(), summary)
     write_html_report(run, retune=summary)
-    write_json(summary, run / "retune.json")
+    write_json(summary.to_dict(), run / "retune.json")
     _point(spec.out / "current", run)
     return RetuneOutcome(code, run, summary)
 
@@ -288,7 +286,7 @@ def _point(link: Path, run: Path) -> None:
 
 
 def _run_dir(out: Path, search: PolicySearch,
-             previous: Path | None) -> tuple[Path, bool, dict[str, str] | None]:
+             previous: Path | None) -> tuple[Path, bool, PassedOver | None]:
     """The newest run if it was interrupted on this same window (resume it), else a new one;
     and, when the newest run is not the published one and is not resumed, which and why (it is
     left as it is)."""
@@ -307,7 +305,7 @@ def _run_dir(out: Path, search: PolicySearch,
             why = ("it finished on another window or spec, and 'current' does not point at it"
                    if (newest / "retune.json").exists()
                    else "it was interrupted on another window or spec")
-        passed_over = {"run": str(newest), "why": why}
+        passed_over = PassedOver(str(newest), why)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run = out / "runs" / stamp
     n = 1
@@ -392,30 +390,28 @@ def _read_production(path: Path | None) -> dict[str, Any] | None:
 
 def _since_previous(previous: Path | None, production: Mapping[str, Any],
                     train: Mapping[str, float], objectives: Sequence[Objective]
-                    ) -> dict[str, Any] | None:
+                    ) -> SincePrevious | None:
     """How the production config's objective values moved since the previous run (same
     config only): relative change per objective (positive = worse)."""
     if previous is None:
         return None
     try:
-        before = RunStore(previous).read_json("retune.json")["production"] or {}
-    except (ParetoSearchError, KeyError, TypeError):  # none, or unreadable
+        before = RunStore(previous).read_retune().production
+    except ParetoSearchError:  # none, or unreadable
         return None
-    same = (before.get("policy"), before.get("config")) == (production["policy"],
-                                                             production["config"])
-    if not same or not before.get("train"):
+    if before is None or not before.train or (
+            (before.policy, before.config) != (production["policy"], production["config"])):
         return None
     out = {}
     for o in objectives:
-        old = before["train"].get(o.label)
+        old = before.train.get(o.label)
         if old is not None:
             new = train[o.label]
-            out[o.label] = {"before": old, "now": new,
-                            "change": (o.loss(new) - o.loss(old)) / abs(old) if old else None}
-    return {"run": str(previous), "objectives": out}
+            out[o.label] = Change(old, new, (o.loss(new) - o.loss(old)) / abs(old)
+                                  if old else None)
+    return SincePrevious(str(previous), out)
 
 
-def _window_doc(window: Window) -> dict[str, Any]:
-    return {"files": window.files, "jobs": len(window.workload),
-            "jobs_in_trace": window.jobs_in_trace, "start_s": window.start_s,
-            "end_s": window.end_s, "digest": window.workload.digest()}
+def _window_record(window: Window) -> RetuneWindow:
+    return RetuneWindow(tuple(window.files), len(window.workload), window.jobs_in_trace,
+                        window.start_s, window.end_s, window.workload.digest())

@@ -100,7 +100,7 @@ def test_a_warm_start_reads_the_previous_front_not_its_pickles(tmp_path: Path) -
     _plant(first.run, mark)
     write_trace(tmp_path / "trace.csv", 1000)
     second = retune(RetuneSpec.load(write_spec(tmp_path)))
-    assert second.summary["warm_start"]["configs"] > 0 and not mark.exists()
+    assert second.summary.start.warm_start.configs > 0 and not mark.exists()
     # everything a run publishes for people and other tools is plain data
     for path in sorted(second.run.rglob("*")):
         if path.suffix == ".json":
@@ -193,4 +193,4 @@ def test_current_is_followed_only_into_the_runs_folder(tmp_path: Path,
     write_trace(tmp_path / "trace.csv", 1000)
     second = retune(RetuneSpec.load(spec))
     assert second.run.parent == out / "runs" and not second.run.is_symlink()
-    assert second.run != planted and second.summary["warm_start"]["from"] == str(first.run)
+    assert second.run != planted and second.summary.start.warm_start.source == str(first.run)

@@ -14,6 +14,8 @@ import pytest
 
 from paretosearch.cli import main
 from paretosearch.runs.records import FrontEntry
+from paretosearch.runs.retune_summary import ObjectiveDrift, WarmStart
+from paretosearch.runs.store import RunStore
 from paretosearch.search.objectives import parse_objectives
 from paretosearch.service.retune import (
     Exit,
@@ -109,9 +111,12 @@ def test_a_relative_spec_path_publishes_new_runs_and_never_rewrites_current(
     monkeypatch.chdir(tmp_path)
     first = retune(RetuneSpec.load("retune.yaml"))
     again = retune(RetuneSpec.load("retune.yaml"))  # same window: a new run, from the cache
-    assert not again.summary["resumed"] and again.run != first.run
-    assert again.summary["previous"] == str(first.run.resolve())
-    assert json.loads((first.run / "retune.json").read_text()) == first.summary
+    assert not again.summary.start.resumed and again.run != first.run
+    assert again.summary.previous == str(first.run.resolve())
+    # retune.json holds the summary as returned, and reads back as the same record
+    assert json.loads((first.run / "retune.json").read_text()) == json.loads(
+        json.dumps(first.summary.to_dict()))
+    assert RunStore(first.run).read_retune() == first.summary
 
 
 # --- drift ------------------------------------------------------------------------------------
@@ -124,23 +129,25 @@ def test_drift_finds_the_dominating_configs_and_the_gains() -> None:
         {"jct:avg": 50.0, "utilization:avg": 0.61},   # dominates: +50 %, +1.7 %
         {"jct:avg": 100.0, "utilization:avg": 0.6})]  # equal: does not dominate
     d = drift(front, {"jct:avg": 100.0, "utilization:avg": 0.6}, objectives)
-    assert d["dominated"] and d["dominated_by"] == [1, 2]
-    assert d["best"] == 1  # its smallest gain (20 %) beats #2's (1.7 %)
-    assert d["objectives"]["jct:avg"]["gain"] == pytest.approx(0.2)
-    assert d["objectives"]["utilization:avg"]["gain"] == pytest.approx(1 / 3)
+    assert d.dominated and d.dominated_by == (1, 2)
+    assert d.best == 1  # its smallest gain (20 %) beats #2's (1.7 %)
+    assert d.objectives["jct:avg"].gain == pytest.approx(0.2)
+    assert d.objectives["utilization:avg"].gain == pytest.approx(1 / 3)
     clean = drift(front, {"jct:avg": 40.0, "utilization:avg": 0.9}, objectives)
-    assert not clean["dominated"] and clean["best"] is None
+    assert not clean.dominated and clean.best is None
+    assert clean.objectives["jct:avg"] == ObjectiveDrift(40.0)  # no switch, no gain
 
 
 # --- nightly runs -----------------------------------------------------------------------------
 
-def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Path) -> None:
+def test_nightly_runs_publish_versions_warm_start_and_report_drift(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_trace(tmp_path / "trace.csv", 900)
     spec = RetuneSpec.load(write_spec(tmp_path))
     first = retune(spec)
     out = tmp_path / "out"
     assert first.exit == Exit.PUBLISHED and (out / "current").resolve() == first.run
-    assert first.summary["warm_start"]["from"] is None
+    assert first.summary.start.warm_start == WarmStart(None, 0)
     for name in ("report.md", "report.png", "report.html", "retune.json", "front.json",
                  "records.parquet"):
         assert (first.run / name).stat().st_size > 0
@@ -159,7 +166,7 @@ def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Pat
     # the first generation: the previous front, then more of the previous run's evaluations
     # by rank (it made more than a population's worth), one per objective vector, none random
     pop = spec.config.settings.pop_size
-    assert second.summary["warm_start"] == {"from": str(first.run), "configs": pop}
+    assert second.summary.start.warm_start == WarmStart(str(first.run), pop)
     opening = [row["params"] for row in journal(second.run)[:pop]]
     before = journal(first.run)
 
@@ -176,26 +183,39 @@ def test_nightly_runs_publish_versions_warm_start_and_report_drift(tmp_path: Pat
     assert len({v[0] for v in vectors}) == pop  # no two scored alike
     # and the published front holds no two configurations that score alike
     assert len({tuple(o.values()) for _, o in front_of(first.run)}) == len(front_of(first.run))
-    prod = second.summary["production"]
-    assert prod["config"] == chosen["fitted"]
+    prod = second.summary.production
+    assert prod is not None and prod.config == chosen["fitted"]
     # where it came from: the file itself and the hash select gave the config, not links
     assert chosen["run"] == str(first.run)
-    assert (prod["source"], prod["config_sha256"]) == (
+    assert (prod.source, prod.config_sha256) == (
         str((tmp_path / "production.json").resolve()), chosen["config_sha256"])
     front = json.loads((second.run / "front.json").read_text())["front"]
     labels = ("jct:avg", "pred_err:avg")  # both minimised
-    for sample, key in (("train", "metrics"), ("test", "test_metrics")):
-        mine = [i for i, e in enumerate(front)  # dominance, by hand
-                if all(e[key][lab] <= prod[sample][lab] for lab in labels)
-                and any(e[key][lab] < prod[sample][lab] for lab in labels)]
-        assert prod[f"drift_{sample}"]["dominated_by"] == mine
-    both = prod["drift_train"]["dominated"] and prod["drift_test"]["dominated"]
+    for sample, key, d in (("train", "metrics", prod.drift_train),
+                           ("test", "test_metrics", prod.drift_test)):
+        values = getattr(prod, sample)
+        mine = tuple(i for i, e in enumerate(front)  # dominance, by hand
+                     if all(e[key][lab] <= values[lab] for lab in labels)
+                     and any(e[key][lab] < values[lab] for lab in labels))
+        assert d.dominated_by == mine
+    both = prod.drift_train.dominated and prod.drift_test.dominated
     assert second.exit == (Exit.DRIFT if both else Exit.PUBLISHED)
     report = (second.run / "report.md").read_text()
     assert "production.json" in report and f"from {first.run}" in report
     page = (second.run / "report.html").read_text()  # the interactive report: drift too
     assert "<h2>Production config</h2>" in page and "production.json" in page
     assert "Production config" not in (first.run / "report.html").read_text()  # none then
+    # 'paretosearch report' reads retune.json again: the same page; a damaged one is named
+    page_path = second.run / "report.html"
+    page_path.unlink()
+    assert main(["report", str(second.run)]) == 0 and "production.json" in page_path.read_text()
+    doc = json.loads((second.run / "retune.json").read_text())
+    doc["production"]["drift_test"]["dominated_by"] = ["x"]
+    (second.run / "retune.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["report", str(second.run)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "retune.json" in err and "production.drift_test.dominated_by[0]" in err, err
 
 
 def test_a_warm_start_seeds_one_configuration_per_objective_vector(tmp_path: Path) -> None:
@@ -225,8 +245,8 @@ def test_the_cache_makes_a_rerun_on_the_same_window_free(tmp_path: Path) -> None
     first = retune(spec)
     again = retune(spec)
     assert again.run != first.run
-    assert again.summary["evaluations"]["run"] == 0
-    assert again.summary["evaluations"]["from_cache"] >= spec.config.settings.budget
+    assert again.summary.evaluations_run == 0
+    assert again.summary.evaluations_from_cache >= spec.config.settings.budget
     assert front_of(again.run) == front_of(first.run)
 
 
@@ -236,10 +256,9 @@ def test_the_drift_exit_code(tmp_path: Path) -> None:
     write_trace(tmp_path / "trace.csv", 1500)
     (tmp_path / "production.json").write_text(json.dumps({"policy": "maxmin", "params": {}}))
     code = main(["retune", "--spec", str(write_spec(tmp_path, production="production.json"))])
-    summary = json.loads((tmp_path / "out" / "current" / "retune.json").read_text())
-    assert summary["production"]["drift_train"]["dominated"]
-    assert summary["production"]["drift_test"]["dominated"]
-    assert code == Exit.DRIFT == summary["exit"]
+    summary = RunStore(tmp_path / "out" / "current").read_retune()
+    assert summary.production is not None and summary.production.drifted
+    assert code == Exit.DRIFT == summary.exit
 
 
 def test_exit_codes_for_bad_input_thin_windows_and_a_held_lock(tmp_path: Path,

@@ -64,7 +64,7 @@ def test_ctrl_c_stops_a_retune_cleanly_and_the_next_one_resumes(tmp_path: Path) 
     (run,) = runs.iterdir()
     done = len(journal(run))
     outcome = retune(RetuneSpec.load(spec))
-    assert outcome.run == run and outcome.summary["resumed"]
+    assert outcome.run == run and outcome.summary.start.resumed
     keys = [row["key"] for row in journal(run)]
     assert len(keys) == len(set(keys)) == 200 > done  # went on, nothing evaluated twice
 
