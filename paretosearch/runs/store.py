@@ -269,8 +269,8 @@ def _check_shape(value: Any, shape: Any, path: str, field: str) -> None:
     None, :class:`_Or`, ``[item]``, ``{str: value}`` (any keys) or ``{name: shape}`` (a name
     ending in ``?`` may be missing)."""
     if isinstance(shape, _Or):
-        nested = [s for s in shape.shapes if isinstance(s, dict) and isinstance(value, dict)
-                  or isinstance(s, list) and isinstance(value, list)]
+        nested = [s for s in shape.shapes if (isinstance(s, dict) and isinstance(value, dict))
+                  or (isinstance(s, list) and isinstance(value, list))]
         if len(nested) == 1:  # an object or a list where one is allowed: name what is inside
             _check_shape(value, nested[0], path, field)
             return
