@@ -26,7 +26,9 @@ Printed: median and range over seeds per budget, each method against random sear
 plot of the median hypervolume against evaluations (``--plot``).
 
 Run from the project root: ``python benchmarks/bench_optimizers.py`` (``--quick``: one
-problem, 3 seeds, budgets 100 and 370).
+problem, 3 seeds, budgets 100 and 370). ``--runs FILE`` keeps every run's points;
+``--rescore FILE...`` scores kept runs together without searching again (e.g. after
+re-running only ``--methods ours``).
 """
 
 from __future__ import annotations
@@ -273,6 +275,9 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="wfq only, 3 seeds, budgets 100, 370")
     p.add_argument("--json", type=Path, help="write every run's scores here")
     p.add_argument("--runs", type=Path, help="write every run's points here (JSON lines)")
+    p.add_argument("--rescore", type=Path, nargs="+", metavar="RUNS",
+                   help="search nothing: score the runs these --runs files hold (of the "
+                        "problems, methods and seeds asked for), together")
     p.add_argument("--plot", type=Path, default=Path("docs/bench_optimizers.png"),
                    help="hypervolume against evaluations (default: docs/bench_optimizers.png, "
                         "the README's)")
@@ -289,16 +294,7 @@ def main() -> None:
                 for b in (mine if method == "ours" else mine[-1:]):
                     jobs.append((problem, seed, method, b))
     jobs.sort(key=lambda j: -j[3])  # longest first, for an even finish
-    runs = []
-    with ProcessPoolExecutor(args.processes) as pool:
-        for run in pool.map(run_one, *zip(*jobs, strict=True)):
-            print(f"{run['problem']:>9} seed {run['seed']} {run['method']:>13} "
-                  f"budget {run['budget']:>5}: {len(run['points'])} evaluations in "
-                  f"{run['wall_s']:6.1f} s", flush=True)
-            runs.append(run)
-            if args.runs:
-                with args.runs.open("a") as f:
-                    f.write(json.dumps(run) + "\n")
+    runs = _saved(args.rescore, set(jobs)) if args.rescore else _search(jobs, args)
     rows = []
     for problem in args.problems.split(","):
         mine = [b for b in budgets if b <= caps.get(problem, max(budgets))]
@@ -310,6 +306,39 @@ def main() -> None:
         tmp = args.json.with_name(f".{args.json.name}.tmp")
         tmp.write_text(json.dumps(rows))
         tmp.replace(args.json)
+
+
+def _search(jobs: list[tuple[str, int, str, int]], args: argparse.Namespace
+            ) -> list[dict[str, Any]]:
+    runs = []
+    with ProcessPoolExecutor(args.processes) as pool:
+        for run in pool.map(run_one, *zip(*jobs, strict=True)):
+            print(f"{run['problem']:>9} seed {run['seed']} {run['method']:>13} "
+                  f"budget {run['budget']:>5}: {len(run['points'])} evaluations in "
+                  f"{run['wall_s']:6.1f} s", flush=True)
+            runs.append(run)
+            if args.runs:
+                with args.runs.open("a") as f:
+                    f.write(json.dumps(run) + "\n")
+    return runs
+
+
+def _saved(files: Sequence[Path], jobs: set[tuple[str, int, str, int]]
+           ) -> list[dict[str, Any]]:
+    """The saved runs of ``jobs`` (the last of each where a run was saved twice); every job
+    must be there."""
+    found = {}
+    for path in files:
+        for line in path.read_text().splitlines():
+            run = json.loads(line)
+            job = (run["problem"], run["seed"], run["method"], run["budget"])
+            if job in jobs:
+                found[job] = run
+    missing = sorted(jobs - found.keys())
+    if missing:
+        raise SystemExit(f"{len(missing)} runs asked for are in no --rescore file, e.g. "
+                         f"{missing[0]}: run them with --runs FILE first")
+    return list(found.values())
 
 
 if __name__ == "__main__":
