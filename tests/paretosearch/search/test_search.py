@@ -17,7 +17,7 @@ from scipy.stats import qmc
 from paretosearch.search.evaluation import SearchSpace, Task, evaluate
 from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.runners import DaskRunner, OnResult, SerialRunner
-from paretosearch.search.spea2 import SearchSettings, _DistinctSurvival, run_spea2
+from paretosearch.search.spea2 import COVERED, SearchSettings, _DistinctSurvival, run_spea2
 from simulator import (
     InvalidObjective,
     InvalidPolicyParams,
@@ -131,10 +131,18 @@ def test_an_objective_that_never_varies_keeps_the_archive_ordered_by_fitness() -
     (SearchSettings(budget=12), (10, 10, 12)),  # and at most the budget
     (SearchSettings.pcs(), (70, 105, 70)),  # PCS's settings, when asked for
     (SearchSettings(budget=50, pop_size=8), (8, 8, 8)),  # offspring: as the archive
+    (SearchSettings(budget=100, first=30), (10, 10, 30)),  # the first sample as given
 ])
 def test_sizes_follow_the_budget(settings: SearchSettings, sizes: tuple[int, int, int]
                                  ) -> None:
-    assert (settings.pop_size, settings.n_offsprings, settings.first) == sizes
+    assert (settings.pop_size, settings.n_offsprings, settings.first_sample(4)) == sizes
+    assert settings.first_sample(COVERED) == sizes[2]
+
+
+@pytest.mark.parametrize(("budget", "first"), [(100, 40), (200, 40), (370, 74), (30, 30)])
+def test_a_larger_space_opens_with_a_smaller_sample(budget: int, first: int) -> None:
+    """Beyond COVERED parameters a small budget breeds sooner: no two-thirds rule."""
+    assert SearchSettings(budget=budget).first_sample(COVERED + 1) == first
 
 
 @pytest.mark.parametrize("field", ["budget", "pop_size", "n_offsprings", "first"])
