@@ -97,24 +97,28 @@ class SearchSettings:
             if getattr(self, name) < low:
                 raise ParetoSearchError(f"search {name} must be >= {low} "
                                         f"(got {getattr(self, name)})")
-        # sizes left out follow the budget (frozen: set once, here)
-        if self.pop_size and not self.first:  # PCS's way: the first sample is one archive
-            object.__setattr__(self, "first", self.pop_size)
-        if self.first:
-            object.__setattr__(self, "first", min(max(self.first, 2), self.budget))
-        object.__setattr__(self, "pop_size",
-                           max(2, self.pop_size or min(70, max(10, self.budget // 10))))
-        object.__setattr__(self, "n_offsprings", self.n_offsprings or self.pop_size)
+
+    # sizes left out stay 0 (saved and read back, settings are the same settings); these
+    # give the sizes a search uses
+    @property
+    def archive(self) -> int:
+        """The archive's size: ``pop_size``, else a tenth of the budget (10 to 70)."""
+        return max(2, self.pop_size or min(70, max(10, self.budget // 10)))
+
+    @property
+    def offspring(self) -> int:
+        """Candidates bred a generation: ``n_offsprings``, else as many as the archive."""
+        return self.n_offsprings or self.archive
 
     def first_sample(self, n_params: int) -> int:
         """Size of the space-filling first sample in a space of ``n_params`` parameters:
-        ``first`` where set, else a fifth of the budget, at least 40 points and the archive,
-        and up to :data:`COVERED` parameters two thirds of the budget up to 70; at most the
-        budget."""
-        if self.first:
-            return self.first
-        small = min(70, 2 * self.budget // 3) if n_params <= COVERED else 0
-        return min(max(self.pop_size, self.budget // 5, 40, small, 2), self.budget)
+        ``first`` where set; else the archive where ``pop_size`` is set (PCS's way); else a
+        fifth of the budget, at least 40 points and the archive, and in a space of up to
+        :data:`COVERED` parameters two thirds of the budget up to 70. At most the budget."""
+        first = self.first or self.pop_size or max(
+            self.archive, self.budget // 5, 40,
+            min(70, 2 * self.budget // 3) if n_params <= COVERED else 0)
+        return min(max(first, 2), self.budget)
 
     @classmethod
     def pcs(cls, budget: int = 370, seed: int = 0, mode: str = "generational"
@@ -218,7 +222,7 @@ def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings,
         operators = {"selection": TournamentSelection(spea_binary_tournament),
                      "crossover": SBX(prob=1.0, prob_var=1.0, eta=10), "mutation": PM(eta=10)}
     operators["sampling"] = _first_sample(space, initial, s)
-    algorithm = SPEA2(pop_size=s.pop_size, n_offsprings=s.n_offsprings,
+    algorithm = SPEA2(pop_size=s.archive, n_offsprings=s.offspring,
                       survival=_DistinctSurvival(normalize=True), output=MultiObjectiveOutput(),
                       **operators)
     # the termination goes to setup() (what minimize() does), not to SPEA2()
@@ -239,7 +243,7 @@ def _first_sample(space: SearchSpace, initial: Sequence[dict[str, Any]],
     """The first generation: the given configurations (a warm start, up to the archive
     size, duplicates dropped), then the space-filling sequence to the first sample's size."""
     seeds = list({param_key(space.decode(space.encode(p))): space.encode(p)
-                  for p in initial}.values())[:s.pop_size]
+                  for p in initial}.values())[:s.archive]
     fill = _space_filling(space, s.seed, 0, max(0, s.first_sample(len(space)) - len(seeds)))
     return Population.new(X=_coded(space, seeds + fill))
 
@@ -318,7 +322,7 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
     immigrants = settings.first_sample(len(space))  # the space-filling sequence's next point
     while algorithm.has_next():
         bred = algorithm.is_initialized
-        algorithm.n_offsprings = min(settings.n_offsprings,
+        algorithm.n_offsprings = min(settings.offspring,
                                      settings.budget - algorithm.evaluator.n_eval)
         pop = algorithm.ask()
         if pop is None or len(pop) == 0:  # nothing new left to try (a small discrete space)
@@ -416,7 +420,7 @@ class _SteadyState:
         if self.store:
             self.store.append(key, dict(params), record)
         self._absorb(dict(params), record)
-        if self._done % self.s.n_offsprings == 0 and self.ref is not None:
+        if self._done % self.s.offspring == 0 and self.ref is not None:
             self._publish()
         return self._fill()
 
@@ -432,14 +436,14 @@ class _SteadyState:
         merged = Population.merge(self.archive, member)
         rng = np.random.default_rng([self.s.seed, 1, self._done])
         self.archive = self.algorithm.survival.do(self.algorithm.problem, merged,
-                                                  n_survive=self.s.pop_size,
+                                                  n_survive=self.s.archive,
                                                   algorithm=self.algorithm, random_state=rng)
-        if self.ref is None and self._done == min(self.s.pop_size, self.s.budget):
+        if self.ref is None and self._done == min(self.s.archive, self.s.budget):
             seen = np.array([[o.loss(r[o.label]) for o in self.objectives]
                              for _, r in self.journal.values()])
             _check_defined(seen, self.objectives)
             self.ref = seen.max(axis=0) + 0.1 * np.abs(seen.max(axis=0)) + 1e-9
-        if self.ref is not None and self._done % self.s.n_offsprings == 0:
+        if self.ref is not None and self._done % self.s.offspring == 0:
             self._record()
 
     def _record(self) -> None:

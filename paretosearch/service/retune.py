@@ -355,7 +355,7 @@ def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]
         if scored not in seen:
             seen.add(scored)
             seeds.append(p)
-        if len(seeds) == spec.config.settings.pop_size:
+        if len(seeds) == spec.config.settings.archive:
             break
     return seeds
 

@@ -129,7 +129,7 @@ def test_mixed_search_converges_to_the_better_choice(gavel_run: tuple[Path, Sear
     assert {p["objective"] for p, _ in out.front} == {"max_sum"}
     # the fast jobs first, their rounds shared (the bounds by hand, module docstring)
     assert 23400.0 <= out.front[0][1]["jct:avg"] <= 25200.0
-    bred = chosen[MIXED.pop_size:]  # selection favours it: it is bred more than any other
+    bred = chosen[MIXED.archive:]  # selection favours it: it is bred more than any other
     assert bred.count("max_sum") > max(bred.count(o) for o in set(bred) - {"max_sum"})
     for params, record in out.evaluations:  # each option really simulated as decoded
         if params["objective"] != "max_sum":

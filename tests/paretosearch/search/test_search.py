@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -135,8 +137,19 @@ def test_an_objective_that_never_varies_keeps_the_archive_ordered_by_fitness() -
 ])
 def test_sizes_follow_the_budget(settings: SearchSettings, sizes: tuple[int, int, int]
                                  ) -> None:
-    assert (settings.pop_size, settings.n_offsprings, settings.first_sample(4)) == sizes
+    assert (settings.archive, settings.offspring, settings.first_sample(4)) == sizes
     assert settings.first_sample(COVERED) == sizes[2]
+
+
+@pytest.mark.parametrize("settings", [SearchSettings(), SearchSettings(budget=100),
+                                      SearchSettings(budget=400, pop_size=50),
+                                      SearchSettings.pcs(), SearchSettings(first=500)])
+def test_settings_saved_and_read_back_search_the_same(settings: SearchSettings) -> None:
+    """What run.json and cli.json hold makes the same settings again (a resume needs it)."""
+    again = SearchSettings(**json.loads(json.dumps(asdict(settings))))
+    assert again == settings
+    assert [again.first_sample(n) for n in (4, 13)] == [settings.first_sample(n)
+                                                       for n in (4, 13)]
 
 
 @pytest.mark.parametrize(("budget", "first"), [(100, 40), (200, 40), (370, 74), (30, 30)])

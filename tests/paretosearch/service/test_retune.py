@@ -165,7 +165,7 @@ def test_nightly_runs_publish_versions_warm_start_and_report_drift(
     assert (front_of(first.run), (first.run / "report.md").read_text()) == kept  # untouched
     # the first generation: the previous front, then more of the previous run's evaluations
     # by rank (it made more than a population's worth), one per objective vector, none random
-    pop = spec.config.settings.pop_size
+    pop = spec.config.settings.archive
     assert second.summary.start.warm_start == WarmStart(str(first.run), pop)
     opening = [row["params"] for row in journal(second.run)[:pop]]
     before = journal(first.run)
