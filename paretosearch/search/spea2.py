@@ -53,12 +53,9 @@ __all__ = ["MODES", "Progress", "SearchOutcome", "SearchSettings", "param_key", 
 
 FloatArray = npt.NDArray[np.float64]
 
-
 COVERED = 8
 """Spaces of up to this many parameters open with a larger space-filling sample
-(:meth:`SearchSettings.first_sample`): on the 4-parameter WFQ space 66 points lifted the
-hypervolume at 100 evaluations from 0.48 to 0.80; on the 13-parameter unified space 40
-points beat 66 (README, "The search")."""
+(:meth:`SearchSettings.first_sample`; why: README, "The search")."""
 
 MODES = ("generational", "async")
 """How the search waits for evaluations (:class:`SearchSettings`)."""
