@@ -16,7 +16,7 @@ from paretosearch.cli.runs import (
     error_console,
     search_progress,
 )
-from paretosearch.runs.report import fmt
+from paretosearch.runs.report import drift_rows, fmt
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
 from simulator.errors import ParetoSearchError
 
@@ -118,11 +118,10 @@ def _print(summary: RetuneSummary, console: Console) -> None:
                     "since last run"):
             table.add_column(col, justify="right")
         since = prod.since_previous.objectives if prod.since_previous else {}
-        for label, row in prod.drift_train.objectives.items():
-            change = since[label].change if label in since else None
-            table.add_row(label, fmt(row.production), fmt(row.front),
-                          "—" if row.gain is None else f"{100 * row.gain:+.1f} %",
-                          fmt(prod.test[label]),
+        (_, _, train_rows), _ = drift_rows(prod, summary.objectives)
+        for row in train_rows:  # objective, production, best dominating, gain
+            change = since[row[0]].change if row[0] in since else None
+            table.add_row(*row, fmt(prod.test[row[0]]),
                           "—" if change is None else f"{100 * change:+.1f} %")
         console.print(table)
         for sample, d in (("train", prod.drift_train), ("test", prod.drift_test)):
