@@ -65,9 +65,8 @@ class RunStore:
 
     def read_spec(self) -> dict[str, Any]:
         """The spec a run was started with (without the versions), its shape checked."""
-        doc = self.read_json("run.json")
+        doc = self.read_json("run.json", _SPEC)
         where = str(self.path / "run.json")
-        _check_shape(doc, _SPEC, where, "")
         try:
             parse_objectives(doc["objectives"])
         except ParetoSearchError as exc:
@@ -149,9 +148,8 @@ class RunStore:
         """The published front (``front.json``), its shape checked: what readers index into
         is there and of the right type, and every entry scores the same objectives. Its
         ``front`` is a list of :class:`FrontEntry`."""
-        doc = self.read_json("front.json")
+        doc = self.read_json("front.json", _FRONT)
         where = str(self.path / "front.json")
-        _check_shape(doc, _FRONT, where, "")
         entries = doc["front"]
         labels = set(entries[0]["objectives"]) if entries else set()
         # each entry scores exactly these objectives; its metrics and the baselines hold them
@@ -190,23 +188,20 @@ class RunStore:
     def read_retune(self) -> RetuneSummary:
         """The retune summary of a run that a retune published (``retune.json``), its shape
         checked."""
-        doc = self.read_json("retune.json")
-        _check_shape(doc, _RETUNE, str(self.path / "retune.json"), "")
-        return RetuneSummary.from_dict(doc)
+        return RetuneSummary.from_dict(self.read_json("retune.json", _RETUNE))
 
     def read_retune_start(self) -> RetuneStart:
         """What a retune run set out to do (``retune-start.json``), its shape checked."""
-        doc = self.read_json("retune-start.json")
-        _check_shape(doc, _RETUNE_START, str(self.path / "retune-start.json"), "")
-        return RetuneStart.from_dict(doc)
+        return RetuneStart.from_dict(self.read_json("retune-start.json", _RETUNE_START))
 
     def read(self, name: str, limit: int = MAX_DOCUMENT) -> bytes:
         """A file of the run, read as untrusted data: from inside the run directory only,
         at most ``limit`` bytes (see :func:`read_bounded`)."""
         return read_bounded(self.path / name, limit, inside=self.path)
 
-    def read_json(self, name: str) -> dict[str, Any]:
-        """A JSON document of the run (an object), read as untrusted data."""
+    def read_json(self, name: str, shape: Any = dict) -> dict[str, Any]:
+        """A JSON document of the run (an object), read as untrusted data; ``shape``: what
+        it must hold (:func:`_check_shape`)."""
         if not (self.path / name).exists():
             raise ParetoSearchError(f"{self.path}: no {name}; is this a run directory of "
                                     "'paretosearch search'?")
@@ -217,6 +212,7 @@ class RunStore:
         if not isinstance(doc, dict):
             raise ParetoSearchError(f"{self.path / name}: a JSON object expected, found "
                                     f"{type(doc).__name__}")
+        _check_shape(doc, shape, str(self.path / name), "")
         return doc
 
     def _lines(self, name: str) -> list[str]:
