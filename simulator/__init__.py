@@ -19,6 +19,7 @@ from simulator.traces import (
     read_gavel_trace,
     read_helios,
     read_philly_jobs,
+    read_tiresias,
     read_trace,
 )
 from simulator.view import ClusterView, Scheduler
@@ -50,6 +51,7 @@ __all__ = [
     "read_pcs_trace",
     "read_philly_jobs",
     "read_table",
+    "read_tiresias",
     "read_trace",
     "simulate",
     "summary",

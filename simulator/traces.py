@@ -1,6 +1,6 @@
 """Loaders for more real trace formats, each mapped onto the workload schema.
 
-The three CSV formats carry durations at the job's own GPU count, not per-GPU work, so jobs
+The four CSV formats carry durations at the job's own GPU count, not per-GPU work, so jobs
 get the ``linear`` scaling model and ``service_s = duration x GPUs`` (their runtime at full
 demand is the trace's duration). Rows are ordered by submit time (stably); errors name the
 file's rows. Jobs that never ran (zero GPUs or zero duration: CPU-only jobs, instant failures)
@@ -17,6 +17,9 @@ are dropped and the workload's source says how many; negative values are errors.
 * **Helios** ``cluster_log.csv``: ``job_id, user, vc, gpu_num, cpu_num, node_num, state,
   submit_time, start_time, end_time, duration, queue``; submit times as datetimes or epoch
   seconds.
+* **Tiresias** (the trace of Tiresias's simulator, SymbioticLab/Tiresias): ``job_id, num_gpu,
+  submit_time, iterations, model_name, duration, interval``; times in seconds, ids the file's.
+  Chronus's traces extend this format (told apart by their SLO columns).
 * **Gavel** ``.trace`` (:func:`read_gavel_trace`): tab-separated, no header, one job a line:
   :data:`GAVEL_COLUMNS` (8-column traces lack ``priority_weight`` and ``SLO``). Jobs are
   counted in steps; Gavel's measured throughputs turn them into time, one model per
@@ -41,7 +44,7 @@ from simulator.throughput import ThroughputTable, model_name
 from simulator.workload import PCS_TRACE_COLUMNS, Workload, read_pcs_trace, read_table
 
 __all__ = ["GAVEL_COLUMNS", "read_chronus", "read_gavel_trace", "read_helios",
-           "read_philly_jobs", "read_trace"]
+           "read_philly_jobs", "read_tiresias", "read_trace"]
 
 GAVEL_COLUMNS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir",
                  "total_steps", "scale_factor", "priority_weight", "SLO", "arrival_time")
@@ -197,6 +200,17 @@ def read_helios(path: str | Path, *, scaling: ScalingTable | None = None) -> Wor
     return _build(frame, "gpu_num", "duration", src, scaling)
 
 
+def read_tiresias(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
+    """A trace of Tiresias's simulator: jobs by submit time (stably), ids from ``job_id``."""
+    src = str(path)
+    df = _read(path, ("job_id", "num_gpu", "submit_time", "duration"), "Tiresias trace")
+    frame = pd.DataFrame({"job_id": df["job_id"],
+                          "arrival_s": _numbers(df, "submit_time", src),
+                          "num_gpu": _numbers(df, "num_gpu", src),
+                          "duration": _numbers(df, "duration", src), "model": "linear"})
+    return _build(frame, "num_gpu", "duration", src, scaling)
+
+
 def _gavel_lines(path: str | Path) -> pd.DataFrame:
     """A Gavel trace's cells as text, one row per line, in :data:`GAVEL_COLUMNS` (8-column
     lines get Gavel's defaults: priority weight 1, no SLO)."""
@@ -284,6 +298,7 @@ _FORMATS = (  # (columns that identify the format, loader), most specific first
     ({"expect_time_list", "expect_value_list", "job_type"}, read_chronus),
     ({"gpu_num", "submit_time", "duration", "vc"}, read_helios),
     ({"timestamp", "duration", "num_gpus"}, read_philly_jobs),
+    ({"job_id", "num_gpu", "submit_time", "duration"}, read_tiresias),
 )
 
 
@@ -291,11 +306,11 @@ def read_trace(path: str | Path, *, scaling: ScalingTable | None = None,
                throughputs: ThroughputTable | None = None) -> Workload:
     """Load a trace in any supported format, told apart by its suffix and columns.
 
-    CSV: PCS/Philly traces (``app_id, ..., num_jobs``), Chronus, Helios ``cluster_log.csv``
-    and the Pollux/Sia Philly job CSV are recognised by their columns; any other CSV, and
-    Parquet, must follow the workload schema. ``scaling`` defaults to the parametric models
-    (PCS traces need PCS's ``scaling_tables.csv``). A ``.trace`` is Gavel's format and needs
-    Gavel's ``throughputs`` (:func:`read_gavel_trace`; ``scaling`` does not apply).
+    CSV: PCS/Philly traces (``app_id, ..., num_jobs``), Chronus, Helios ``cluster_log.csv``,
+    the Pollux/Sia Philly job CSV and Tiresias's traces are recognised by their columns; any
+    other CSV, and Parquet, must follow the workload schema. ``scaling`` defaults to the
+    parametric models (PCS traces need PCS's ``scaling_tables.csv``). A ``.trace`` is Gavel's
+    format and needs Gavel's ``throughputs`` (:func:`read_gavel_trace`; ``scaling`` does not apply).
     """
     path = Path(path)
     if path.suffix == ".trace":

@@ -17,7 +17,7 @@ from simulator import InvalidWorkload, Workload, generate, load_profile, simulat
 from simulator.generate import EARLY_STOP_CUT, add_slos, add_stopping_criteria
 from simulator.metrics import METRICS
 from simulator.slo import BEST_EFFORT, SOFT, STRICT, reward_obtained
-from simulator.traces import read_chronus, read_helios, read_philly_jobs, read_trace
+from simulator.traces import read_chronus, read_helios, read_philly_jobs, read_tiresias, read_trace
 from tests.helpers.data import SHARED
 
 CHRONUS = SHARED / "data" / "chronus" / "trace_job_Philly_MIX1.csv"
@@ -88,6 +88,27 @@ def test_helios_cluster_log(tmp_path: Path) -> None:
     path.write_text("job_id,gpu_num\n1,2\n")
     with pytest.raises(InvalidWorkload, match="column 'submit_time'"):
         read_helios(path)
+
+
+def test_tiresias_trace(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.csv"
+    header = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+    path.write_text(header + "7,8,30,133,vgg11,147,0\n"
+                             "3,2,0,157,inception4,127,30\n"
+                             "5,0,10,1,vgg19,50,20\n"
+                             "9,1,30,5,alexnet,10,0\n")
+    for wl in (read_tiresias(path), read_trace(path)):
+        assert list(wl.job_id) == [3, 7, 9]  # by submit time, ties in file order
+        assert list(wl.arrival_s) == [0.0, 30.0, 30.0] and list(wl.gpus) == [2, 8, 1]
+        assert list(wl.service_s) == [254.0, 1176.0, 10.0]
+        assert "1 jobs without GPUs or duration dropped" in wl.source
+    path.write_text(header + "1,1,0,5,vgg19,ten,0\n")
+    with pytest.raises(InvalidWorkload,
+                       match=r"row 1, column 'duration': must be a number \(got 'ten'\)"):
+        read_tiresias(path)
+    path.write_text("job_id,num_gpu,duration\n1,2,3\n")
+    with pytest.raises(InvalidWorkload, match="column 'submit_time'"):
+        read_tiresias(path)
 
 
 def test_generated_deadlines_follow_unisched() -> None:
