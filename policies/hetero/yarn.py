@@ -1,11 +1,14 @@
-"""A YARN capacity-scheduler-like baseline (Hadar's YARN-CS; papers/hadar.md §IV-A).
+"""A YARN capacity-scheduler baseline (Hadar's YARN-CS; papers/hadar.md §IV-A), as Tiresias's
+simulator runs it (its ``--scheme yarn --schedule fifo``; the YARN-CS of the Tiresias paper).
 
-One queue, FIFO, non-preemptive, type-agnostic: it decides at every arrival and completion;
-running jobs keep their placement until they end; waiting jobs start in arrival order when
-``demand`` GPUs of any types are free (best-fit node, else the emptiest nodes first). The
-first job that does not fit blocks every job behind it: head-of-line blocking, chosen over
-skip-ahead because a YARN queue with FIFO ordering reserves the freed resources for its first
-waiting application rather than letting later, smaller ones take them.
+One queue, FIFO, non-preemptive, type-agnostic: it decides at every arrival and completion
+(completions first); running jobs keep their GPUs until they end; waiting jobs start in
+arrival order, each with YARN's placement (:func:`yarn_row`). The first job that cannot be
+placed blocks every job behind it (head-of-line blocking: Tiresias's ``fifo``; its ``fjf``
+would skip ahead). ``tests/policies/test_yarn_parity.py`` holds it to Tiresias's own runs, job
+for job. Tiresias also asks a node for CPUs and memory per GPU, which never bind on the
+clusters of those runs (or here: profiles give GPUs only), and puts a job's nodes under one
+switch (a profile has no switches: one switch, as in those runs).
 """
 
 from __future__ import annotations
@@ -17,22 +20,52 @@ import numba as nb
 import numpy as np
 
 from policies.base import EventDriven, register
-from policies.gangs import gang_row
 from policies.round_kernel import KernelRoundPolicy
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 
-__all__ = ["YarnCS"]
+__all__ = ["YarnCS", "yarn_row"]
+
+
+@nb.njit(cache=True)
+def yarn_row(free: Any, size: Any, gpus: int, out: Any) -> bool:
+    """YARN's placement of a gang of ``gpus`` into ``out`` (GPUs per node); False if none.
+
+    A gang that fits a node goes on one node: the first, in node order, with ``gpus`` free.
+    A larger gang takes whole idle nodes in node order while at least a node's worth is left,
+    then the rest on the first other node with that many free; it never spans busy nodes.
+    """
+    out[:] = 0
+    if gpus <= size.max():
+        for k in range(free.shape[0]):
+            if free[k] >= gpus:
+                out[k] = gpus
+                return True
+        return False
+    left = gpus
+    for k in range(free.shape[0]):
+        if free[k] == size[k] and size[k] <= left:
+            out[k] = size[k]
+            left -= size[k]
+    if left == 0:
+        return True
+    if left < size.max():
+        for k in range(free.shape[0]):
+            if out[k] == 0 and free[k] >= left:
+                out[k] = left
+                return True
+    out[:] = 0
+    return False
 
 
 @nb.njit(ROUND_KERNEL_SIG, cache=True)
 def _yarn_fifo(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
-    """Keep running jobs; start waiting ones in arrival order until the first that does not
-    fit."""
+    """Keep running jobs; start waiting ones in arrival order until the first that cannot be
+    placed."""
     free = C.node_gpus - E.node_used
-    none, row = np.zeros_like(free), np.zeros_like(free)
+    row = np.zeros_like(free)
     for r in active_rows(E):
         if J.held[r] == 0:
-            if not gang_row(free, J.demand[r], none, row):
+            if not yarn_row(free, C.node_gpus, J.demand[r], row):
                 break
             M.out_alloc[r, :] = row
             touch(M, r)
