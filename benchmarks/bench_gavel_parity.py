@@ -9,7 +9,8 @@ own allocations replayed, which isolates the rounds from the solver; for the fir
 prints the first allocation reset that differs from Gavel's by more than 1e-3 (the jobs
 concerned, both sides). Finish-time fairness runs with ECOS, and replayed where Gavel's
 allocations were recorded (``_perf``). Beside Gavel's agnostic FIFO it also runs ``yarn-cs``
-(Hadar's YARN-CS, which Gavel does not have): how far the nearest Gavel policy is from it.
+(the YARN-CS of Tiresias's simulator, which Gavel does not have): how far the nearest Gavel
+policy is from it.
 Jobs Gavel drops (5 failed rounds) are left out, as its own average does. Run from the
 project root:
 ``python benchmarks/bench_gavel_parity.py``.
