@@ -2,7 +2,8 @@
 
 The round engine takes a ``(jobs, nodes)`` plan. These helpers build one: keep the rows of
 jobs that continue (so they pay no restart), place new gangs on as few nodes as possible, and
-fill GPUs in a priority order. Used by YARN-CS, WFQ-hetero, Gavel's rounding, UniSched's
+fill GPUs in a priority order (:func:`gang_row`), or place them as YARN does
+(:func:`yarn_row`: YARN-CS and Horus's FIFO). Used by WFQ-hetero, Gavel's rounding, UniSched's
 work-conserving fill and the SLO baselines (least laxity first, Hydra); callable from Python
 and from compiled kernels.
 """
@@ -19,7 +20,7 @@ from simulator.jit import configure_cache
 
 configure_cache()
 
-__all__ = ["fill_in_order", "gang_row", "place_gang", "priority_plan"]
+__all__ = ["fill_in_order", "gang_row", "place_gang", "priority_plan", "yarn_row"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -53,6 +54,37 @@ def gang_row(free: Any, gpus: int, prev: Any, out: Any) -> bool:
         out[k] = take
         left -= take
     return True
+
+
+@nb.njit(cache=True)
+def yarn_row(free: Any, size: Any, gpus: int, out: Any) -> bool:
+    """YARN's placement of a gang of ``gpus`` into ``out`` (GPUs per node); False if none.
+
+    A gang that fits a node goes on one node: the first, in node order, with ``gpus`` free.
+    A larger gang takes whole idle nodes in node order while at least a node's worth is left,
+    then the rest on the first other node with that many free; it never spans busy nodes.
+    """
+    out[:] = 0
+    if gpus <= size.max():
+        for k in range(free.shape[0]):
+            if free[k] >= gpus:
+                out[k] = gpus
+                return True
+        return False
+    left = gpus
+    for k in range(free.shape[0]):
+        if free[k] == size[k] and size[k] <= left:
+            out[k] = size[k]
+            left -= size[k]
+    if left == 0:
+        return True
+    if left < size.max():
+        for k in range(free.shape[0]):
+            if out[k] == 0 and free[k] >= left:
+                out[k] = left
+                return True
+    out[:] = 0
+    return False
 
 
 def place_gang(free: IntArray, gpus: int, *, prev: IntArray | None = None) -> IntArray | None:

@@ -3,12 +3,12 @@ simulator runs it (its ``--scheme yarn --schedule fifo``; the YARN-CS of the Tir
 
 One queue, FIFO, non-preemptive, type-agnostic: it decides at every arrival and completion
 (completions first); running jobs keep their GPUs until they end; waiting jobs start in
-arrival order, each with YARN's placement (:func:`yarn_row`). The first job that cannot be
-placed blocks every job behind it (head-of-line blocking: Tiresias's ``fifo``; its ``fjf``
-would skip ahead). ``tests/policies/test_yarn_parity.py`` holds it to Tiresias's own runs, job
-for job. Tiresias also asks a node for CPUs and memory per GPU, which never bind on the
-clusters of those runs (or here: profiles give GPUs only), and puts a job's nodes under one
-switch (a profile has no switches: one switch, as in those runs).
+arrival order, each with YARN's placement (:func:`policies.gangs.yarn_row`). The first job
+that cannot be placed blocks every job behind it (head-of-line blocking: Tiresias's
+``fifo``; its ``fjf`` would skip ahead). ``tests/policies/test_yarn_parity.py`` holds it to
+Tiresias's own runs, job for job. Tiresias also asks a node for CPUs and memory per GPU,
+which never bind on the clusters of those runs (or here: profiles give GPUs only), and puts
+a job's nodes under one switch (a profile has no switches: one switch, as in those runs).
 """
 
 from __future__ import annotations
@@ -20,41 +20,11 @@ import numba as nb
 import numpy as np
 
 from policies.base import EventDriven, register
+from policies.gangs import yarn_row
 from policies.round_kernel import KernelRoundPolicy
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 
-__all__ = ["YarnCS", "yarn_row"]
-
-
-@nb.njit(cache=True)
-def yarn_row(free: Any, size: Any, gpus: int, out: Any) -> bool:
-    """YARN's placement of a gang of ``gpus`` into ``out`` (GPUs per node); False if none.
-
-    A gang that fits a node goes on one node: the first, in node order, with ``gpus`` free.
-    A larger gang takes whole idle nodes in node order while at least a node's worth is left,
-    then the rest on the first other node with that many free; it never spans busy nodes.
-    """
-    out[:] = 0
-    if gpus <= size.max():
-        for k in range(free.shape[0]):
-            if free[k] >= gpus:
-                out[k] = gpus
-                return True
-        return False
-    left = gpus
-    for k in range(free.shape[0]):
-        if free[k] == size[k] and size[k] <= left:
-            out[k] = size[k]
-            left -= size[k]
-    if left == 0:
-        return True
-    if left < size.max():
-        for k in range(free.shape[0]):
-            if out[k] == 0 and free[k] >= left:
-                out[k] = left
-                return True
-    out[:] = 0
-    return False
+__all__ = ["YarnCS"]
 
 
 @nb.njit(ROUND_KERNEL_SIG, cache=True)

@@ -35,7 +35,7 @@ from policies.colocating import (
     least_memory,
     pending_rows,
 )
-from policies.gangs import gang_row
+from policies.gangs import yarn_row
 from simulator.round_arrays import (
     N_HOLD,
     PLAN,
@@ -68,9 +68,9 @@ def _fifo_exclusive(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
         idle[d] = E.dev_start[d + 1] == E.dev_start[d]
         if idle[d]:
             free[C.device_node[d]] += 1
-    none, per_node = np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.int64)
+    per_node = np.zeros(nodes, dtype=np.int64)
     for r in pending:
-        if not gang_row(free, J.demand[r], none, per_node):
+        if not yarn_row(free, C.node_gpus, J.demand[r], per_node):
             break
         k = J.woff[r]
         for node in range(nodes):

@@ -250,8 +250,8 @@ def test_one_queue_takes_jobs_in_arrival_order() -> None:
 
 
 def test_fifo_exclusive_is_yarn_cs_job_for_job() -> None:
-    """YARN-CS is non-preemptive FIFO with head-of-line blocking onto free GPUs, gangs on the
-    best-fitting node: FIFO on exclusive GPUs is the same schedule, device by device. Checked
+    """YARN-CS is non-preemptive FIFO with head-of-line blocking onto free GPUs, gangs placed
+    as YARN places them: FIFO on exclusive GPUs is the same schedule, device by device. Checked
     on 1-GPU jobs and on a Philly mix of gang sizes, with and without sharing columns."""
     mixed = generate(40, seed=3, gpus=8, load=1.5, median_service_s=1800.0, sigma=1.0)
     single = replace(mixed, gpus=np.ones(len(mixed), dtype=np.int64))
