@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import RoundPolicy, make_policy
+from policies.gangs import yarn_row
 from policies.hetero.gavel import Gavel
 from policies.hetero.gavel_lp import finish_time_allocation, gavel_allocation, isolated
 from policies.hetero.gavel_rounds import gavel_grant
@@ -288,6 +289,23 @@ def test_yarn_cs_head_of_line_blocks() -> None:
     res = simulate(Workload.from_frame(frame), _profile([(1, 4, "v100")]), YarnCS())
     np.testing.assert_allclose(res.start_s, [0.0, 100.0, 100.0])
     np.testing.assert_allclose(res.finish_s, [100.0, 110.0, 110.0])
+
+
+@pytest.mark.parametrize(("free", "size", "gpus", "row"), [
+    ([4, 3, 4], [4, 4, 4], 2, [2, 0, 0]),        # first fit in node order, not best fit
+    ([1, 1, 2, 0], [4, 4, 4, 4], 4, None),        # fits a node: never spread over several
+    ([4, 2, 4, 4], [4, 4, 4, 4], 10, [4, 2, 4, 0]),  # whole idle nodes, then the rest on one
+    ([4, 1, 3, 4], [4, 4, 4, 4], 8, [4, 0, 0, 4]),   # idle nodes only for a node's worth
+    ([4, 3, 3, 3], [4, 4, 4, 4], 8, None),        # one idle node: no spreading over busy ones
+    ([8, 4, 2], [8, 4, 4], 6, [6, 0, 0]),         # mixed sizes: fits the largest, one node
+    ([8, 4, 2], [8, 4, 4], 10, [8, 2, 0]),        # a node's worth left: the rest on one
+])
+def test_yarn_row_places_as_yarn(free: list[int], size: list[int], gpus: int,
+                                 row: list[int] | None) -> None:
+    out = np.zeros(len(free), dtype=np.int64)
+    placed = yarn_row(np.array(free), np.array(size), gpus, out)
+    assert placed == (row is not None)
+    np.testing.assert_array_equal(out, row if row is not None else np.zeros(len(free)))
 
 
 @settings(max_examples=15, deadline=None)
