@@ -78,11 +78,10 @@ def yarn_row(free: Any, size: Any, gpus: int, out: Any) -> bool:
             left -= size[k]
     if left == 0:
         return True
-    if left < size.max():
-        for k in range(free.shape[0]):
-            if out[k] == 0 and free[k] >= left:
-                out[k] = left
-                return True
+    for k in range(free.shape[0]):  # a node with a node's worth free was idle: taken above
+        if out[k] == 0 and free[k] >= left:
+            out[k] = left
+            return True
     out[:] = 0
     return False
 
