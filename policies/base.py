@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.errors import InvalidPolicyParams
+from simulator.jit import compiled
 from simulator.profile import ClusterProfile
 from simulator.rounds import RoundState
 from simulator.scaling import ScalingTable
@@ -128,6 +129,12 @@ class Policy:
         return {}
 
     @classmethod
+    def kernels(cls) -> tuple[Any, ...]:
+        """The policy's own compiled kernels that its engine takes (compiled when first used,
+        :func:`simulator.jit.compiled`); none by default."""
+        return ()
+
+    @classmethod
     def domains(cls) -> dict[str, Domain]:
         """Each declared parameter's domain, in field order."""
         return {f.name: f.metadata["domain"] for f in fields(cls) if "domain" in f.metadata}
@@ -175,6 +182,11 @@ class KernelPolicy(Policy):
     :mod:`simulator.engine`), for a policy that serves fixed classes in arrival order; the
     engine then touches only the jobs the kernel hands GPUs to and those that held some."""
 
+    @classmethod
+    def kernels(cls) -> tuple[Any, ...]:
+        """``kernel`` and ``queue_kernel`` (if any)."""
+        return tuple(k for k in (cls.kernel, cls.queue_kernel) if k is not None)
+
     @property
     def tick_s(self) -> float | None:
         """Seconds after an event at which the policy wants to re-decide (None: never)."""
@@ -193,10 +205,11 @@ class KernelPolicy(Policy):
         params, aux = self.kernel_args(view.scaling)
         out = np.zeros(len(view))
         # the kernel's signature takes writable arrays: hand it copies of the read-only view
-        type(self).kernel(params, aux, view.now, float(view.total_gpus), view.arrival_s.copy(),
-                          view.demand.copy(), view.est_size.copy(), view.est_remaining.copy(),
-                          view.attained.copy(), view.alloc.copy(), view.model.copy(),
-                          view.scaling.speedup, out)
+        compiled(type(self).kernel)(
+            params, aux, view.now, float(view.total_gpus), view.arrival_s.copy(),
+            view.demand.copy(), view.est_size.copy(), view.est_remaining.copy(),
+            view.attained.copy(), view.alloc.copy(), view.model.copy(), view.scaling.speedup,
+            out)
         return out
 
 

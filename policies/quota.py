@@ -34,6 +34,7 @@ from policies.base import FloatArray, KernelPolicy, param, register
 from policies.pcs.wfq import classify
 from simulator.engine import KERNEL_SIG
 from simulator.errors import InvalidPolicyParams
+from simulator.jit import njit_lazily
 from simulator.scaling import ScalingTable
 
 __all__ = ["Quota"]
@@ -64,7 +65,7 @@ def _take(c: int, k: int, usage: Any, quota: Any, weight: Any, cls: Any, out: An
     return free
 
 
-@nb.njit(KERNEL_SIG, cache=True)
+@njit_lazily(KERNEL_SIG)
 def _quota(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
            est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
            out: Any) -> None:

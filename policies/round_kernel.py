@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.base import RoundPolicy
+from simulator.jit import compiled
 from simulator.round_arrays import (
     HOST,
     ClusterArrays,
@@ -41,6 +42,11 @@ class KernelRoundPolicy(RoundPolicy):
     :data:`simulator.round_arrays.ROUND_KERNEL_SIG`, set as a ``staticmethod``)."""
 
     kernel: ClassVar[Any]
+
+    @classmethod
+    def kernels(cls) -> tuple[Any, ...]:
+        """``kernel``, unless a subclass decides in Python."""
+        return (cls.kernel,) if cls.plan is KernelRoundPolicy.plan else ()
 
     def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
         """The kernel's parameters and initial memory for ``jobs`` (default: no memory and
@@ -71,9 +77,10 @@ class KernelRoundPolicy(RoundPolicy):
         memory = self._memory(state, cluster, jobs)
         engine = decision_state(jobs, state.rows, cluster, shares)
         now = float(state.now)
-        if type(self).kernel(cluster, jobs, memory, engine, now) == HOST:
+        kernel = compiled(type(self).kernel)
+        if kernel(cluster, jobs, memory, engine, now) == HOST:
             self.host_step(cluster, jobs, memory, engine, now)
-            type(self).kernel(cluster, jobs, memory, engine, now)
+            kernel(cluster, jobs, memory, engine, now)
         if not shares:
             return memory.out_alloc[state.rows].copy()
         out = np.zeros(state.placed.shape, dtype=np.int64)

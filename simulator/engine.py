@@ -45,7 +45,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from simulator.jit import configure_cache
+from simulator.jit import compiled, configure_cache, njit_lazily
 from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
 from simulator.view import Scheduler
@@ -53,7 +53,7 @@ from simulator.workload import Workload
 
 configure_cache()  # before any @njit(cache=True) below, and before the policies' kernels
 
-__all__ = ["KERNEL_SIG", "QUEUE_SIG", "run", "speed_at"]
+__all__ = ["KERNELS", "KERNEL_SIG", "QUEUE_SIG", "run", "speed_at"]
 
 # float rows: true remaining work, estimated remaining, attained work, allocation, progress
 # rate, end of a restart pause, arrival time, estimated size, started (0/1)
@@ -109,7 +109,7 @@ def speed_at(speedup: Any, m: int, g: float) -> float:
 
 
 
-@nb.njit(QUEUE_SIG, cache=True)
+@njit_lazily(QUEUE_SIG)
 def no_queue(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt: Any,
              demand: Any, model: Any, pos: Any, val: Any) -> int:
     """The queue kernel passed for a policy that takes the full path (never called)."""
@@ -362,8 +362,8 @@ def _grow(a: Any) -> Any:
     return b
 
 
-@nb.njit(nb.types.Tuple((_i8, _i8, _f8, nb.types.float64[::1], nb.types.float64[::1]))(
-    _KERNEL, _QUEUE, _F1, _RF2, _i8, nb.types.boolean, _CLUSTER, _JOBS, _OUT), cache=True)
+@njit_lazily(nb.types.Tuple((_i8, _i8, _f8, nb.types.float64[::1], nb.types.float64[::1]))(
+    _KERNEL, _QUEUE, _F1, _RF2, _i8, nb.types.boolean, _CLUSTER, _JOBS, _OUT))
 def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
                predict: bool, cluster: Any, jobs: Any,
                out: Any) -> tuple[int, int, float, Any, Any]:
@@ -461,6 +461,8 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
     return events, playout_events, busy_s, ts[:k].copy(), busy[:k].copy()
 
 
+KERNELS = (run_engine, no_queue)
+"""The engine's own lazily compiled functions (:func:`simulator.jit.compiled`)."""
 _NO_CLASSES = np.zeros(0, dtype=np.int64)
 
 
@@ -498,8 +500,9 @@ def run(workload: Workload, profile: ClusterProfile, policy: Scheduler, *,
     jobs = FluidJobs(*(_frozen(a, np.float64) for a in (
         workload.arrival_s, workload.service_s, workload.estimated_service_s)),
         *(_frozen(a, np.int64) for a in (workload.gpus, workload.model, classes)))
-    events, playout_events, busy_s, series_t, series_busy = run_engine(
-        policy.kernel, policy.queue_kernel if queues is not None else no_queue, params, aux,
+    events, playout_events, busy_s, series_t, series_busy = compiled(run_engine)(
+        compiled(policy.kernel),
+        compiled(policy.queue_kernel if queues is not None else no_queue), params, aux,
         n_classes, predict, cluster, jobs,
         FluidOut(start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preemptions))
     return SimulationResult(

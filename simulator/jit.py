@@ -1,10 +1,28 @@
-"""Where compiled kernels are cached, keyed by the source they were compiled from.
+"""Compiled kernels: compiled when first used, cached per module, compiled once per machine.
 
-numba's on-disk cache checks only the timestamp of the file that defines a function, so a
-kernel that calls a helper from another module (``speed_at``, ``water_fill``) would keep
-running a stale copy of that helper after the helper changed. Keying the cache folder on a
-digest of every compiled module's source (the ``simulator`` and ``policies`` packages) and
-numba's version makes any change start a fresh cache. ``NUMBA_CACHE_DIR``, if set, wins.
+**When.** A kernel the engines take as a first-class function has one signature
+(:data:`simulator.engine.KERNEL_SIG`, :data:`simulator.round_arrays.ROUND_KERNEL_SIG`). It
+is declared with :func:`njit_lazily` instead of ``numba.njit(SIG)``, which would compile it
+at import; :func:`compiled` compiles it for that signature (or loads it from the cache) when
+an engine first needs it, then refuses other signatures, as an eager ``njit(SIG)`` does. So
+importing the project compiles nothing, and a run compiles its own engine and policy only.
+
+**Where.** Every module under ``simulator/`` and ``policies/`` is cached in
+:func:`cache_dir`: ``PARETOSEARCH_CACHE_DIR``, else ``NUMBA_CACHE_DIR``, else
+``$XDG_CACHE_HOME/paretosearch/numba`` (``~/.cache/...``). A folder filled by
+``paretosearch compile`` can be shared by every process and machine that runs the same
+installed files from the same path (an image, a shared file system).
+
+**What invalidates.** numba checks only the file that defines a function, so a kernel that
+inlines or calls a helper from another module (``speed_at``, ``water_fill``) would keep a
+stale copy of it. The cache entries of a module are keyed instead on :func:`module_stamp`: a
+digest of the module and of every project module it imports, transitively. An edit to one
+policy recompiles that policy and what imports it; an edit to a helper recompiles its callers;
+other policies keep their kernels.
+
+**Once.** :func:`compiled` holds an exclusive file lock (``fcntl.flock``) per kernel around
+compile-and-save, so processes that need the same kernel at once (Dask workers on one node)
+compile it once: the others wait, then load it.
 
 Helpers that allocate nothing are compiled with ``_nrt=False`` (no reference counting). numba
 otherwise increfs every array of a tuple argument on entry to a call and decrefs it on each
@@ -16,16 +34,25 @@ so nothing can leak.
 
 from __future__ import annotations
 
+import ast
+import fcntl
 import functools
 import hashlib
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numba
+from numba.core import caching, event
 
-__all__ = ["configure_cache", "source_digest"]
+__all__ = ["cache_dir", "compile_notice", "compiled", "configure_cache", "module_stamp",
+           "njit_lazily", "source_digest"]
 
 _ROOT = Path(__file__).resolve().parent.parent
+_PACKAGES = ("simulator", "policies")
+_SIGNATURES: dict[Any, Any] = {}
 
 
 @functools.cache
@@ -33,18 +60,146 @@ def source_digest() -> str:
     """A digest of the simulator's and policies' source and numba's version: what a
     simulation's result depends on besides its inputs."""
     digest = hashlib.sha256(numba.__version__.encode())
-    for package in ("simulator", "policies"):
+    for package in _PACKAGES:
         for path in sorted((_ROOT / package).rglob("*.py")):
             digest.update(str(path.relative_to(_ROOT)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
+def cache_dir() -> Path:
+    """The folder compiled kernels are cached in (module docstring)."""
+    for name in ("PARETOSEARCH_CACHE_DIR", "NUMBA_CACHE_DIR"):
+        if os.environ.get(name):
+            return Path(os.environ[name])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "paretosearch" / "numba"
+
+
+def _module_file(name: str, root: Path) -> Path | None:
+    """The source of project module ``name`` under ``root`` (a package's ``__init__``)."""
+    if name.split(".")[0] not in _PACKAGES:
+        return None
+    base = root.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imports(path: Path, root: Path) -> set[Path]:
+    """The project modules ``path`` imports anywhere in it: ``from pkg import mod`` reads
+    ``mod``, ``from pkg import name`` reads the package."""
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [f"{node.module}.{a.name}" if _module_file(f"{node.module}.{a.name}", root)
+                     else node.module for a in node.names]
+        else:
+            continue
+        found.update(p for p in (_module_file(n, root) for n in names) if p is not None)
+    return found
+
+
+@functools.cache
+def module_stamp(path: Path, root: Path = _ROOT) -> str:
+    """A digest of module ``path`` (under ``root``) and of every project module it imports,
+    transitively: all the source its compiled functions can inline or call."""
+    seen: set[Path] = set()
+    todo = [path]
+    while todo:
+        here = todo.pop()
+        if here not in seen:
+            seen.add(here)
+            todo.extend(_imports(here, root))
+    digest = hashlib.sha256()
+    for p in sorted(seen):
+        digest.update(str(p.relative_to(root)).encode())
+        digest.update(p.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class _ProjectLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):  # type: ignore[misc]
+    """numba's cache locator for our modules: :func:`cache_dir`, keyed on
+    :func:`module_stamp` instead of the file's own content."""
+
+    def __init__(self, py_func: Any, py_file: str) -> None:
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._path = cache_dir() / self.get_suitable_cache_subpath(py_file)
+
+    def get_cache_path(self) -> str:
+        return str(self._path)
+
+    def get_source_stamp(self) -> str:
+        return module_stamp(Path(self._py_file).resolve())
+
+    @classmethod
+    def from_function(cls, py_func: Any, py_file: str) -> Any:
+        path = Path(py_file).resolve()
+        if path.parent == _ROOT or not path.is_relative_to(_ROOT) or (
+                path.relative_to(_ROOT).parts[0] not in _PACKAGES):
+            return None
+        return super().from_function(py_func, py_file)
+
+
 def configure_cache() -> Path:
-    """Point numba's cache at a folder named after the source digest; return the folder."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"])
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    folder = base / "paretosearch" / "numba" / source_digest()
-    numba.config.CACHE_DIR = str(folder)
-    return folder
+    """Have numba cache our modules' functions in :func:`cache_dir` (idempotent; before any
+    ``njit(cache=True)`` of ours); return the folder."""
+    locators = caching.CacheImpl._locator_classes
+    if _ProjectLocator not in locators:
+        locators.insert(0, _ProjectLocator)
+    return cache_dir()
+
+
+configure_cache()
+
+
+def njit_lazily(signature: Any, **options: Any) -> Callable[[Any], Any]:
+    """``numba.njit(signature, cache=True, **options)`` that compiles when :func:`compiled`
+    first asks for it, not at import."""
+    def wrap(function: Any) -> Any:
+        dispatcher = numba.njit(cache=True, **options)(function)
+        _SIGNATURES[dispatcher] = signature
+        return dispatcher
+    return wrap
+
+
+def compiled(function: Any) -> Any:
+    """``function`` compiled for its :func:`njit_lazily` signature (loaded from the cache if
+    there), under a file lock so that concurrent processes compile it once; afterwards it
+    takes no other signature. Any other function is returned as it is."""
+    signature = _SIGNATURES.get(function)
+    if signature is None or tuple(signature.args) in function.overloads:
+        return function
+    py_func = function.py_func
+    locks = cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{py_func.__module__}.{py_func.__qualname__}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        function.compile(signature)
+    function.disable_compile()
+    return function
+
+
+class _Once(event.Listener):  # type: ignore[misc]
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self.callback: Callable[[], None] | None = callback
+
+    def on_start(self, event: Any) -> None:
+        if self.callback is not None:
+            callback, self.callback = self.callback, None
+            callback()
+
+    def on_end(self, event: Any) -> None:
+        pass
+
+
+@contextmanager
+def compile_notice(callback: Callable[[], None]) -> Iterator[None]:
+    """Call ``callback`` once, just before the first function compiles inside the block (not
+    when one is loaded from the cache): how a command says it is about to take a while."""
+    with event.install_listener("numba:compile", _Once(callback)):
+        yield

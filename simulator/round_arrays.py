@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numba as nb
 import numpy as np
 
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit_lazily
 from simulator.slo import BEST_EFFORT
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ ROUND_KERNEL_SIG = nb.types.int64(CLUSTER_T, JOBS_T, MEMORY_T, STATE_T, nb.types
 """Numba signature of every round kernel (module docstring)."""
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def host_kernel(cluster: Any, jobs: Any, memory: Any, state: Any, now: float) -> int:
     """The kernel of a policy that decides in Python: every decision goes to the host."""
     return HOST

@@ -19,6 +19,7 @@ from simulator import round_arrays as ra
 from simulator import round_engine as eng
 from simulator import round_plan as rp
 from simulator.errors import InvalidWorkload, located
+from simulator.jit import compiled
 from simulator.pcg64 import from_generator
 from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
@@ -78,12 +79,13 @@ class _Run:
         devices, nodes = int(self.cluster.node_gpus.sum()), self.cluster.nodes
         self.C = cluster_arrays(self.cluster, self.speeds, wl.scaling, self.sharing)
         self.J = job_arrays(wl, nodes, devices, self.shares)
-        compiled = getattr(policy, "round_kernel", None)
-        made = compiled(self.C, self.J, wl) if compiled is not None else None
+        round_kernel = getattr(policy, "round_kernel", None)
+        made = round_kernel(self.C, self.J, wl) if round_kernel is not None else None
         self.kernel: Any
         self.M: Any
         self.kernel, self.M = made or (host_kernel, empty_memory(self.J, nodes))
-        self.handle = eng.kernel_handle(self.kernel)
+        self.handle = eng.kernel_handle(compiled(self.kernel))
+        self.run_loop = compiled(eng.run_loop)
         self.E = engine_state(self.J, nodes, devices, from_generator(np.random.default_rng(seed)))
         self.memo: dict[str, Any] = {}
         self.round_s, self.reacts = float(policy.round_s), bool(policy.reacts)
@@ -97,8 +99,8 @@ class _Run:
         """Run the compiled loop, taking the Python decisions it asks for, until it ends,
         a prediction is due or the series is full."""
         while True:
-            status = int(eng.run_loop(self.handle, self.C, J, M, E, self.round_s,
-                                      self.reacts, self.short, self.shares, mode, target))
+            status = int(self.run_loop(self.handle, self.C, J, M, E, self.round_s,
+                                       self.reacts, self.short, self.shares, mode, target))
             if status != eng.HOST_DUE:
                 return status
             if self.kernel is host_kernel:

@@ -23,7 +23,7 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic
 from numba.experimental.function_type import _get_jit_address, _get_wrapper_address
 
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit_lazily
 
 configure_cache()
 
@@ -56,12 +56,13 @@ from simulator.round_arrays import (  # noqa: E402
     STATE_T,
     SURGING,
     UTIL,
+    host_kernel,
 )
 from simulator.round_plan import apply_plan, check_plan, index_devices, rerate  # noqa: E402
 
 __all__ = ["APPLIED", "ARRIVED", "DONE", "ERR_IDLE", "ERR_NO_DECISION", "ERR_PLAN", "GROW",
-           "HOST_DUE", "MAIN", "PLAYOUT", "PREDICT", "REDECIDE", "STUCK", "fork", "kernel_handle",
-           "run_loop"]
+           "HOST_DUE", "KERNELS", "MAIN", "PLAYOUT", "PREDICT", "REDECIDE", "STUCK", "fork",
+           "kernel_handle", "run_loop"]
 
 # modes
 MAIN, PREDICT, PLAYOUT = 0, 1, 2
@@ -253,9 +254,9 @@ def _decide(kernel: Any, C: Any, J: Any, M: Any, E: Any, shares: bool, short: bo
     return _after_decision(J, E, short, mode)
 
 
-@nb.njit(nb.types.int64(_HANDLE_T, CLUSTER_T, JOBS_T, MEMORY_T, STATE_T, nb.types.float64,
-                        nb.types.boolean, nb.types.boolean, nb.types.boolean, nb.types.int64,
-                        nb.types.int64), cache=True)
+@njit_lazily(nb.types.int64(_HANDLE_T, CLUSTER_T, JOBS_T, MEMORY_T, STATE_T, nb.types.float64,
+                            nb.types.boolean, nb.types.boolean, nb.types.boolean,
+                            nb.types.int64, nb.types.int64))
 def run_loop(handle: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts: bool,
              short: bool, shares: bool, mode: int, target: int) -> int:
     """Run events until a status (module docstring) with the kernel ``handle`` points at
@@ -292,6 +293,10 @@ def run_loop(handle: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts
         elif mode == PREDICT and cnt[ARR_HI] > cnt[ARR_LO]:
             return ARRIVED
     return DONE
+
+
+KERNELS = (run_loop, host_kernel)
+"""The engine's own lazily compiled functions (:func:`simulator.jit.compiled`)."""
 
 
 @nb.njit(cache=True)

@@ -71,7 +71,6 @@ import random
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
@@ -101,6 +100,7 @@ from policies.hetero.gavel_rounds import (
     throughput_of,
 )
 from policies.round_kernel import KernelRoundPolicy
+from simulator.jit import njit_lazily
 from simulator.round_arrays import (
     HOST,
     N_ACTIVE,
@@ -120,7 +120,7 @@ __all__ = ["Gavel"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """A round (module docstring): bookkeeping, the host's allocation if it is reset, then
     the grants, placed on the granted type's nodes (a job keeps its GPUs where it can); the

@@ -50,6 +50,7 @@ import numpy.typing as npt
 from policies.base import param, register
 from policies.hetero.hadar_dp import Round, price_table, round_search
 from policies.round_kernel import KernelRoundPolicy
+from simulator.jit import njit_lazily
 from simulator.libm import pairwise_sum
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.round_plan import speed
@@ -155,7 +156,7 @@ def hadar_allocate(*, node_type: IntArray, capacity: IntArray, rate_type: FloatA
     return out
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _hadar(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """Re-decide every active job's placement; rewrite the rows that change. ``params``:
     ``eta`` and the utility's code (:data:`UTILITIES`)."""

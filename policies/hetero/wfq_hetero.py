@@ -33,6 +33,7 @@ from policies.pcs.wfq import class_weights, with_classes
 from policies.round_kernel import KernelRoundPolicy
 from simulator import libm
 from simulator.errors import InvalidPolicyParams
+from simulator.jit import njit_lazily
 from simulator.profile import ClusterProfile
 from simulator.round_arrays import (
     PLAN,
@@ -87,7 +88,7 @@ def _admit(J: Any, M: Any, r: int, free: Any, none: Any, row: Any) -> bool:
     return True
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _wfq_hetero(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """One decision: per-type class shares, then spare GPUs (module docstring). ``params``:
     the class thresholds, then each tier's class weights; ``gi``: the types, fastest first."""

@@ -16,18 +16,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numba as nb
 import numpy as np
 
 from policies.base import EventDriven, register
 from policies.gangs import yarn_row
 from policies.round_kernel import KernelRoundPolicy
+from simulator.jit import njit_lazily
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 
 __all__ = ["YarnCS"]
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _yarn_fifo(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """Keep running jobs; start waiting ones in arrival order until the first that cannot be
     placed."""

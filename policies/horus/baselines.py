@@ -36,6 +36,7 @@ from policies.colocating import (
     pending_rows,
 )
 from policies.gangs import yarn_row
+from simulator.jit import njit_lazily
 from simulator.round_arrays import (
     N_HOLD,
     PLAN,
@@ -54,7 +55,7 @@ FloatArray = npt.NDArray[np.float64]
 _NO_FLAGS = np.zeros(0, dtype=np.int64)
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _fifo_exclusive(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """Start waiting jobs in arrival order on idle devices (whole gangs, on the nodes YARN-CS
     would choose, each node's lowest idle devices) until the first that does not fit."""
@@ -88,7 +89,7 @@ def _fifo_exclusive(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     return PLAN
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _obp(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """Place waiting jobs in arrival order wherever their memory fits."""
     pending = pending_rows(J, E)
@@ -233,7 +234,7 @@ def _queue(J: Any, M: Any, E: Any, now: float) -> Any:
     return rows[np.argsort(joined, kind="mergesort")]  # ties: arrival order
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _pab(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """Evict jobs over the bound, then pack the queue (evicted jobs at its tail)."""
     _mark(C, J, M, E, now, M.params[0])

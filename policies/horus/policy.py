@@ -56,6 +56,7 @@ from policies.colocating import (
     place,
 )
 from policies.horus.queues import cluster_queues, fair_buffer, queue_counts, queue_weights
+from simulator.jit import njit_lazily
 from simulator.round_arrays import (
     PLAN,
     ROUND_KERNEL_SIG,
@@ -174,7 +175,7 @@ def _queues(J: Any, M: Any, pending: Any, k: int) -> Any:
     return labels
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _horus(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """Keep placed jobs; place the buffer's jobs on their cheapest feasible devices."""
     pending = pending_rows(J, E)

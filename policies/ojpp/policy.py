@@ -67,7 +67,7 @@ from policies.ojpp.placement import (
 )
 from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit_lazily
 from simulator.round_arrays import (
     PLAN,
     ROUND_KERNEL_SIG,
@@ -258,7 +258,7 @@ def _dedicated(C: Any, J: Any, M: Any, E: Any, opening: Any) -> None:
     M.quiet[0] = _INF
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _packing(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """One decision of any policy here: running jobs keep their devices (``ojpp`` may move
     some first), waiting jobs are placed in order. Devices that hosted a job are opened

@@ -16,6 +16,7 @@ import numpy as np
 
 from policies.base import IntArray, KernelPolicy, param, register
 from simulator.engine import KERNEL_SIG, QUEUE_SIG, speed_at
+from simulator.jit import njit_lazily
 from simulator.workload import Workload
 
 __all__ = ["AFS", "FIFO", "LAS", "SRSF", "SRTF", "MaxMin", "Themis", "water_fill"]
@@ -30,14 +31,14 @@ def _fill(order: Any, demand: Any, gpus: float, out: Any) -> None:
         left -= a
 
 
-@nb.njit(KERNEL_SIG, cache=True)
+@njit_lazily(KERNEL_SIG)
 def _fifo(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
           est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
           out: Any) -> None:
     _fill(np.arange(demand.shape[0]), demand, gpus, out)
 
 
-@nb.njit(QUEUE_SIG, cache=True)
+@njit_lazily(QUEUE_SIG)
 def _fifo_queue(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt: Any,
                 demand: Any, model: Any, pos: Any, val: Any) -> int:
     """FIFO on the engine's one queue: as :func:`_fifo`, stopping at the last GPU."""
@@ -63,21 +64,21 @@ def _remaining_time_first(demand: Any, est_rem: Any, model: Any, speedup: Any, g
     _fill(np.argsort(key, kind="mergesort"), demand, gpus, out)
 
 
-@nb.njit(KERNEL_SIG, cache=True)
+@njit_lazily(KERNEL_SIG)
 def _srsf(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
           est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
           out: Any) -> None:
     _remaining_time_first(demand, est_rem, model, speedup, gpus, True, out)
 
 
-@nb.njit(KERNEL_SIG, cache=True)
+@njit_lazily(KERNEL_SIG)
 def _srtf(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
           est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
           out: Any) -> None:
     _remaining_time_first(demand, est_rem, model, speedup, gpus, False, out)
 
 
-@nb.njit(KERNEL_SIG, cache=True)
+@njit_lazily(KERNEL_SIG)
 def _las(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
          est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
          out: Any) -> None:
@@ -114,14 +115,14 @@ def water_fill(demand: Any, capacity: float, weight: Any, out: Any) -> None:
             return
 
 
-@nb.njit(KERNEL_SIG, cache=True)
+@njit_lazily(KERNEL_SIG)
 def _maxmin(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
             est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
             out: Any) -> None:
     water_fill(demand.astype(np.float64), gpus, np.ones(demand.shape[0]), out)
 
 
-@nb.njit(KERNEL_SIG, cache=True)
+@njit_lazily(KERNEL_SIG)
 def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
             est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
             out: Any) -> None:
@@ -146,7 +147,7 @@ def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand
         waiting[best] = False
 
 
-@nb.njit(KERNEL_SIG, cache=True)
+@njit_lazily(KERNEL_SIG)
 def _afs(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
          est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
          out: Any) -> None:

@@ -37,6 +37,7 @@ from policies.pcs.baselines import water_fill
 from simulator import libm
 from simulator.engine import KERNEL_SIG, QUEUE_SIG
 from simulator.errors import InvalidPolicyParams
+from simulator.jit import njit_lazily
 from simulator.scaling import ScalingTable
 from simulator.workload import Workload
 
@@ -176,13 +177,13 @@ def _serve(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt
     return m
 
 
-@nb.njit(QUEUE_SIG, cache=True)
+@njit_lazily(QUEUE_SIG)
 def _wfq_queue(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt: Any,
                demand: Any, model: Any, pos: Any, val: Any) -> int:
     return _serve(params, aux, gpus, class_demand, head, nxt, demand, model, pos, val)
 
 
-@nb.njit(KERNEL_SIG, cache=True)
+@njit_lazily(KERNEL_SIG)
 def _wfq(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
          est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
          out: Any) -> None:

@@ -41,7 +41,7 @@ from policies.gangs import gang_row
 from policies.hetero.wfq_hetero import share_by_weight
 from policies.ojpp.pack import Pack, cache_slowdowns, join, leave, resum
 from policies.ojpp.placement import place_pack
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit_lazily
 from simulator.round_arrays import NEXT_ROUND, PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.round_plan import speed
 from simulator.slo import SOFT, STRICT
@@ -360,7 +360,7 @@ def _declare_quiet(M: Any, E: Any, rows: Any, tried: Any) -> None:
         M.g[G_ROW] = rows[0]
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def unified_kernel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """One decision (module docstring of :mod:`policies.unified.policy`)."""
     p, rows = M.params, active_rows(E)

@@ -24,6 +24,7 @@ import numpy as np
 from policies.base import param, register
 from policies.gangs import priority_plan
 from policies.round_kernel import KernelRoundPolicy
+from simulator.jit import njit_lazily
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.slo import SOFT, STRICT
 
@@ -71,7 +72,7 @@ def _apply(C: Any, J: Any, M: Any, rows: Any, order: Any, keep: Any) -> int:
     return PLAN
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _llf(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """SLO jobs by least laxity (then arrival), best-effort jobs after them; preemptive."""
     rows = active_rows(E).copy()
@@ -82,7 +83,7 @@ def _llf(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     return _apply(C, J, M, rows, order, np.zeros(rows.shape[0], dtype=np.bool_))
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _hydra(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """Running jobs keep their GPUs; SLO jobs then best-effort ones, shortest remaining time
     first (then arrival)."""

@@ -53,6 +53,7 @@ from policies.unisched.estimate import (
 )
 from policies.unisched.milp import selector_input, solve_selector
 from simulator import libm
+from simulator.jit import njit_lazily
 from simulator.profile import ClusterProfile
 from simulator.round_arrays import (
     HOST,
@@ -180,7 +181,7 @@ def _place(C: Any, J: Any, M: Any, active: Any, locked: Any, order: Any, free: A
     fill_in_order(M.out_alloc, free, rest, gpus, J.alloc)
 
 
-@nb.njit(ROUND_KERNEL_SIG, cache=True)
+@njit_lazily(ROUND_KERNEL_SIG)
 def _unisched(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """Select jobs and cells at a BE lease boundary; between boundaries only fill idle GPUs."""
     p, active = M.params, active_rows(E)
