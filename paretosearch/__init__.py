@@ -4,28 +4,55 @@ The search service (:class:`PolicySearch`), with the simulator (:mod:`simulator`
 policies (:mod:`policies`) re-exported for convenience.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-from paretosearch.runs.records import ChosenConfig, FrontEntry
-from paretosearch.search.objectives import Objective, parse_objectives
-from paretosearch.service.api import BASELINES, PolicySearch, SearchConfig, SearchSettings
-from policies import REGISTRY, WFQ, Policy, get_policy, make_policy
-from simulator import (
-    METRICS,
-    ClusterProfile,
-    InvalidObjective,
-    InvalidPolicyParams,
-    InvalidProfile,
-    InvalidWorkload,
-    ParetoSearchError,
-    SimulationResult,
-    Workload,
-    generate,
-    load_profile,
-    measure,
-    read_trace,
-    simulate,
-)
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from paretosearch.runs.records import ChosenConfig, FrontEntry
+    from paretosearch.search.objectives import Objective, parse_objectives
+    from paretosearch.service.api import BASELINES, PolicySearch, SearchConfig, SearchSettings
+    from policies import REGISTRY, WFQ, Policy, get_policy, make_policy
+    from simulator import (
+        METRICS,
+        ClusterProfile,
+        InvalidObjective,
+        InvalidPolicyParams,
+        InvalidProfile,
+        InvalidWorkload,
+        ParetoSearchError,
+        SimulationResult,
+        Workload,
+        generate,
+        load_profile,
+        measure,
+        read_trace,
+        simulate,
+    )
+
+_HOME = {
+    "paretosearch.runs.records": ("ChosenConfig", "FrontEntry"),
+    "paretosearch.search.objectives": ("Objective", "parse_objectives"),
+    "paretosearch.service.api": ("BASELINES", "PolicySearch", "SearchConfig", "SearchSettings"),
+    "policies": ("REGISTRY", "WFQ", "Policy", "get_policy", "make_policy"),
+    "simulator": ("METRICS", "ClusterProfile", "InvalidObjective", "InvalidPolicyParams",
+                  "InvalidProfile", "InvalidWorkload", "ParetoSearchError", "SimulationResult",
+                  "Workload", "generate", "load_profile", "measure", "read_trace", "simulate"),
+}
+_MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """The names below, imported when first used: ``import paretosearch`` (and the command
+    line's ``--help``) pays for no search machinery, Dask or pymoo until they are needed."""
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module 'paretosearch' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_MODULE_OF[name]), name)
+    globals()[name] = value
+    return value
+
 
 try:
     __version__ = version("paretosearch")

@@ -34,11 +34,11 @@ so nothing can leak.
 
 from __future__ import annotations
 
-import ast
 import fcntl
 import functools
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,6 +76,7 @@ def cache_dir() -> Path:
     return base / "paretosearch" / "numba"
 
 
+@functools.cache
 def _module_file(name: str, root: Path) -> Path | None:
     """The source of project module ``name`` under ``root`` (a package's ``__init__``)."""
     if name.split(".")[0] not in _PACKAGES:
@@ -87,20 +88,23 @@ def _module_file(name: str, root: Path) -> Path | None:
     return None
 
 
-def _imports(path: Path, root: Path) -> set[Path]:
-    """The project modules ``path`` imports anywhere in it: ``from pkg import mod`` reads
-    ``mod``, ``from pkg import name`` reads the package."""
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|.*)"
+                     r"|import[ \t]+(.*))", re.M)
+
+
+@functools.cache
+def _imports(path: Path, root: Path) -> frozenset[Path]:
+    """The project modules ``path`` imports anywhere in it (a line-based reading, fast enough
+    for import time; a false match only widens a key): ``from pkg import mod`` reads ``mod``,
+    ``from pkg import name`` reads the package."""
     found: set[Path] = set()
-    for node in ast.walk(ast.parse(path.read_bytes())):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names = [f"{node.module}.{a.name}" if _module_file(f"{node.module}.{a.name}", root)
-                     else node.module for a in node.names]
-        else:
-            continue
+    for m in _IMPORT.finditer(path.read_text()):
+        listed = re.sub(r"#.*", "", m[2] or m[3]).strip("()\n ")
+        names = [n.split()[0] for n in listed.replace("\n", " ").split(",") if n.strip()]
+        if m[1] is not None:
+            names = [f"{m[1]}.{n}" if _module_file(f"{m[1]}.{n}", root) else m[1] for n in names]
         found.update(p for p in (_module_file(n, root) for n in names) if p is not None)
-    return found
+    return frozenset(found)
 
 
 @functools.cache
@@ -117,8 +121,13 @@ def module_stamp(path: Path, root: Path = _ROOT) -> str:
     digest = hashlib.sha256()
     for p in sorted(seen):
         digest.update(str(p.relative_to(root)).encode())
-        digest.update(p.read_bytes())
+        digest.update(_file_digest(p))
     return digest.hexdigest()[:16]
+
+
+@functools.cache
+def _file_digest(path: Path) -> bytes:
+    return hashlib.sha256(path.read_bytes()).digest()
 
 
 class _ProjectLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):  # type: ignore[misc]

@@ -19,7 +19,7 @@ from paretosearch.io import write_json
 from paretosearch.runs.report import fmt
 from paretosearch.runs.store import RunStore
 from paretosearch.search.config import SearchConfig
-from paretosearch.search.spea2 import MODES, SearchSettings
+from paretosearch.search.settings import MODES, SearchSettings
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 from simulator.slo import MIXES

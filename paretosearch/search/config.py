@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from paretosearch.search.objectives import parse_objectives
-from paretosearch.search.spea2 import SearchSettings
+from paretosearch.search.settings import SearchSettings
 from policies import make_policy
 from simulator import ClusterProfile, load_profile
 from simulator.errors import ParetoSearchError

@@ -46,83 +46,13 @@ from paretosearch.runs.store import Evaluation, RunStore, param_key
 from paretosearch.search.evaluation import SearchSpace, Task
 from paretosearch.search.objectives import Objective
 from paretosearch.search.runners import Runner
-from simulator.errors import ParetoSearchError
+from paretosearch.search.settings import COVERED, MODES, SearchSettings
 from simulator.metrics import InvalidObjective
 
-__all__ = ["MODES", "Progress", "SearchOutcome", "SearchSettings", "param_key", "run_spea2"]
+__all__ = ["COVERED", "MODES", "Progress", "SearchOutcome", "SearchSettings", "param_key",
+           "run_spea2"]
 
 FloatArray = npt.NDArray[np.float64]
-
-COVERED = 8
-"""Spaces of up to this many parameters open with a larger space-filling sample
-(:meth:`SearchSettings.first_sample`; why: README, "The search")."""
-
-MODES = ("generational", "async")
-"""How the search waits for evaluations (:class:`SearchSettings`)."""
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """How hard to search, and how.
-
-    ``budget`` evaluations in all, exactly (the last generation is cut to fit). SPEA2 keeps
-    an archive of ``pop_size`` and breeds ``n_offsprings`` candidates a generation: left
-    out, the archive is a tenth of the budget (10 to 70), the offspring as many, and the
-    search opens with a space-filling sample of a fifth of the budget and at least 40
-    points; in a space of up to :data:`COVERED` parameters, two thirds of a small budget up
-    to 70 (a few dimensions are better covered than bred from a thin archive; in more,
-    breeding pays sooner): :meth:`first_sample`.
-    PCS's settings (70 and 105, the first sample one archive) are :meth:`pcs`.
-    ``mode="generational"`` (a generation at a time; same seed, same front, whatever the
-    workers) or ``"async"`` (steady state: a new candidate the moment a worker frees up; the
-    front depends on the order evaluations finish, :class:`_SteadyState`).
-    """
-
-    budget: int = 370
-    pop_size: int = 0
-    n_offsprings: int = 0
-    seed: int = 0
-    mode: str = "generational"
-    first: int = 0
-    """Size of the space-filling first sample (0: :meth:`first_sample` sizes it; where
-    ``pop_size`` is given, the archive)."""
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ParetoSearchError(f"search mode {self.mode!r}: use one of {', '.join(MODES)}")
-        for name, low in (("budget", 1), ("pop_size", 0), ("n_offsprings", 0), ("first", 0)):
-            if getattr(self, name) < low:
-                raise ParetoSearchError(f"search {name} must be >= {low} "
-                                        f"(got {getattr(self, name)})")
-
-    # sizes left out stay 0 (saved and read back, settings are the same settings); these
-    # give the sizes a search uses
-    @property
-    def archive(self) -> int:
-        """The archive's size: ``pop_size``, else a tenth of the budget (10 to 70)."""
-        return max(2, self.pop_size or min(70, max(10, self.budget // 10)))
-
-    @property
-    def offspring(self) -> int:
-        """Candidates bred a generation: ``n_offsprings``, else as many as the archive."""
-        return self.n_offsprings or self.archive
-
-    def first_sample(self, n_params: int) -> int:
-        """Size of the space-filling first sample in a space of ``n_params`` parameters:
-        ``first`` where set; else the archive where ``pop_size`` is set (PCS's way); else a
-        fifth of the budget, at least 40 points and the archive, and in a space of up to
-        :data:`COVERED` parameters two thirds of the budget up to 70. At most the budget."""
-        first = self.first or self.pop_size or max(
-            self.archive, self.budget // 5, 40,
-            min(70, 2 * self.budget // 3) if n_params <= COVERED else 0)
-        return min(max(first, 2), self.budget)
-
-    @classmethod
-    def pcs(cls, budget: int = 370, seed: int = 0, mode: str = "generational"
-            ) -> SearchSettings:
-        """PCS's settings (§5.1): archive 70, 105 offspring a generation."""
-        return cls(budget=budget, pop_size=70, n_offsprings=105, seed=seed, mode=mode)
-
 
 @dataclass(frozen=True)
 class Progress:

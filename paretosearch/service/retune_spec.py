@@ -13,7 +13,7 @@ import pandas as pd
 
 from paretosearch.search.config import SearchConfig
 from paretosearch.search.objectives import parse_objectives
-from paretosearch.search.spea2 import MODES, SearchSettings
+from paretosearch.search.settings import MODES, SearchSettings
 from policies import get_policy, make_policy
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located

@@ -20,7 +20,6 @@ import ecos
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
-from scipy.optimize._highspy import _core as highs  # SciPy's HiGHS (highspy's API)
 
 __all__ = ["allocation", "fifo", "finish_time_allocation", "gavel_allocation", "isolated",
            "rng", "save"]
@@ -31,7 +30,6 @@ IntArray = npt.NDArray[np.int64]
 _Csc = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], FloatArray]
 """A matrix as compressed columns: column starts, row indices, values."""
 _THREAD = threading.local()
-_COLWISE, _MINIMIZE = int(highs.MatrixFormat.kColwise), int(highs.ObjSense.kMinimize)
 
 
 def _matrix(demand: IntArray, m: int, ratio: FloatArray | None = None) -> _Csc:
@@ -181,8 +179,9 @@ def _solve(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, free_last: bool) -> F
     n, rows = cost.shape[0], b_ub.shape[0]
     lower = np.zeros(n)
     lower[-1] = -np.inf if free_last else 0.0
-    h = _highs()
-    h.passModel(n, rows, index.shape[0], _COLWISE, _MINIMIZE, 0.0, cost, lower,
+    highs, h = _highs()
+    h.passModel(n, rows, index.shape[0], int(highs.MatrixFormat.kColwise),
+                int(highs.ObjSense.kMinimize), 0.0, cost, lower,
                 np.full(n, np.inf), np.full(rows, -np.inf), b_ub, start, index, value,
                 np.zeros(n, dtype=np.int32))
     h.run()
@@ -217,10 +216,13 @@ def _ecos(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, free_last: bool) -> Fl
     return np.clip(np.asarray(sol["x"], dtype=np.float64), 0.0, 1.0)
 
 
-def _highs() -> Any:
-    """This thread's HiGHS, kept between solves (passing a model drops the last one's basis
-    and solution), quiet and without presolve: on these LPs of a few dozen columns presolve
-    costs more than it saves."""
+def _highs() -> tuple[Any, Any]:
+    """SciPy's HiGHS module (highspy's API; imported when first solving, scipy.optimize is
+    slow to import) and this thread's HiGHS, kept between solves (passing a model drops the
+    last one's basis and solution), quiet and without presolve: on these LPs of a few dozen
+    columns presolve costs more than it saves."""
+    from scipy.optimize._highspy import _core as highs
+
     h = getattr(_THREAD, "highs", None)
     if h is None:
         h = _THREAD.highs = highs._Highs()
@@ -228,7 +230,7 @@ def _highs() -> Any:
         h.setOptionValue("presolve", "off")
         h.setOptionValue("solver", "ipm")
         h.setOptionValue("run_crossover", "off")
-    return h
+    return highs, h
 
 
 @functools.lru_cache(maxsize=4096)

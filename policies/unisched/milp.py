@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
 from policies.cells import LEVELS, NEST, candidates, node_cells
@@ -235,6 +234,8 @@ def solve_selector(inp: SelectorInput, *, time_limit_s: float = 10.0,
         lvl = np.repeat(np.arange(LEVELS)[None, :], take.size, axis=0).ravel()
         add(lvl, np.repeat(col_of, LEVELS), weight[take].ravel(), LEVELS,
             np.full(LEVELS, -np.inf), cap.astype(np.float64))
+
+    from scipy.optimize import Bounds, LinearConstraint, milp  # slow to import: when used
 
     matrix = coo_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                        shape=(r, n_var)).tocsr()
