@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from paretosearch.cli.compile import add_compile_command, compiling, run_compile
 from paretosearch.cli.export import EXPORT_COMMANDS, add_export_command
 from paretosearch.cli.retune import add_retune_command, run_retune
 from paretosearch.cli.runs import (
@@ -116,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     add_run_commands(sub)
     add_export_command(sub)
     add_retune_command(sub)
+    add_compile_command(sub)
     sub.add_parser("policies", help="list policies with their parameters and domains")
     sub.add_parser("profiles", help="list the shipped cluster profiles")
     return p
@@ -261,7 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=240)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
-        return _run(args, console)
+        with compiling(args):
+            return _run(args, console)
 
 
 def _show_warning(message: Warning | str, *_: object, **__: object) -> None:
@@ -275,6 +278,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             _simulate(args, console)
         elif args.command == "retune":
             return run_retune(args, console)
+        elif args.command == "compile":
+            run_compile(args, console)
         elif args.command in RUN_COMMANDS:
             RUN_COMMANDS[args.command](args, console)
         elif args.command in EXPORT_COMMANDS:

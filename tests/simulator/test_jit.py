@@ -1,0 +1,89 @@
+"""Kernel caching (:mod:`simulator.jit`): keys that follow what a module reads, and a lock
+that makes concurrent processes compile a kernel once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from simulator.jit import module_stamp
+from tests.helpers.data import ROOT
+
+FLUID = ("policies/pcs/wfq.py", "policies/pcs/baselines.py", "policies/quota.py")
+ROUND = ("policies/hetero/hadar.py", "policies/hetero/yarn.py", "policies/unified/kernel.py",
+         "simulator/round_engine.py")
+
+
+def _copy(tmp: Path) -> Path:
+    for package in ("simulator", "policies"):
+        shutil.copytree(ROOT / package, tmp / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp
+
+
+def _stamps(root: Path) -> dict[str, str]:
+    return {m: module_stamp(root / m, root) for m in (*FLUID, *ROUND, "simulator/engine.py")}
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text() + "\n# an edit\n")
+
+
+def test_a_helper_edit_rekeys_its_callers_and_nothing_else(tmp_path: Path) -> None:
+    before = _stamps(_copy(tmp_path / "a"))
+    edited = _copy(tmp_path / "b")
+    _edit(edited / "policies/pcs/baselines.py")  # water_fill, which WFQ's kernel calls
+    after = _stamps(edited)
+    changed = {m for m in before if before[m] != after[m]}
+    # unified's kernel imports wfq_hetero, which imports WFQ: a caller, transitively
+    assert changed == {"policies/pcs/baselines.py", "policies/pcs/wfq.py", "policies/quota.py",
+                       "policies/unified/kernel.py"}
+
+
+def test_an_engine_edit_rekeys_what_inlines_it_not_the_other_engine(tmp_path: Path) -> None:
+    before = _stamps(_copy(tmp_path / "a"))
+    edited = _copy(tmp_path / "b")
+    _edit(edited / "simulator/engine.py")  # speed_at, inlined by the fluid policies
+    after = _stamps(edited)
+    assert {m for m in before if before[m] != after[m]} == {
+        *FLUID, "simulator/engine.py", "policies/unified/kernel.py"}  # via wfq_hetero, WFQ
+
+
+def test_a_policy_edit_keeps_every_other_policys_key(tmp_path: Path) -> None:
+    before = _stamps(_copy(tmp_path / "a"))
+    edited = _copy(tmp_path / "b")
+    _edit(edited / "policies/hetero/yarn.py")
+    after = _stamps(edited)
+    assert {m for m in before if before[m] != after[m]} == {"policies/hetero/yarn.py"}
+
+
+RACE = """
+import sys, time
+from pathlib import Path
+from simulator import engine
+from simulator.jit import compile_notice, compiled
+
+here, n = Path(sys.argv[1]), int(sys.argv[2])
+(here / f"ready{n}").touch()
+while not (here / "ready0").exists() or not (here / "ready1").exists():
+    time.sleep(0.01)
+said = []
+with compile_notice(lambda: said.append(1)):
+    compiled(engine.no_queue)
+print(len(said))
+"""
+
+
+def test_two_processes_needing_one_kernel_compile_it_once(tmp_path: Path) -> None:
+    """Both start together (each waits for the other's file) on an empty cache; the one that
+    gets the lock compiles and saves, the other waits and loads."""
+    env = {**os.environ, "PARETOSEARCH_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(tmp_path), str(n)], cwd=ROOT,
+                              env=env, stdout=subprocess.PIPE, text=True) for n in (0, 1)]
+    compiled = sorted(int(p.communicate(timeout=600)[0]) for p in procs)
+    assert [p.returncode for p in procs] == [0, 0]
+    assert compiled == [0, 1]
