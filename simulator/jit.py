@@ -39,6 +39,7 @@ import functools
 import hashlib
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,12 +48,13 @@ from typing import Any
 import numba
 from numba.core import caching, event
 
-__all__ = ["cache_dir", "compile_notice", "compiled", "configure_cache", "module_stamp",
-           "njit_lazily", "source_digest"]
+__all__ = ["cache_dir", "compile_cpu_s", "compile_notice", "compiled", "configure_cache",
+           "module_stamp", "njit_lazily", "source_digest"]
 
 _ROOT = Path(__file__).resolve().parent.parent
 _PACKAGES = ("simulator", "policies")
 _SIGNATURES: dict[Any, Any] = {}
+_SPENT = [0.0]
 
 
 @functools.cache
@@ -183,6 +185,7 @@ def compiled(function: Any) -> Any:
     signature = _SIGNATURES.get(function)
     if signature is None or tuple(signature.args) in function.overloads:
         return function
+    cpu0 = time.process_time()
     py_func = function.py_func
     locks = cache_dir() / "locks"
     locks.mkdir(parents=True, exist_ok=True)
@@ -190,7 +193,14 @@ def compiled(function: Any) -> Any:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         function.compile(signature)
     function.disable_compile()
+    _SPENT[0] += time.process_time() - cpu0
     return function
+
+
+def compile_cpu_s() -> float:
+    """CPU-seconds this process has spent in :func:`compiled` (compiling, loading, waiting
+    for another process's compilation): what a run's own ``cpu_s`` leaves out."""
+    return _SPENT[0]
 
 
 class _Once(event.Listener):  # type: ignore[misc]

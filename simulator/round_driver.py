@@ -19,7 +19,7 @@ from simulator import round_arrays as ra
 from simulator import round_engine as eng
 from simulator import round_plan as rp
 from simulator.errors import InvalidWorkload, located
-from simulator.jit import compiled
+from simulator.jit import compile_cpu_s, compiled
 from simulator.pcg64 import from_generator
 from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
@@ -196,7 +196,7 @@ class _Run:
             seen_avg=J.seen0 / J.seen1, preemptions=J.preempt, busy_gpu_s=float(E.clk[ra.BUSY]),
             series_t=E.series_t[:k].copy(), series_busy=E.series_busy[:k].copy(),
             events=int(E.cnt[ra.EVENTS]), playout_events=self.playout_events,
-            cpu_s=time.process_time() - cpu0, slowdown=np.maximum(slowdown, 0.0),
+            cpu_s=time.process_time() - compile_cpu_s() - cpu0, slowdown=np.maximum(slowdown, 0.0),
             gpus_used=float(J.used.sum()),
             util_gpu_s=float(E.clk[ra.UTIL]) if wl.sharing is not None else np.nan,
             decisions=int(E.cnt[ra.DECISIONS]), skipped_rounds=int(E.cnt[ra.SKIPPED]))
@@ -217,7 +217,7 @@ def run(workload: Workload, profile: ClusterProfile, policy: RoundScheduler, *,
         InvalidPlan: the policy over-allocated, or left jobs waiting with no decision due.
         InvalidWorkload: the workload has no speed for one of the profile's GPU types.
     """
-    cpu0 = time.process_time()
+    cpu0 = time.process_time() - compile_cpu_s()  # compiling is not the run's own time
     state = _Run(workload, profile, policy,
                  seed if seed is not None else int(workload.digest()[:8], 16))
     mode = eng.PREDICT if predict else eng.MAIN

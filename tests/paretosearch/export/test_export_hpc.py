@@ -3,17 +3,9 @@ uses only documented property names."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import pwd
 import re
-import shutil
-import socket
-import subprocess
-import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,90 +15,9 @@ import pytest
 from paretosearch.export import ExportOptions, build_plan, export, write_export
 from paretosearch.export.hpc import YARN_PROPERTIES, slurm_time
 from tests.helpers.exports import DOCS, pcs_wfq_doc, unified_doc
+from tests.helpers.slurm import needs_slurm, reserved_port, slurm
 
 # --- Slurm: a real slurmctld ------------------------------------------------------------
-
-SBIN = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin"])
-SLURMCTLD, MUNGED, SCONTROL = (shutil.which(n, path=SBIN)
-                               for n in ("slurmctld", "munged", "scontrol"))
-needs_slurm = pytest.mark.skipif(
-    not (SLURMCTLD and MUNGED and SCONTROL),
-    reason="slurmctld, munged or scontrol not installed (apt-get install slurmctld "
-           "slurm-client munge; .ci/run does)")
-
-
-def _wait(ready: Callable[[], bool], proc: subprocess.Popen[bytes], log: Path, what: str,
-          timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            text = log.read_text() if log.exists() else ""
-            pytest.fail(f"{what} did not start (exit {proc.poll()}): {text[-2000:]}")
-        time.sleep(0.05)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-@contextlib.contextmanager
-def _reserved_port() -> Iterator[int]:
-    """A loopback port held (bound, not listening) while the block runs: no other process
-    asking for a free port is given it, and a server that binds with SO_REUSEADDR, as
-    slurmctld does, can still take it. (A port found free and let go could be taken before
-    the server binds it.)"""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", 0))
-        yield int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _slurmctld(tmp: Path, fragments: list[Path], port: int) -> Iterator[Callable[..., str]]:
-    """munged and slurmctld on localhost with a private key, socket and ``port``, the
-    exported fragments included; yields ``scontrol(*args)``."""
-    assert SLURMCTLD and MUNGED and SCONTROL
-    key, sock = tmp / "munge.key", tmp / "m.sock"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o600)
-    (tmp / "state").mkdir()
-    conf = tmp / "slurm.conf"
-    conf.write_text("\n".join([
-        "ClusterName=pstest", "SlurmctldHost=localhost", f"SlurmctldPort={port}",
-        f"SlurmUser={pwd.getpwuid(os.getuid()).pw_name}", "AuthType=auth/munge",
-        f"AuthInfo=socket={sock}", "CredType=cred/munge", f"StateSaveLocation={tmp}/state",
-        f"SlurmctldPidFile={tmp}/slurmctld.pid", f"SlurmctldLogFile={tmp}/slurmctld.log",
-        "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
-        "SelectType=select/cons_tres", "GresTypes=gpu",
-        "NodeName=gpu[1-4] CPUs=8 Gres=gpu:4 State=FUTURE",  # no slurmd needed
-        *(f"Include {f}" for f in fragments), ""]))
-    env = {**os.environ, "SLURM_CONF": str(conf)}
-
-    def scontrol(*args: str) -> str:
-        return subprocess.run([SCONTROL, *args], env=env, capture_output=True, text=True,
-                              timeout=10).stdout
-
-    munged = subprocess.Popen([MUNGED, "-F", "-f", "--key-file", str(key), "--socket", str(sock),
-                               "--pid-file", str(tmp / "munged.pid"), "--log-file",
-                               str(tmp / "munged.log"), "--seed-file", str(tmp / "munge.seed")],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait(sock.exists, munged, tmp / "munged.log", "munged")
-        ctld = subprocess.Popen([SLURMCTLD, "-D", "-f", str(conf)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            _wait(lambda: "UP" in scontrol("ping"), ctld, tmp / "slurmctld.log", "slurmctld")
-            yield scontrol
-        finally:
-            _stop(ctld)
-    finally:
-        _stop(munged)
-
 
 def _fields(line: str) -> dict[str, str]:
     return dict(token.split("=", 1) for token in line.split() if "=" in token)
@@ -128,7 +39,9 @@ def test_slurmctld_loads_the_exported_partitions(name: str, tmp_path: Path,
     # admin's preemption or priority plugin
     assert [line for line in fragment.read_text().splitlines()
             if line and not line.startswith(("#", "PartitionName="))] == []
-    with _reserved_port() as port, _slurmctld(tmp_path, [fragment, cluster], port) as scontrol:
+    nodes = ["NodeName=gpu[1-4] CPUs=8 Gres=gpu:4 State=FUTURE",  # no slurmd needed
+             f"Include {fragment}", f"Include {cluster}"]
+    with reserved_port() as port, slurm(tmp_path, port, nodes) as scontrol:
         config = dict(re.findall(r"^(\w+)\s+= (\S+)", scontrol("show", "config"), re.M))
         shown = {name: _fields(scontrol("show", "partition", name)) for name in exported}
     assert config["PriorityType"] == "priority/multifactor"
