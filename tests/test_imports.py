@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,3 +37,35 @@ def test_a_policy_module_is_registered_without_a_line_in_the_package() -> None:
     modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
                for p in (ROOT / "policies").rglob("*.py")}
     assert modules <= set(listed), sorted(modules - set(listed))
+
+
+HEAVY = ("pymoo", "distributed", "matplotlib", "plotly", "scipy.optimize", "optuna", "sklearn")
+PROBE = """
+import sys
+from numba.core.dispatcher import Dispatcher
+import paretosearch, policies, paretosearch.cli.main
+paretosearch.__version__
+compiled = [f"{name}.{value.__name__}" for name, module in list(sys.modules.items())
+            if name.split(".")[0] in ("simulator", "policies")
+            for value in vars(module).values()
+            if isinstance(value, Dispatcher) and value.signatures]
+print(compiled, [m for m in HEAVY if m in sys.modules])
+"""
+
+
+def test_imports_and_help_compile_nothing_and_load_no_search_machinery(tmp_path: Path) -> None:
+    """On an empty kernel cache, importing everything, ``--help``, ``policies``, ``profiles``
+    and an argument error compile no kernel (none in memory, none saved) and import none of
+    the heavy modules only a search, a plot or a solver needs."""
+    env = {**os.environ, "PARETOSEARCH_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    probe = subprocess.run([sys.executable, "-c", PROBE.replace("HEAVY", repr(HEAVY))],
+                           cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert probe.stdout.strip() == "[] []", probe.stdout
+    cli = [sys.executable, "-m", "paretosearch.cli"]
+    for argv, status in ((["--help"], 0), (["simulate", "--help"], 0), (["search", "--help"], 0),
+                         (["compile", "--help"], 0), (["policies"], 0), (["profiles"], 0),
+                         (["simulate", "--no-such-option"], 2)):
+        done = subprocess.run([*cli, *argv], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert done.returncode == status, (argv, done.stderr)
+        assert "compiling" not in done.stderr, argv
+    assert list(tmp_path.rglob("*.nbi")) == []  # numba's index of saved kernels
