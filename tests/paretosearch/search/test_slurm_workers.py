@@ -76,6 +76,7 @@ def one_node_slurm(tmp_path: Path) -> Iterator[None]:
 
 @needs_slurm
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:the baseline")  # a tiny budget: beside the point here
 @pytest.mark.dask
 def test_search_on_slurm_workers_reaches_the_local_front(one_node_slurm: None,
                                                          tmp_path: Path) -> None:
