@@ -10,7 +10,7 @@ microseconds and this engine in float seconds, which moves JCTs by less than 1e-
 
 State lives in two 2-D arrays (float and int rows x job columns, in arrival order), so a fork
 for a JCT-prediction playout is a few array copies. The loop and the policy kernels are
-compiled (``cache=True``: compiled once per machine, then loaded from ``__pycache__``).
+compiled when first used, once per machine, then loaded from the cache (:mod:`simulator.jit`).
 
 Between decisions only the *held* jobs (holding GPUs, in a restart pause, or with no work
 left) change or can end, so progress and the next completion are computed over them alone, in
