@@ -198,8 +198,8 @@ def compiled(function: Any) -> Any:
 
 
 def compile_cpu_s() -> float:
-    """CPU-seconds this process has spent in :func:`compiled` (compiling, loading, waiting
-    for another process's compilation): what a run's own ``cpu_s`` leaves out."""
+    """CPU-seconds this process has spent in :func:`compiled` (compiling, or loading from
+    the cache): what a run's own ``cpu_s`` leaves out."""
     return _SPENT[0]
 
 
