@@ -10,7 +10,8 @@ first progress line, cold and warm; and the size of each family's cache. A cold 
 must leave the cache empty: it compiles nothing.
 
 Run from the project root: ``python benchmarks/bench_startup.py`` (``--families pcs,hetero``
-to measure fewer; ``--no-search``). CPU heavy: minutes on two cores.
+to measure fewer, the first before the search and the rest after it; ``--no-search``). Rows
+print as they are measured. CPU heavy: minutes on two cores.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,35 +79,41 @@ def main() -> None:
                          f"{', '.join(FAMILIES)})")
     ap.add_argument("--no-search", action="store_true", help="skip the search")
     args = ap.parse_args()
-    rows: list[tuple[str, float, str]] = []
+    base = 0.0
+    width = 56
+    print(f"{'command':<{width}}  {'CPU-s':>7}  {'ratio':>6}", flush=True)
+
+    def row(what: str, cpu: float, note: str = "") -> None:
+        print(f"{what:<{width}}  {cpu:7.2f}  {cpu / (base or cpu):5.1f}x  {note}", flush=True)
+
     with tempfile.TemporaryDirectory() as tmp:
         caches = Path(tmp)
         base = _cpu([sys.executable, "-c", "import numpy, pandas, numba"], caches / "none")
-        rows.append(("python -c 'import numpy, pandas, numba'", base, ""))
+        row("python -c 'import numpy, pandas, numba'", base)
         for state in ("cold", "warm"):
             cache = caches / "help"
-            rows.append((f"--help, {state}", _cpu([*CLI, "--help"], cache),
-                         f"{_kernels(cache)} kernels cached after"))
-            rows.append((f"import paretosearch, {state}",
-                         _cpu([sys.executable, "-c", "import paretosearch"], cache), ""))
-        for family in args.families.split(","):
-            cache = caches / family
-            argv = [*CLI, "simulate", *FAMILIES[family]]
-            cold = _cpu(argv, cache)
-            size = f"cache {_size_mib(cache):.1f} MiB, {_kernels(cache)} entries"
-            rows.append((f"simulate {' '.join(FAMILIES[family][:2])}, cold", cold, size))
-            rows.append((f"simulate {' '.join(FAMILIES[family][:2])}, warm", _cpu(argv, cache),
-                         ""))
+            row(f"--help, {state}", _cpu([*CLI, "--help"], cache),
+                f"{_kernels(cache)} kernels cached after")
+            row(f"import paretosearch, {state}",
+                _cpu([sys.executable, "-c", "import paretosearch"], cache))
+        families = args.families.split(",")
+        for family in families[:1]:
+            _simulate(family, caches / family, row)
         if not args.no_search:
-            for state, cache in (("cold", caches / "search"), ("warm", caches / "search")):
-                rows.append((f"search (default) to its first progress line, {state}",
-                             _cpu([*CLI, "search"], cache,
-                                  until="generation "), ""))
-    width = max(len(r[0]) for r in rows)
-    print(f"{'command':<{width}}  {'CPU-s':>7}  {'ratio':>6}")
-    for what, cpu, note in rows:
-        print(f"{what:<{width}}  {cpu:7.2f}  {cpu / base:5.1f}x  {note}")
+            for state in ("cold", "warm"):
+                row(f"search (default) to its first progress line, {state}",
+                    _cpu([*CLI, "search"], caches / "search", until="generation "))
+        for family in families[1:]:
+            _simulate(family, caches / family, row)
 
+
+def _simulate(family: str, cache: Path, row: Callable[..., None]) -> None:
+    """The first ``simulate`` of ``family`` on an empty cache, then again warm."""
+    argv = [*CLI, "simulate", *FAMILIES[family]]
+    what = f"simulate {' '.join(FAMILIES[family][:4])}"
+    cold = _cpu(argv, cache)
+    row(f"{what}, cold", cold, f"cache {_size_mib(cache):.1f} MiB, {_kernels(cache)} entries")
+    row(f"{what}, warm", _cpu(argv, cache))
 
 if __name__ == "__main__":
     main()
