@@ -48,10 +48,10 @@ def run_compile(args: argparse.Namespace, console: Console) -> None:
 
 
 def _names(args: argparse.Namespace) -> list[str]:
-    if args.command == "compile":
-        return list(args.policy or sorted(REGISTRY))
-    policy = getattr(args, "policy", None)
-    return [policy] if isinstance(policy, str) and policy.lower() in REGISTRY else []
+    """The known policies the command names (an unknown one is the command's error)."""
+    asked = args.policy or sorted(REGISTRY) if args.command == "compile" else [
+        getattr(args, "policy", None)]
+    return [n for n in asked if isinstance(n, str) and n.lower() in REGISTRY]
 
 
 def _estimate_s(names: list[str]) -> int:
