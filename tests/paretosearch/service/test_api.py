@@ -378,7 +378,8 @@ def test_a_baseline_that_dominates_the_whole_front_is_warned_of() -> None:
     search.SetPreference("jct:avg")  # 3 tries: some baselines do better
     with pytest.warns(UserWarning, match="dominates the whole front") as caught:
         front = search.run()
-    warned = {str(w.message).split()[2] for w in caught if "whole front" in str(w.message)}
+    warned = {str(w.message).split()[2] for w in caught
+              if "whole front on the training sample" in str(w.message)}
     assert warned == {name for name, b in search.baselines.items()  # by hand
                       if all(b["jct:avg"] < e.metrics["jct:avg"] for e in front)}
 
