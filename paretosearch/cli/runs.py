@@ -21,7 +21,7 @@ from paretosearch.io import write_json
 from paretosearch.runs.records import BaselineWarning, FrontEntry, front_warnings
 from paretosearch.runs.report import fmt
 from paretosearch.runs.store import RunStore
-from paretosearch.search.config import SearchConfig
+from paretosearch.search.config import GENERATED_REPLICATES, SearchConfig
 from paretosearch.search.spea2 import MODES, SearchSettings
 from paretosearch.search.spea2 import Progress as SearchProgress
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
@@ -99,7 +99,8 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--load", type=float, default=SearchConfig.load,
                    help="load of generated samples (default: %(default)s)")
     p.add_argument("--replicates", type=int, default=SearchConfig.replicates,
-                   help="generated samples averaged per evaluation (default: %(default)s)")
+                   help="generated samples averaged per evaluation, and as many test samples "
+                        f"(default: {GENERATED_REPLICATES}; a trace is one sample)")
     p.add_argument("--slo-mix", choices=sorted(MIXES), metavar="MIX",
                    help="give the jobs deadlines and rewards with a UniSched mix "
                         f"({', '.join(sorted(MIXES))}) for the slo_miss / be_jct objectives")

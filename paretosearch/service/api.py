@@ -4,7 +4,8 @@ A :class:`PolicySearch` holds a workload, a cluster profile and a policy family;
 names objectives, runs the search, and picks a configuration from the front. The search runs
 on a training sample and the front is re-evaluated on a held-out test sample (PCS §5.1);
 with a generated workload, ``replicates`` independent draws are averaged (common random
-numbers: every candidate faces the same draws).
+numbers: every candidate faces the same draws), three by default, and the test sample is as
+many other draws.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from paretosearch.runs.records import (
 from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import CachedRunner, EvaluationCache
 from paretosearch.search.cluster import connect
-from paretosearch.search.config import SearchConfig
+from paretosearch.search.config import GENERATED_REPLICATES, SearchConfig
 from paretosearch.search.evaluation import SearchSpace, Task
 from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.runners import DaskRunner, Runner, SerialRunner
@@ -110,7 +111,7 @@ class PolicySearch:
                  workers: int = 0, cache: EvaluationCache | None = None) -> None:
         self.config = config = config or SearchConfig()
         self.profile, self.settings = config.cluster, config.settings
-        replicates = config.replicates
+        replicates = config.replicates or (GENERATED_REPLICATES if workload is None else 1)
         if workload is None:
             draws = np.random.SeedSequence(self.settings.seed).spawn(2 * replicates)
             sample = [generate(config.jobs, load=config.load, gpus=self.profile.total_gpus,
