@@ -89,7 +89,7 @@ def _trace(args: argparse.Namespace) -> Workload | None:
 def _search_parser(sub: Any) -> None:
     p = sub.add_parser("search", help="search a policy's settings for a Pareto front",
                        description="Search with SPEA2; with no arguments: a generated workload, "
-                                   "pcs-64, WFQ, jct:avg vs pred_err:avg, on a local Dask "
+                                   "pcs-64, WFQ, jct:avg vs pred_err:p99, on a local Dask "
                                    "cluster. The run is published in --run-dir.")
     p.add_argument("--trace", metavar="PATH",
                    help="trace to search on (first half trains, second half tests)")
