@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,13 @@ from paretosearch.cli.runs import (
     Interrupted,
     add_cluster_options,
     error_console,
+    print_front_warnings,
     search_progress,
 )
+from paretosearch.runs.records import BaselineWarning
 from paretosearch.runs.report import drift_rows, fmt
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
+from paretosearch.runs.store import RunStore
 from simulator.errors import ParetoSearchError
 
 __all__ = ["add_retune_command", "run_retune"]
@@ -80,10 +84,12 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
                 if passed:
                     console.print(f"not resumed: {passed.run} ({passed.why}), left as it is")
 
-            outcome = retune(spec, on_start=started, on_generation=progress,
-                             connect=lambda: open_client(args.scheduler, args.cluster_config,
-                                                         workers=spec.workers,
-                                                         files=not spec.workers_named))
+            with warnings.catch_warnings():  # _print says the same, from front.json
+                warnings.simplefilter("ignore", BaselineWarning)
+                outcome = retune(spec, on_start=started, on_generation=progress,
+                                 connect=lambda: open_client(args.scheduler, args.cluster_config,
+                                                             workers=spec.workers,
+                                                             files=not spec.workers_named))
     except KeyboardInterrupt:
         raise Interrupted(f"stopped; nothing was published and 'current' was not moved. The "
                           f"next 'paretosearch retune --spec {args.spec}' resumes this run from "
@@ -129,4 +135,5 @@ def _print(summary: RetuneSummary, console: Console) -> None:
                                            f"{len(d.dominated_by)} configurations "
                                            f"(safest switch: front #{d.best})"
                                            if d.dominated else "not dominated"))
+    print_front_warnings(RunStore(summary.start.run).read_front())
     console.print(f"report: {Path(summary.start.run) / 'report.md'}")

@@ -4,25 +4,31 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from paretosearch.io import write_json
+from paretosearch.runs.records import BaselineWarning, FrontEntry, front_warnings
 from paretosearch.runs.report import fmt
 from paretosearch.runs.store import RunStore
-from paretosearch.search.config import SearchConfig
+from paretosearch.search.config import GENERATED_REPLICATES, SearchConfig
 from paretosearch.search.settings import MODES, SearchSettings
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 from simulator.slo import MIXES
+
+if TYPE_CHECKING:  # pymoo loads with the search, not with the command line
+    from paretosearch.search.spea2 import Progress as SearchProgress
 
 __all__ = ["RUN_COMMANDS", "add_cluster_options", "add_run_commands", "error_console",
            "parse_overrides", "search_progress"]
@@ -85,7 +91,7 @@ def _trace(args: argparse.Namespace) -> Workload | None:
 def _search_parser(sub: Any) -> None:
     p = sub.add_parser("search", help="search a policy's settings for a Pareto front",
                        description="Search with SPEA2; with no arguments: a generated workload, "
-                                   "pcs-64, WFQ, jct:avg vs pred_err:avg, on a local Dask "
+                                   "pcs-64, WFQ, jct:avg vs pred_err:p99, on a local Dask "
                                    "cluster. The run is published in --run-dir.")
     p.add_argument("--trace", metavar="PATH",
                    help="trace to search on (first half trains, second half tests)")
@@ -95,7 +101,8 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--load", type=float, default=SearchConfig.load,
                    help="load of generated samples (default: %(default)s)")
     p.add_argument("--replicates", type=int, default=SearchConfig.replicates,
-                   help="generated samples averaged per evaluation (default: %(default)s)")
+                   help="generated samples averaged per evaluation, and as many test samples "
+                        f"(default: {GENERATED_REPLICATES}; a trace is one sample)")
     p.add_argument("--slo-mix", choices=sorted(MIXES), metavar="MIX",
                    help="give the jobs deadlines and rewards with a UniSched mix "
                         f"({', '.join(sorted(MIXES))}) for the slo_miss / be_jct objectives")
@@ -168,19 +175,29 @@ def search_progress(console: Console, budget: int) -> Iterator[Callable[[Any], N
     if not console.is_terminal:
         start = time.perf_counter()
         yield lambda p: console.print(
-            f"generation {p.generation}: {p.evaluations}/{budget} evaluations, hypervolume "
-            f"{p.hypervolume:.4g}, {time.perf_counter() - start:.0f} s", highlight=False)
+            f"generation {p.generation}: {p.evaluations}/{budget} evaluations, "
+            f"{_hypervolume_note(p)}, {time.perf_counter() - start:.0f} s", highlight=False)
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     bar = Progress(TextColumn("[bold]generation {task.fields[gen]}[/bold]"), BarColumn(),
                    TextColumn("{task.completed}/{task.total} evaluations"),
-                   TextColumn("hypervolume {task.fields[hv]:.4g}"), TimeRemainingColumn(),
+                   TextColumn("{task.fields[hv]}"), TimeRemainingColumn(),
                    console=console, transient=True)
     with bar:
-        task = bar.add_task("search", total=budget, hv=0.0, gen=0)
-        yield lambda p: bar.update(task, completed=p.evaluations, hv=p.hypervolume,
+        task = bar.add_task("search", total=budget, hv="", gen=0)
+        yield lambda p: bar.update(task, completed=p.evaluations, hv=_hypervolume_note(p),
                                    gen=p.generation)
+
+
+def _hypervolume_note(p: SearchProgress) -> str:
+    """The progress's hypervolume in words: the share of the box fixed by the first
+    generation, and why it fell where it is below its best so far."""
+    note = f"hypervolume {p.hypervolume:.3f} of the first generation's box"
+    if p.hypervolume < p.best_hypervolume - 1e-12:
+        note += (f" (best so far {p.best_hypervolume:.3f}: SPEA2's archive has a fixed size, "
+                 "and truncating it dropped a point that held volume)")
+    return note
 
 
 def _config(args: argparse.Namespace) -> SearchConfig:
@@ -233,7 +250,9 @@ def _search(args: argparse.Namespace, console: Console) -> None:
                             "config": config.to_dict()}, args.run_dir / "cli.json")
                 if default_dir:
                     _point_latest(args.run_dir)
-            search.run(progress, resume=args.resume is not None)
+            with warnings.catch_warnings():  # _front says the same, from front.json
+                warnings.simplefilter("ignore", BaselineWarning)
+                search.run(progress, resume=args.resume is not None)
     except BaseException as exc:  # Ctrl-C, or an error while unwinding from it
         if not ctrl_c(exc):
             raise
@@ -269,6 +288,9 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
     for name in labels:
         table.add_column(name, justify="right")
         table.add_column("test", justify="right", style="dim")
+    judged = any(e.dominated_by is not None for e in front)
+    if judged:
+        table.add_column("dominated on test by", style="red")
     for name in params:
         table.add_column(name, justify="right", style="cyan")
     for i, entry in enumerate(front):
@@ -276,21 +298,30 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
         cells = []
         for name in labels:
             cells += [fmt(entry.objectives[name]), fmt(test.get(name, math.nan))]
+        cells += [", ".join(entry.dominated_by or ())] if judged else []
         cells += [_cell(entry.params[p]) for p in params]
         table.add_row(f"{i} chosen" if i == chosen else str(i), *cells,
-                      style="bold" if i == chosen else None)
+                      style="bold" if i == chosen else "dim" if entry.dominated else None)
     tests = doc.get("baselines_test") or {}
     for name, rec in (doc.get("baselines") or {}).items():
         test = tests.get(name) or {}
         cells = [c for n in labels for c in (fmt(rec[n]), fmt(test.get(n, math.nan)))]
-        table.add_row(name, *cells, *([""] * len(params)), style="red")
+        table.add_row(name, *cells, *([""] * (len(params) + judged)), style="red")
     console.print(table)
+    print_front_warnings(doc)
     for name, why in (doc.get("dropped") or {}).items():
         console.print(f"{name}: dropped from the search ({why}); kept at its default")
     marked = None if chosen is None else Marked(
         "chosen", front[chosen].metrics, front[chosen].test_metrics)
     path = plot_front(doc, png or store.path / "front.png", title=str(resolved), marked=marked)
     console.print(f"plot written to {path}")
+
+
+def print_front_warnings(doc: dict[str, Any]) -> None:
+    """:func:`front_warnings` of ``front.json``'s content, one line each on standard error."""
+    for message in front_warnings(doc["front"], doc.get("baselines") or {},
+                                  doc.get("baselines_test") or {}):
+        error_console().print(f"[yellow]warning:[/yellow] {message}", highlight=False)
 
 
 def _report(run: Path, out: Path | None) -> Path:
@@ -313,16 +344,22 @@ def _select(args: argparse.Namespace, console: Console) -> None:
     front = store.read_front()["front"]
     spec = store.read_spec()
     objectives = parse_objectives(spec["objectives"])
-    if args.knee:
-        i = choose.knee(front, objectives)
-    elif args.where:
-        if not args.minimize:
-            raise ParetoSearchError("--where needs --minimize METRIC:MEASURE")
-        i = choose.by_constraints(front, args.where, args.minimize)
-    elif args.weights:
-        i = choose.by_weights(front, objectives, [float(w) for w in args.weights.split(",")])
-    else:
+    if args.where and not args.minimize:
+        raise ParetoSearchError("--where needs --minimize METRIC:MEASURE")
+    if args.index is not None:
         i = choose.by_index(front, args.index)
+    else:
+        pick: Callable[[Sequence[FrontEntry]], int] = (
+            functools.partial(choose.knee, objectives=objectives) if args.knee else
+            functools.partial(choose.by_constraints, where=args.where, minimize=args.minimize)
+            if args.where else functools.partial(
+                choose.by_weights, objectives=objectives,
+                weights=[float(w) for w in args.weights.split(",")]))
+        i, skipped = choose.among(front, pick, include_dominated=args.include_dominated)
+        _say_skipped(front, skipped)
+    if front[i].dominated:
+        error_console().print(f"[yellow]warning:[/yellow] #{i} is dominated on the test sample "
+                              f"by {', '.join(front[i].dominated_by or ())}", highlight=False)
     choice = store.front_choice(i)
     store.write_choice(choice)
     if args.out:
@@ -330,6 +367,15 @@ def _select(args: argparse.Namespace, console: Console) -> None:
     console.print_json(json.dumps(choice.to_dict(), default=lambda v: None))
     console.print(f"saved to {store.path / 'chosen.json'}" + (f" and {args.out}" if args.out
                                                                 else ""))
+
+
+def _say_skipped(front: Sequence[FrontEntry], skipped: Sequence[int]) -> None:
+    """Name the entries a choice passed over as dominated on the test sample (on standard
+    error: standard output holds the chosen config)."""
+    if skipped:
+        names = "; ".join(f"#{i} ({', '.join(front[i].dominated_by or ())})" for i in skipped)
+        error_console().print(f"skipped, as a baseline dominates them on the test sample: "
+                              f"{names} (--include-dominated to consider them)", highlight=False)
 
 
 def add_run_commands(sub: Any) -> None:
@@ -355,6 +401,9 @@ def add_run_commands(sub: Any) -> None:
                      help="a constraint such as 'pred_err:p99 <= 100' (repeatable)")
     how.add_argument("--weights", metavar="W1,W2,...", help="one weight per objective")
     sel.add_argument("--minimize", metavar="METRIC:MEASURE", help="with --where: what to minimise")
+    sel.add_argument("--include-dominated", action="store_true",
+                     help="with --knee, --where or --weights: also consider the entries a "
+                          "baseline dominates on the test sample (skipped by default)")
     sel.add_argument("--out", type=Path, help="also write the chosen config to this JSON file")
 
 

@@ -4,7 +4,8 @@ Two objectives give one scatter (as in the PCS paper's Fig. 3 and 5b); more give
 pair plus a parallel-coordinates panel. Each configuration appears twice, joined by a thin
 line: filled on the training sample, hollow re-evaluated on the test sample. Baselines are
 red squares (filled on train, hollow on test), labelled where the label covers no point; the
-chosen configuration is a star. Axis titles name the metric, its measure and its unit
+chosen configuration is a star. A configuration that a baseline dominates on the test sample
+is grey, not blue. Axis titles name the metric, its measure and its unit
 (:func:`axis`); an axis of positive values is logarithmic where they span more than 20x, or
 where a few far values would crowd the rest into a corner.
 """
@@ -127,7 +128,7 @@ def draw_front(doc: Mapping[str, Any], *, title: str = "", marked: Marked | None
         _parallel(axes.flat[len(pairs)], drawn, labels, axes_of)
     for ax in list(axes.flat)[panels:]:
         ax.set_visible(False)
-    handles = _legend(marked)
+    handles = _legend(marked, any(p.dominated_by for p in drawn))
     ncol = len(handles) if cols > 1 else 3
     fig.legend(handles=handles, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
     if title:
@@ -143,17 +144,26 @@ def draw_front(doc: Mapping[str, Any], *, title: str = "", marked: Marked | None
 class Point:
     """One configuration as drawn: its kind (``front``, ``baseline``, ``chosen``), label
     (the front index, the baseline's name, or the star's label), train and test records,
-    and its parameters (front members only)."""
+    its parameters and the baselines that dominate it on the test sample (front members
+    only)."""
 
     kind: str
     label: str
     train: Mapping[str, Any]
     test: Mapping[str, Any] | None
     params: Mapping[str, Any] | None = None
+    dominated_by: tuple[str, ...] = ()
+
+    @property
+    def color(self) -> str:
+        """Its colour: its kind's, grey for a front member a baseline dominates on test."""
+        return DOMINATED_COLOR if self.dominated_by else _STYLE[self.kind][1]
 
 
 _STYLE = {"front": ("o", "tab:blue", 36), "baseline": ("s", "tab:red", 36),
           "chosen": ("*", "goldenrod", 180)}
+DOMINATED_COLOR = "tab:gray"
+"""The colour of a front member that a baseline dominates on the test sample."""
 
 
 def points(doc: Mapping[str, Any], marked: Marked | None) -> list[Point]:
@@ -161,7 +171,7 @@ def points(doc: Mapping[str, Any], marked: Marked | None) -> list[Point]:
     gives it) shows: the front, the baselines
     (on both samples where ``baselines_test`` has them) and the starred configuration."""
     tests = doc.get("baselines_test") or {}
-    out = [Point("front", str(i), e.metrics, e.test_metrics, e.params)
+    out = [Point("front", str(i), e.metrics, e.test_metrics, e.params, e.dominated_by or ())
            for i, e in enumerate(doc["front"])]
     out += [Point("baseline", name, rec, tests.get(name))
             for name, rec in (doc.get("baselines") or {}).items()]
@@ -212,7 +222,8 @@ def _scatter(ax: Any, drawn: Sequence[Point], ax_x: Axis, ax_y: Axis, x: str, y:
     of the baselines and the chosen configuration, for :func:`_place_labels`."""
     queued = []
     for p in drawn:
-        marker, color, size = _STYLE[p.kind]
+        marker, _, size = _STYLE[p.kind]
+        color = p.color
         train, test = point_xy(p.train, x, y, ax_x, ax_y), point_xy(p.test, x, y, ax_x, ax_y)
         z = 4 if p.kind == "chosen" else 3
         if train and test:
@@ -252,7 +263,7 @@ def _parallel(ax: Any, drawn: Sequence[Point], labels: Sequence[str],
     is better on every axis but those that say otherwise."""
     rows, lo, hi = parallel_coordinates(drawn, labels, axes_of)
     for p, ys in zip(drawn, rows, strict=True):
-        marker, color, _ = _STYLE[p.kind]
+        marker, color = _STYLE[p.kind][0], p.color
         ax.plot(range(len(labels)), ys, color=color, marker=marker, ms=4,
                 lw=2.2 if p.kind == "chosen" else 1.0,
                 alpha=0.5 if p.kind == "front" else 0.9, zorder=2 if p.kind == "front" else 3)
@@ -278,15 +289,18 @@ def _num(value: float) -> str:
     return "0" if abs(value) < 1e-9 else f"{value:,.4g}"
 
 
-def _legend(marked: Marked | None) -> list[Any]:
+def _legend(marked: Marked | None, dominated: bool) -> list[Any]:
     from matplotlib.lines import Line2D
 
-    def mark(kind: str, label: str, hollow: bool) -> Any:
-        marker, color, size = _STYLE[kind]
+    def mark(kind: str, label: str, hollow: bool, color: str | None = None) -> Any:
+        marker, own, size = _STYLE[kind]
+        color = color or own
         return Line2D([], [], ls="", marker=marker, color=color, ms=math.sqrt(size) * 1.1,
                       markerfacecolor="white" if hollow else color, label=label)
 
     return [mark("front", "front, train", False), mark("front", "front, test", True),
+            *([mark("front", "dominated on test by a baseline", False, DOMINATED_COLOR)]
+              if dominated else []),
             Line2D([], [], color="tab:blue", lw=0.7, alpha=0.6, label="train → test"),
             mark("baseline", "baseline, train", False), mark("baseline", "baseline, test", True),
             *([mark("chosen", marked.label, False)] if marked else [])]

@@ -1,18 +1,30 @@
 """The records a run publishes, typed: a front member (:class:`FrontEntry`) and the
 configuration chosen to deploy (:class:`ChosenConfig`). On disk they are JSON objects of the
-same fields (``front.json``, ``chosen.json``); these classes are what code reads."""
+same fields (``front.json``, ``chosen.json``); these classes are what code reads.
+
+A front is published with the baselines beside it, and honestly: each entry names the
+baselines that dominate it on the held-out test sample (:func:`mark_dominated`), and
+:func:`front_warnings` says in words where a baseline beats the whole front."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from paretosearch.search.objectives import Objective
+from paretosearch.search.objectives import Objective, dominates, parse_objectives
 
-__all__ = ["ChosenConfig", "FrontEntry", "config_hash"]
+__all__ = ["BaselineWarning", "ChosenConfig", "FrontEntry", "config_hash", "front_warnings",
+           "mark_dominated"]
+
+Records = Mapping[str, Mapping[str, float]]
+"""Baselines' records by name (``front.json``'s ``baselines`` or ``baselines_test``)."""
+
+
+class BaselineWarning(UserWarning):
+    """A baseline dominates every configuration of a published front (on either sample)."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +42,9 @@ class FrontEntry:
     fitted: Mapping[str, Any] | None = None
     """Every field of the policy as fitted to the training workload (WFQ's classes), what an
     export deploys; None where the run predates it."""
+    dominated_by: tuple[str, ...] | None = None
+    """The baselines that dominate it on the test sample, on the run's objectives (empty:
+    none does); None where no baseline was evaluated on the test sample."""
 
     @classmethod
     def of(cls, params: Mapping[str, Any], record: Mapping[str, float],
@@ -43,8 +58,15 @@ class FrontEntry:
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> FrontEntry:
         """The entry a JSON object holds (``front.json``; its shape checked by the reader)."""
+        beaten = doc.get("dominated_by")
         return cls(dict(doc["params"]), dict(doc["objectives"]), dict(doc["metrics"]),
-                   doc.get("test_metrics"), doc.get("fitted"))
+                   doc.get("test_metrics"), doc.get("fitted"),
+                   None if beaten is None else tuple(beaten))
+
+    @property
+    def dominated(self) -> bool:
+        """Whether some baseline dominates it on the test sample."""
+        return bool(self.dominated_by)
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON holds it."""
@@ -88,6 +110,58 @@ class ChosenConfig:
         doc = asdict(self)
         return {k: v for k, v in doc.items()
                 if v is not None or k not in ("test_metrics", "front_index", "run")}
+
+
+def mark_dominated(front: Sequence[FrontEntry], baselines_test: Records) -> list[FrontEntry]:
+    """The entries, each with the baselines that dominate it on the test sample
+    (``dominated_by``; an entry never evaluated there is dominated by none). With no
+    baseline evaluated on the test sample, the entries as they are."""
+    if not baselines_test:
+        return list(front)
+    return [replace(e, dominated_by=tuple(
+        name for name, rec in baselines_test.items()
+        if e.test_metrics is not None and _beats(rec, e.test_metrics, e)))
+        for e in front]
+
+
+def front_warnings(front: Sequence[FrontEntry], baselines: Records,
+                   baselines_test: Records) -> list[str]:
+    """What an operator must hear before choosing from ``front``: each baseline that
+    dominates every entry on the training sample (the search missed it), those that dominate
+    every entry on the test sample (the front does not hold up on unseen data), and how many
+    entries a baseline dominates on the test sample."""
+    if not front:
+        return []
+    out = [f"the baseline {name} dominates the whole front on the training sample: the search "
+           "missed it. Search with a larger budget, or use the baseline"
+           for name, rec in baselines.items()
+           if all(_beats(rec, e.metrics, e) for e in front)]
+    tested = [e for e in front if e.test_metrics is not None]
+    whole = [name for name, rec in baselines_test.items()
+             if tested and all(_beats(rec, e.test_metrics or {}, e) for e in tested)]
+    if whole:
+        out.append(f"on the test sample, {', '.join(whole)} "
+                   f"{'dominates' if len(whole) == 1 else 'each dominate'} every configuration "
+                   "of the front: on unseen jobs this policy family, as searched, does not beat "
+                   f"{'that baseline' if len(whole) == 1 else 'those baselines'}; deploy the "
+                   "baseline, or search again with more replicates or a larger budget")
+    beaten = [e for e in front if e.dominated]
+    if beaten and len(whole) == 0:
+        out.append(f"{len(beaten)} of {len(front)} configurations are dominated on the test "
+                   "sample by a baseline (marked); 'select' skips them unless told "
+                   "--include-dominated")
+    return out
+
+
+def _beats(baseline: Mapping[str, float], record: Mapping[str, float],
+           entry: FrontEntry) -> bool:
+    """Whether a baseline's record dominates ``record`` on ``entry``'s objectives (a value
+    missing or undefined on either side decides nothing: no domination)."""
+    objectives = parse_objectives(entry.objectives)
+    values = [v for r in (baseline, record) for v in (r.get(o.label) for o in objectives)]
+    if any(v is None or v != v for v in values):
+        return False
+    return dominates(baseline, record, objectives)
 
 
 def config_hash(config: Mapping[str, Any]) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from paretosearch.io import write_text
 from paretosearch.runs.plots import Marked, plot_front
+from paretosearch.runs.records import front_warnings
 from paretosearch.runs.retune_summary import ProductionCheck, RetuneSummary
 
 __all__ = ["drift_rows", "fmt", "write_retune_report"]
@@ -44,22 +45,24 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: RetuneSummary) 
              else "- warm start: none (cold start)",
              *([f"- not resumed: `{passed.run}` ({passed.why}), left as it is"]
                if passed else []),
-             f"- wall time: {summary.wall_s:,.0f} s", "", "![front](report.png)", "",
-             "## Front", "",
-             "| # | " + " | ".join(f"{lab} | test" for lab in labels) + " | parameters |",
-             "|---" * (2 + 2 * len(labels)) + "|"]
+             f"- wall time: {summary.wall_s:,.0f} s", "",
+             *(f"**Warning:** {m}.\n" for m in front_warnings(
+                 doc["front"], doc.get("baselines") or {}, doc.get("baselines_test") or {})),
+             "![front](report.png)", "", "## Front", "",
+             "| # | " + " | ".join(f"{lab} | test" for lab in labels)
+             + " | dominated on test by | parameters |", "|---" * (3 + 2 * len(labels)) + "|"]
     for i, e in enumerate(doc["front"]):
         test = e.test_metrics or {}
         cells = " | ".join(f"{fmt(e.objectives[lab])} | {fmt(test.get(lab))}"
                            for lab in labels)
         params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in e.params.items())
-        lines.append(f"| {i} | {cells} | {params} |")
+        lines.append(f"| {i} | {cells} | {', '.join(e.dominated_by or ())} | {params} |")
     tests = doc.get("baselines_test") or {}
     for name, rec in (doc.get("baselines") or {}).items():
         test = tests.get(name) or {}
         cells = " | ".join(f"{fmt(rec.get(lab))} | {fmt(test.get(lab))}" for lab in labels)
-        lines.append(f"| {name} | {cells} | baseline |")
+        lines.append(f"| {name} | {cells} | | baseline |")
     lines += ["", "## Production config", ""]
     if prod is None:
         lines.append("No production config given (the spec's `production` field).")

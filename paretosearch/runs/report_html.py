@@ -3,9 +3,11 @@
 Plotly draws it, its JavaScript bundle embedded, so the page opens without a network. The
 page holds: the front (one panel per pair of objectives, plus parallel coordinates for three
 or more), where hovering a point shows the configuration's parameters and its training and
-test metrics and clicking it shows the ``select`` / ``export`` commands for it; the baselines
-on both samples; the hypervolume per generation; the parameters left out of the search and
-why; and, for a retune, the production config's drift.
+test metrics and clicking it shows the ``select`` / ``export`` commands for it (a
+configuration a baseline dominates on the test sample is grey, and named so); the front's
+warnings (:func:`~paretosearch.runs.records.front_warnings`); the baselines on both samples;
+the hypervolume per generation; the parameters left out of the search and why; and, for a
+retune, the production config's drift.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from paretosearch.runs.plots import (
     point_xy,
     points,
 )
-from paretosearch.runs.records import FrontEntry
+from paretosearch.runs.records import FrontEntry, front_warnings
 from paretosearch.runs.report import drift_rows, fmt
 from paretosearch.runs.retune_summary import ProductionCheck, RetuneSummary
 from paretosearch.runs.store import RunStore
@@ -39,6 +41,8 @@ FRONT_TRACE = "front-train"
 """The ``uid`` of the first panel's trace of the front on the training sample (one mark per
 front member); a headless browser test counts its marks."""
 _COLORS = {"front": "#1f77b4", "baseline": "#d62728", "chosen": "#b8860b"}
+_DOMINATED = "#7f7f7f"
+"""A front member that a baseline dominates on the test sample (grey, as in ``front.png``)."""
 _CLICK = """
 var gd = document.getElementById('{plot_id}');
 gd.on('plotly_click', function (ev) {
@@ -74,9 +78,11 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
     hv_fig = go.Figure(go.Scatter(x=[h["evaluations"] for h in hv],
                                   y=[h["hypervolume"] for h in hv], mode="lines+markers"))
     hv_fig.update_layout(height=320, margin={"t": 30}, xaxis_title="evaluations",
-                         yaxis_title="hypervolume (training sample)")
+                         yaxis_title="hypervolume (share of the box, training sample)")
     parts = [
         f"<h1>Run {html.escape(name)}</h1>", _summary(spec, doc, retune),
+        *(f"<p class='warning'><b>Warning:</b> {html.escape(m)}.</p>" for m in front_warnings(
+            front, doc.get("baselines") or {}, doc.get("baselines_test") or {})),
         "<h2>Pareto front</h2>",
         "<p>Filled: the training sample; hollow: the same configuration on the test sample, "
         "joined by a line. Hover a point for its parameters and metrics; click a front point "
@@ -145,6 +151,8 @@ def _hover(p: Point, axes: Mapping[str, Axis]) -> str:
             v = (rec or {}).get(lab)
             return fmt(None if v is None else float(v) * a.factor)
         lines.append(f"{html.escape(a.title)}: {shown(p.train)} (test {shown(p.test)})")
+    if p.dominated_by:
+        lines.append(f"dominated on test by {html.escape(', '.join(p.dominated_by))}")
     return "<br>".join(lines)
 
 
@@ -170,13 +178,14 @@ def _pair_traces(go: Any, drawn: Sequence[Point], hover: Sequence[str], x: str, 
             if not shown:
                 continue
             color = _COLORS[kind]
+            colors = [_DOMINATED if p.dominated_by else color for (p, _), _ in shown]
             traces.append(go.Scatter(
                 x=[xy[0] for _, xy in shown], y=[xy[1] for _, xy in shown],
                 mode="markers+text" if kind != "front" and sample == "train" else "markers",
                 text=[p.label for (p, _), _ in shown] if kind != "front" else None,
                 textposition="top right", textfont={"color": color, "size": 10},
                 marker={"symbol": symbol if sample == "train" else f"{symbol}-open",
-                        "size": size, "color": color, "line": {"color": color, "width": 1.5}},
+                        "size": size, "color": colors, "line": {"color": colors, "width": 1.5}},
                 hovertext=[h for (_, h), _ in shown], hovertemplate="%{hovertext}<extra></extra>",
                 customdata=[int(p.label) for (p, _), _ in shown] if kind == "front" else None,
                 name=f"{kind}, {sample}", legendgroup=f"{kind}-{sample}", showlegend=first,
@@ -199,7 +208,8 @@ def _parallel_traces(go: Any, drawn: Sequence[Point], hover: Sequence[str],
     return [go.Scatter(
         x=list(range(len(labels))), y=[None if math.isnan(v) else v for v in ys],
         mode="lines+markers",
-        line={"color": _COLORS[p.kind], "width": 3 if p.kind == "chosen" else 1},
+        line={"color": _DOMINATED if p.dominated_by else _COLORS[p.kind],
+              "width": 3 if p.kind == "chosen" else 1},
         opacity=0.5 if p.kind == "front" else 0.9, hovertext=[text] * len(labels),
         hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
         customdata=[int(p.label)] * len(labels) if p.kind == "front" else None)
@@ -228,13 +238,15 @@ def _summary(spec: Mapping[str, Any], doc: Mapping[str, Any],
 def _front_table(front: Sequence[FrontEntry], labels: Sequence[str],
                  chosen: int | None) -> str:
     params = list(front[0].params) if front else []
-    head = ["#", *(c for lab in labels for c in (lab, "test")), *params]
+    head = ["#", *(c for lab in labels for c in (lab, "test")), "dominated on test by",
+            *params]
     rows = []
     for i, e in enumerate(front):
         test = e.test_metrics or {}
         rows.append([f"{i} (chosen)" if i == chosen else str(i),
                      *(c for lab in labels for c in (fmt(e.objectives[lab]),
                                                      fmt(test.get(lab)))),
+                     html.escape(", ".join(e.dominated_by or ())),
                      *(_value(e.params[p]) for p in params)])
     return _table(head, rows)
 
@@ -275,4 +287,5 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
         "padding:3px 8px;text-align:right}th{background:#f3f3f3}"
-        "pre#command{background:#f6f6f6;padding:.8em;border:1px solid #ddd}")
+        "pre#command{background:#f6f6f6;padding:.8em;border:1px solid #ddd}"
+        "p.warning{background:#fff4e0;border-left:4px solid #e69500;padding:.5em .8em}")

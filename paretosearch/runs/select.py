@@ -1,7 +1,9 @@
 """Choosing one configuration from a front: by index, knee point, constraints, or weights.
 
 Pure functions over front entries (:class:`~paretosearch.runs.records.FrontEntry`); each
-returns the index of the chosen entry.
+returns the index of the chosen entry. :func:`among` applies one of them to the entries no
+baseline dominates on the test sample, which is how the knee, weights and constraints choose
+unless told to include dominated entries.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from paretosearch.runs.records import FrontEntry as Entry
 from paretosearch.search.objectives import Objective
 from simulator.errors import ParetoSearchError
 
-__all__ = ["by_constraints", "by_index", "by_weights", "knee", "parse_constraint"]
+__all__ = ["among", "by_constraints", "by_index", "by_weights", "knee", "parse_constraint"]
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
@@ -29,6 +31,19 @@ def _losses(front: Sequence[Entry], objectives: Sequence[Objective]) -> npt.NDAr
     if not front:
         raise ParetoSearchError("the front is empty: nothing to choose from")
     return np.array([[o.loss(e.metrics[o.label]) for o in objectives] for e in front])
+
+
+def among(front: Sequence[Entry], pick: Callable[[Sequence[Entry]], int], *,
+          include_dominated: bool = False) -> tuple[int, list[int]]:
+    """``pick`` applied to the entries that no baseline dominates on the test sample:
+    ``(index in front, indices skipped)``. Where every entry is dominated, or
+    ``include_dominated``, it picks among them all and skips none (the front's warnings say
+    that the baselines win)."""
+    kept = [i for i, e in enumerate(front) if include_dominated or not e.dominated]
+    if not kept:
+        kept = list(range(len(front)))
+    skipped = sorted(set(range(len(front))) - set(kept))
+    return kept[pick([front[i] for i in kept])], skipped
 
 
 def by_index(front: Sequence[Entry], index: int) -> int:

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from paretosearch.io import MAX_DOCUMENT, MAX_TABLE, read_bounded, write_json, write_table
-from paretosearch.runs.records import ChosenConfig, FrontEntry
+from paretosearch.runs.records import ChosenConfig, FrontEntry, mark_dominated
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
 from paretosearch.search.objectives import parse_objectives
 from simulator.errors import ParetoSearchError, located
@@ -147,7 +147,9 @@ class RunStore:
     def read_front(self) -> dict[str, Any]:
         """The published front (``front.json``), its shape checked: what readers index into
         is there and of the right type, and every entry scores the same objectives. Its
-        ``front`` is a list of :class:`FrontEntry`."""
+        ``front`` is a list of :class:`FrontEntry`, each with the baselines that dominate it
+        on the test sample (worked out here for a front written before entries recorded
+        them)."""
         doc = self.read_json("front.json", _FRONT)
         where = str(self.path / "front.json")
         entries = doc["front"]
@@ -163,7 +165,10 @@ class RunStore:
                 raise ParetoSearchError(located(where, column=field, value=sorted(record),
                                                 problem="expected the objectives "
                                                         f"{sorted(labels)}"))
-        return {**doc, "front": [FrontEntry.from_dict(e) for e in entries]}
+        front = [FrontEntry.from_dict(e) for e in entries]
+        if any(e.dominated_by is None for e in front):
+            front = mark_dominated(front, doc.get("baselines_test") or {})
+        return {**doc, "front": front}
 
     def write_choice(self, choice: ChosenConfig) -> Path:
         """``chosen.json``: the operator's selected configuration."""
@@ -237,7 +242,7 @@ _NUMBER = _Or(int, float, None)  # null: NaN, as JSON stores it
 _RECORD = {str: _NUMBER}
 _FRONT = {"front": [{"params": {str: _Or(int, float, str, bool, None)}, "objectives": _RECORD,
                      "metrics": _RECORD, "test_metrics": _Or(_RECORD, None),
-                     "fitted": _Or(dict, None)}],
+                     "fitted": _Or(dict, None), "dominated_by?": _Or([str], None)}],
           "hypervolume?": [{"evaluations": int, "hypervolume": _NUMBER}],
           "baselines?": {str: _RECORD}, "baselines_test?": {str: _RECORD},
           "dropped?": {str: str}, "done?": bool}

@@ -49,8 +49,8 @@ from paretosearch.search.runners import Runner
 from paretosearch.search.settings import COVERED, MODES, SearchSettings
 from simulator.metrics import InvalidObjective
 
-__all__ = ["COVERED", "MODES", "Progress", "SearchOutcome", "SearchSettings", "param_key",
-           "run_spea2"]
+__all__ = ["COVERED", "MODES", "HypervolumeBox", "Progress", "SearchOutcome", "SearchSettings",
+           "param_key", "run_spea2"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -61,7 +61,8 @@ class Progress:
     front: list[Evaluation]
     evaluated: list[Evaluation]
     history: list[tuple[int, float]]
-    """(evaluations so far, hypervolume) after each generation."""
+    """(evaluations so far, hypervolume) after each generation: the share of a fixed box
+    that the archive dominates (:class:`HypervolumeBox`)."""
 
     @property
     def generation(self) -> int:
@@ -75,8 +76,39 @@ class Progress:
 
     @property
     def hypervolume(self) -> float:
-        """Hypervolume of the current archive."""
+        """Hypervolume of the current archive, as a share of the box (0 to 1)."""
         return self.history[-1][1]
+
+    @property
+    def best_hypervolume(self) -> float:
+        """The largest hypervolume so far. SPEA2 keeps an archive of fixed size: where more
+        points are non-dominated than it holds, truncation drops some, and the hypervolume
+        can fall below this."""
+        return max(h for _, h in self.history)
+
+
+@dataclass(frozen=True)
+class HypervolumeBox:
+    """The fixed box a search's hypervolume is measured in, set by its first generation's
+    losses: from 0 (for an objective with a negative loss, a maximised metric, from one span
+    below its best) to 10 % beyond the worst. The hypervolume is the share of the box the
+    points dominate (points outside it are clipped to it), so it reads as a number from 0
+    to 1 and can be compared from one generation to the next."""
+
+    low: FloatArray
+    ref: FloatArray
+
+    @classmethod
+    def of(cls, F: FloatArray) -> HypervolumeBox:
+        """The box of a first generation's losses ``F`` (a row per point)."""
+        worst, best = np.nanmax(F, axis=0), np.nanmin(F, axis=0)
+        ref = worst + 0.1 * np.abs(worst) + 1e-9
+        return cls(np.where(best >= 0, 0.0, best - (ref - best)), ref)
+
+    def share(self, F: FloatArray) -> float:
+        """The share of the box that the points ``F`` dominate."""
+        inside = np.clip(F, self.low, self.ref)
+        return float(HV(ref_point=self.ref)(inside)) / float(np.prod(self.ref - self.low))
 
 
 @dataclass
@@ -240,7 +272,7 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
     journal: dict[str, Evaluation] = store.read_journal() if store else {}
     algorithm = _algorithm(space, len(objectives), settings, initial)
     history: list[tuple[int, float]] = []
-    ref: FloatArray | None = None
+    box: HypervolumeBox | None = None
 
     def losses(params: dict[str, Any]) -> list[float]:
         record = journal[param_key(params)][1]
@@ -266,14 +298,12 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
 
         runner.map(task, todo, keep)
         F = np.array([losses(p) for p in batch])
-        if ref is None:
+        if box is None:  # fixed once, by the first generation
             _check_defined(F, objectives)
+            box = HypervolumeBox.of(F)
         algorithm.evaluator.eval(StaticProblem(algorithm.problem, F=F), pop)
         algorithm.tell(infills=pop)
-        opt_F = algorithm.opt.get("F")
-        if ref is None:  # fixed once: 10 % beyond the worst of the first generation
-            ref = F.max(axis=0) + 0.1 * np.abs(F.max(axis=0)) + 1e-9
-        history.append((int(algorithm.evaluator.n_eval), float(HV(ref_point=ref)(opt_F))))
+        history.append((int(algorithm.evaluator.n_eval), box.share(algorithm.opt.get("F"))))
         if on_generation is not None and (todo or not algorithm.has_next()):
             on_generation(Progress(_front(algorithm, space, journal), list(journal.values()),
                                    list(history)))
@@ -319,7 +349,7 @@ class _SteadyState:
         self.started: list[tuple[int, dict[str, Any]]] = []
         self.running: set[str] = set()
         self.history: list[tuple[int, float]] = []
-        self.ref: FloatArray | None = None
+        self.box: HypervolumeBox | None = None
 
     def run(self) -> SearchOutcome:
         restart: list[dict[str, Any]] = []
@@ -331,7 +361,7 @@ class _SteadyState:
             self.running = {param_key(p) for p in restart}
             self._publish()
         self.runner.stream(self.task, restart + self._fill(), self._finished)
-        if self.ref is not None and (not self.history or self.history[-1][0] != self._done):
+        if self.box is not None and (not self.history or self.history[-1][0] != self._done):
             self._record()
         self._publish()
         return SearchOutcome(self._front(), list(self.journal.values()), self.history)
@@ -347,7 +377,7 @@ class _SteadyState:
         if self.store:
             self.store.append(key, dict(params), record)
         self._absorb(dict(params), record)
-        if self._done % self.s.offspring == 0 and self.ref is not None:
+        if self._done % self.s.offspring == 0 and self.box is not None:
             self._publish()
         return self._fill()
 
@@ -365,17 +395,17 @@ class _SteadyState:
         self.archive = self.algorithm.survival.do(self.algorithm.problem, merged,
                                                   n_survive=self.s.archive,
                                                   algorithm=self.algorithm, random_state=rng)
-        if self.ref is None and self._done == min(self.s.archive, self.s.budget):
+        if self.box is None and self._done == min(self.s.archive, self.s.budget):
             seen = np.array([[o.loss(r[o.label]) for o in self.objectives]
                              for _, r in self.journal.values()])
             _check_defined(seen, self.objectives)
-            self.ref = seen.max(axis=0) + 0.1 * np.abs(seen.max(axis=0)) + 1e-9
-        if self.ref is not None and self._done % self.s.offspring == 0:
+            self.box = HypervolumeBox.of(seen)
+        if self.box is not None and self._done % self.s.offspring == 0:
             self._record()
 
     def _record(self) -> None:
-        assert self.ref is not None
-        self.history.append((self._done, float(HV(ref_point=self.ref)(self.archive.get("F")))))
+        assert self.box is not None
+        self.history.append((self._done, self.box.share(self.archive.get("F"))))
 
     def _fill(self) -> list[dict[str, Any]]:
         """Candidates for the runner's free slots (none once the budget is started)."""

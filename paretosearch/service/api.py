@@ -4,7 +4,8 @@ A :class:`PolicySearch` holds a workload, a cluster profile and a policy family;
 names objectives, runs the search, and picks a configuration from the front. The search runs
 on a training sample and the front is re-evaluated on a held-out test sample (PCS §5.1);
 with a generated workload, ``replicates`` independent draws are averaged (common random
-numbers: every candidate faces the same draws).
+numbers: every candidate faces the same draws), three by default, and the test sample is as
+many other draws.
 """
 
 from __future__ import annotations
@@ -20,13 +21,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from paretosearch.runs import select as choose
-from paretosearch.runs.records import ChosenConfig, FrontEntry
+from paretosearch.runs.records import (
+    BaselineWarning,
+    ChosenConfig,
+    FrontEntry,
+    front_warnings,
+    mark_dominated,
+)
 from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import CachedRunner, EvaluationCache
 from paretosearch.search.cluster import connect
-from paretosearch.search.config import SearchConfig
+from paretosearch.search.config import GENERATED_REPLICATES, SearchConfig
 from paretosearch.search.evaluation import SearchSpace, Task
-from paretosearch.search.objectives import Objective, dominates, parse_objectives
+from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.runners import DaskRunner, Runner, SerialRunner
 from paretosearch.search.spea2 import Progress, SearchSettings, run_spea2
 from policies import make_policy
@@ -104,7 +111,7 @@ class PolicySearch:
                  workers: int = 0, cache: EvaluationCache | None = None) -> None:
         self.config = config = config or SearchConfig()
         self.profile, self.settings = config.cluster, config.settings
-        replicates = config.replicates
+        replicates = config.replicates or (GENERATED_REPLICATES if workload is None else 1)
         if workload is None:
             draws = np.random.SeedSequence(self.settings.seed).spawn(2 * replicates)
             sample = [generate(config.jobs, load=config.load, gpus=self.profile.total_gpus,
@@ -189,11 +196,14 @@ class PolicySearch:
     def front_dataframe(self) -> pd.DataFrame:
         """The front as one flat table, a row per configuration (as Optuna's
         ``trials_dataframe()``): its parameters, every metric on the training sample
-        (``jct:avg``, ...) and on the test sample (``test:jct:avg``, ...)."""
+        (``jct:avg``, ...) and on the test sample (``test:jct:avg``, ...), and
+        ``dominated_by``: the baselines that dominate it on the test sample, comma-separated
+        (empty: none)."""
         import pandas as pd
 
         return pd.DataFrame([{**e.params, **e.objectives, **e.metrics,
-                              **{f"test:{k}": v for k, v in (e.test_metrics or {}).items()}}
+                              **{f"test:{k}": v for k, v in (e.test_metrics or {}).items()},
+                              "dominated_by": ", ".join(e.dominated_by or ())}
                              for e in self.GetParetoFront()])
 
     set_preference = SetPreference
@@ -201,18 +211,25 @@ class PolicySearch:
     select = SetConfig
 
     # --- selection helpers ----------------------------------------------------------------
+    # each chooses among the entries no baseline dominates on the test sample (all of them
+    # where every one is dominated, or include_dominated): :func:`choose.among`
 
-    def knee(self) -> int:
+    def knee(self, *, include_dominated: bool = False) -> int:
         """Index of the knee point (closest to the ideal point, objectives scaled to [0, 1])."""
-        return choose.knee(self.GetParetoFront(), self.objectives)
+        return choose.among(self.GetParetoFront(), lambda f: choose.knee(f, self.objectives),
+                            include_dominated=include_dominated)[0]
 
-    def where(self, *constraints: str, minimize: str) -> int:
+    def where(self, *constraints: str, minimize: str, include_dominated: bool = False) -> int:
         """Index of the best entry for ``minimize`` among those meeting every constraint."""
-        return choose.by_constraints(self.GetParetoFront(), constraints, minimize)
+        return choose.among(self.GetParetoFront(),
+                            lambda f: choose.by_constraints(f, constraints, minimize),
+                            include_dominated=include_dominated)[0]
 
-    def by_weights(self, *weights: float) -> int:
+    def by_weights(self, *weights: float, include_dominated: bool = False) -> int:
         """Index of the entry nearest the given objective weights (pymoo pseudo-weights)."""
-        return choose.by_weights(self.GetParetoFront(), self.objectives, weights)
+        return choose.among(self.GetParetoFront(),
+                            lambda f: choose.by_weights(f, self.objectives, weights),
+                            include_dominated=include_dominated)[0]
 
     # --- running --------------------------------------------------------------------------
 
@@ -264,14 +281,12 @@ class PolicySearch:
                 task = Task(name, self.profile, predict=self.task.predict)
                 self.baselines[name] = train_runner.map(task, [{}])[0]
                 self.baselines_test[name] = test_runner.map(task, [{}])[0]
-        self.front = sorted((FrontEntry.of(p, r, self.objectives, t, self.fitted(p))
-                             for (p, r), t in zip(unique, tests, strict=True)),
-                            key=lambda e: [e.objectives[o.label] for o in self.objectives])
-        for name, record in self.baselines.items():
-            if all(dominates(record, e.metrics, self.objectives) for e in self.front):
-                warnings.warn(f"the baseline {name} dominates the whole front on the training "
-                              "sample: the search missed it. Search with a larger budget, or "
-                              "use the baseline", UserWarning, stacklevel=2)
+        self.front = mark_dominated(sorted(
+            (FrontEntry.of(p, r, self.objectives, t, self.fitted(p))
+             for (p, r), t in zip(unique, tests, strict=True)),
+            key=lambda e: [e.objectives[o.label] for o in self.objectives]), self.baselines_test)
+        for message in front_warnings(self.front, self.baselines, self.baselines_test):
+            warnings.warn(message, BaselineWarning, stacklevel=2)
         if self.store:
             self.store.write_progress(out.evaluations, self.front, out.hypervolume,
                                       seed=self.settings.seed, baselines=self.baselines,

@@ -159,7 +159,7 @@ def test_resume_needs_no_option_and_reads_earlier_runs(tmp_path: Path, saved: st
     run = tmp_path / "run"
     argv = ["--generate", "120", "--budget", "6", "--pop-size", "3", "--seed", "4",
             "--policy", "themis", "--profile", "pcs-testbed-16", "--objective", "jct:p99",
-            "--objective", "wait:avg"]
+            "--objective", "wait:avg", "--replicates", "1"]  # as runs before the default of 3
     assert main(["search", *argv, "--workers", "0", "--run-dir", str(run)]) == 0
     doc = json.loads((run / "cli.json").read_text())
     assert doc["config"]["policy"] == "themis" and doc["config"]["settings"]["seed"] == 4

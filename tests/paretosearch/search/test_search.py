@@ -16,10 +16,18 @@ from pymoo.core.population import Population
 from pymoo.core.problem import Problem
 from scipy.stats import qmc
 
+from paretosearch.cli.runs import _hypervolume_note
 from paretosearch.search.evaluation import SearchSpace, Task, evaluate
 from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.runners import DaskRunner, OnResult, SerialRunner
-from paretosearch.search.spea2 import COVERED, SearchSettings, _DistinctSurvival, run_spea2
+from paretosearch.search.spea2 import (
+    COVERED,
+    HypervolumeBox,
+    Progress,
+    SearchSettings,
+    _DistinctSurvival,
+    run_spea2,
+)
 from simulator import (
     InvalidObjective,
     InvalidPolicyParams,
@@ -74,6 +82,25 @@ def test_evaluate_records_every_metric() -> None:
     assert not math.isnan(rec["jct:avg"])
 
 
+def test_hypervolume_is_a_share_of_the_first_generations_box() -> None:
+    box = HypervolumeBox.of(np.array([[1.0, 4.0], [3.0, 2.0]]))
+    # box [0, 3.3] x [0, 4.4] (10 % beyond the worst); by hand, the two points dominate
+    # 2.3 x 0.4 + 0.3 x 2.4 - 0.3 x 0.4 = 1.52 of its 14.52
+    assert box.share(np.array([[1.0, 4.0], [3.0, 2.0]])) == pytest.approx(1.52 / 14.52)
+    assert box.share(np.array([[-1.0, 0.0]])) == pytest.approx(1.0)  # clipped: all of it
+    assert box.share(np.array([[5.0, 5.0]])) == 0.0
+    maximised = HypervolumeBox.of(np.array([[-0.5], [-0.25]]))  # utilization 50 and 25 %
+    assert maximised.share(np.array([[-0.5]])) == pytest.approx(0.275 / 0.55)
+
+
+def test_progress_says_why_the_hypervolume_fell() -> None:
+    steady = _hypervolume_note(Progress([], [], [(10, 0.25), (20, 0.5)]))
+    assert steady == "hypervolume 0.500 of the first generation's box"
+    fell = _hypervolume_note(Progress([], [], [(10, 0.25), (20, 0.5), (30, 0.45)]))
+    assert "hypervolume 0.450" in fell and "best so far 0.500" in fell
+    assert "truncating it dropped" in fell
+
+
 def _search(runner: object, seed: int = 3) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
     task = Task("wfq", load_profile("pcs-64"))
     out = run_spea2(task, SearchSpace.of("wfq"), OBJECTIVES, runner,  # type: ignore[arg-type]
@@ -81,6 +108,7 @@ def _search(runner: object, seed: int = 3) -> list[tuple[tuple[float, ...], tupl
     assert len(out.evaluations) == 48
     hv = [h for _, h in out.hypervolume]
     assert hv == sorted(hv)  # the archive's hypervolume never drops
+    assert hv[0] > 0 and hv[-1] <= 1  # a share of the first generation's box
     return sorted((tuple(p.values()), tuple(r[o.label] for o in OBJECTIVES))
                   for p, r in out.front)
 

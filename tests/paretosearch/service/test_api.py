@@ -63,9 +63,16 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     assert chosen.test_metrics == front[search.knee()].test_metrics
     assert json.loads(json_text(chosen.to_dict())) == json.loads(
         (tmp_path / "chosen.json").read_text())
-    best = search.where("pred_err:p99 <= 1e9", minimize="jct:avg")
+    best = search.where("pred_err:p99 <= 1e9", minimize="jct:avg", include_dominated=True)
     assert front[best].objectives["jct:avg"] == min(v[0] for v in values)
-    assert search.by_weights(1.0, 0.0) == best  # all weight on JCT: the fastest entry
+    # all weight on JCT: the fastest entry
+    assert search.by_weights(1.0, 0.0, include_dominated=True) == best
+    labels = [o.label for o in search.objectives]
+    for e in front:  # by hand: the baselines no worse on every objective on test, and unlike
+        assert e.dominated_by == tuple(
+            name for name, b in published["baselines_test"].items()
+            if all(b[lab] <= e.test_metrics[lab] for lab in labels)
+            and any(b[lab] < e.test_metrics[lab] for lab in labels))
     with pytest.raises(ParetoSearchError, match="out of range"):
         search.select(len(front))
     table = search.front_dataframe()  # one flat row per configuration
@@ -73,6 +80,7 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     assert table["jct:avg"].tolist() == [e.objectives["jct:avg"] for e in front]
     assert table["test:pred_err:p99"].tolist() == [e.test_metrics["pred_err:p99"]
                                                   for e in front]
+    assert table["dominated_by"].tolist() == [", ".join(e.dominated_by or ()) for e in front]
     # a configuration by its parameters: simulated on both samples, recorded with its metrics
     params = {**front[0].params, "W": front[0].params["W"] / 2}
     own = search.SetConfig(params)
@@ -378,7 +386,8 @@ def test_a_baseline_that_dominates_the_whole_front_is_warned_of() -> None:
     search.SetPreference("jct:avg")  # 3 tries: some baselines do better
     with pytest.warns(UserWarning, match="dominates the whole front") as caught:
         front = search.run()
-    warned = {str(w.message).split()[2] for w in caught if "whole front" in str(w.message)}
+    warned = {str(w.message).split()[2] for w in caught
+              if "whole front on the training sample" in str(w.message)}
     assert warned == {name for name, b in search.baselines.items()  # by hand
                       if all(b["jct:avg"] < e.metrics["jct:avg"] for e in front)}
 
