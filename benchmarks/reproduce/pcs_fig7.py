@@ -65,7 +65,7 @@ def pick(front: list[tuple[dict[str, Any], dict[str, float]]]) -> dict[str, dict
             "bal": front[int(np.argmin(np.hypot(scaled[:, 0], scaled[:, 1])))][0]}
 
 
-def searched_configs(trace: str, seed: int) -> dict[str, WFQ]:
+def searched_configs(trace: str, seed: int, budget: int) -> dict[str, WFQ]:
     """Run PCS's search for ``trace`` (see the module's docstring) and pick its three points."""
     from paretosearch.search.evaluation import SearchSpace, Task
     from paretosearch.search.objectives import parse_objectives
@@ -77,15 +77,15 @@ def searched_configs(trace: str, seed: int) -> dict[str, WFQ]:
                                 seed=4567, models=("linear",))
     out = run_spea2(Task("wfq", load_profile("pcs-64")), SearchSpace.of("wfq"),
                     parse_objectives(["jct:avg", "pred_err:avg"]),
-                    SerialRunner([sample], sample), SearchSettings.pcs(370, seed))
+                    SerialRunner([sample], sample), SearchSettings.pcs(budget, seed))
     # classes come from the training sample, as PCS derives them
     return {k: WFQ.from_params(v).fit(sample) for k, v in pick(list(out.front)).items()}
 
 
-def policies(trace: str, search: bool, seed: int) -> dict[str, Policy]:
-    """The seven policies of Fig. 7 for ``trace``."""
+def policies(trace: str, search: int, seed: int) -> dict[str, Policy]:
+    """The seven policies of Fig. 7 for ``trace`` (``search``: the search's budget, 0: none)."""
     if search:
-        wfq = searched_configs(trace, seed)
+        wfq = searched_configs(trace, seed, search)
     else:
         configs = json.loads((PCS / "configs" / "pcs_configs.json").read_text())["configs"]
         wfq = {k: WFQ.from_pcs_config(configs[f"{trace}_{k}"]) for k in ("jct", "bal", "pred")}
@@ -93,7 +93,7 @@ def policies(trace: str, search: bool, seed: int) -> dict[str, Policy]:
             "PCS-JCT": wfq["jct"], "PCS-bal": wfq["bal"], "PCS-pred": wfq["pred"]}
 
 
-def run_trace(trace: str, jobs: int, search: bool, seed: int) -> dict[str, dict[str, float]]:
+def run_trace(trace: str, jobs: int, search: int, seed: int) -> dict[str, dict[str, float]]:
     """Per policy: avg JCT (s), avg and p99 prediction error (%) and the run's CPU seconds."""
     wl = read_pcs_trace(PCS / "traces" / f"trace_{trace}.csv",
                         scaling=ScalingTable.from_csv(PCS / "scaling_tables.csv"))
@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--search", action="store_true",
                    help="run PCS's search per trace for the PCS configs (370 simulations of "
                         "2001 jobs each, serially) instead of pcs_configs.json")
+    p.add_argument("--budget", type=int, default=370, help="the search's evaluations")
     p.add_argument("--seed", type=int, default=0, help="the search's seed")
     args = p.parse_args(argv)
     rows = [int(k) for k in args.workloads.split(",")]
@@ -142,8 +143,9 @@ def main(argv: list[str] | None = None) -> None:
     if bad:
         p.error(f"--workloads: {bad[0]} is not one of {sorted(WORKLOADS)} (workload 6 names "
                 "no trace the shared data has)")
-    ours = {k: run_trace(WORKLOADS[k], args.jobs, args.search, args.seed) for k in rows}
-    source = "our SPEA2 search (370 evaluations)" if args.search else "pcs_configs.json"
+    search = args.budget if args.search else 0
+    ours = {k: run_trace(WORKLOADS[k], args.jobs, search, args.seed) for k in rows}
+    source = f"our SPEA2 search ({search} evaluations)" if search else "pcs_configs.json"
     setup = (f"first {args.jobs or 'all'} jobs of each trace, 64 GPUs, prediction at arrival, "
              f"PCS configs from {source}")
     for stem, title in HEADLINES:

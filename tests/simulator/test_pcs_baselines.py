@@ -42,7 +42,7 @@ def _trace(name: str, scaling: ScalingTable) -> Workload:
     return read_pcs_trace(path, scaling=scaling)
 
 
-PREDICTED = ("SRTF",)
+PREDICTED = ("AFS", "LAS", "SRTF")
 """The policies with a reference run with prediction (PCS's prediction runs are slow)."""
 
 
