@@ -42,8 +42,8 @@ def _trace(name: str, scaling: ScalingTable) -> Workload:
     return read_pcs_trace(path, scaling=scaling)
 
 
-PREDICTED = ("AFS", "LAS", "SRTF")
-"""The policies with a reference run with prediction (PCS's prediction runs are slow)."""
+PREDICTED = ("AFS", "LAS", "SRTF", "THEMIS")
+"""The policies with a reference run with prediction."""
 
 
 def test_every_policy_is_covered() -> None:
