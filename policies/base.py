@@ -182,6 +182,10 @@ class KernelPolicy(Policy):
     :mod:`simulator.engine`), for a policy that serves fixed classes in arrival order; the
     engine then touches only the jobs the kernel hands GPUs to and those that held some."""
 
+    history: ClassVar[str] = "attained"
+    """What the kernel's ``attained`` argument carries: ``"attained"`` (work done) or
+    ``"seen"`` (mean active jobs seen since arrival; see :class:`simulator.view.Scheduler`)."""
+
     @classmethod
     def kernels(cls) -> tuple[Any, ...]:
         """``kernel`` and ``queue_kernel`` (if any)."""
@@ -205,11 +209,13 @@ class KernelPolicy(Policy):
         params, aux = self.kernel_args(view.scaling)
         out = np.zeros(len(view))
         # the kernel's signature takes writable arrays: hand it copies of the read-only view
+        # a view keeps no history of the jobs seen: "seen" is the active jobs now
+        hist = (view.attained.copy() if self.history == "attained"
+                else np.full(len(view), float(len(view))))
         compiled(type(self).kernel)(
             params, aux, view.now, float(view.total_gpus), view.arrival_s.copy(),
-            view.demand.copy(), view.est_size.copy(), view.est_remaining.copy(),
-            view.attained.copy(), view.alloc.copy(), view.model.copy(), view.scaling.speedup,
-            out)
+            view.demand.copy(), view.est_size.copy(), view.est_remaining.copy(), hist,
+            view.alloc.copy(), view.model.copy(), view.scaling.speedup, out)
         return out
 
 

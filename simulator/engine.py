@@ -4,9 +4,12 @@ Between events every running job progresses at a constant rate (its speed-up at 
 holds), so the next completion is computed, not stepped. Events are arrivals (one job each),
 completions (one job each; ties go to the earliest arrival), policy ticks (``tick_s`` after
 the last event) and the ends of restart pauses. At equal times a completion is handled before
-an arrival. After every event the policy's kernel re-decides every allocation. These are the
-PCS simulator's semantics (PCS code, ``GenericScheduler``); PCS keeps times in whole
-microseconds and this engine in float seconds, which moves JCTs by less than 1e-8 relative.
+an arrival, and a tick before an arrival (as its own event); a tick due with a completion is
+not taken (the completion's decision restarts the timer). After every event the policy's
+kernel re-decides every allocation. These are the PCS simulator's semantics (PCS code,
+``GenericScheduler``, ``ThemisScheduler``); PCS keeps times in whole microseconds and this
+engine in float seconds, which moves JCTs by less than 1e-8 relative, except where a policy
+leaves near-ties to rounding (LAS: ``docs/fidelity/pcs.md``).
 
 State lives in two 2-D arrays (float and int rows x job columns, in arrival order), so a fork
 for a JCT-prediction playout is a few array copies. The loop and the policy kernels are
@@ -56,8 +59,10 @@ configure_cache()  # before any @njit(cache=True) below, and before the policies
 __all__ = ["KERNELS", "KERNEL_SIG", "QUEUE_SIG", "run", "speed_at"]
 
 # float rows: true remaining work, estimated remaining, attained work, allocation, progress
-# rate, end of a restart pause, arrival time, estimated size, started (0/1)
-REM, EST, ATT, ALLOC, RATE, PAUSE, ARR, SIZE, STARTED = range(9)
+# rate, end of a restart pause, arrival time, estimated size, started (0/1), the active jobs
+# seen at arrival less the run's total then (sum and count, as ``FluidOut``), and the mean
+# active jobs seen, filled before a decision for a policy whose history is "seen"
+REM, EST, ATT, ALLOC, RATE, PAUSE, ARR, SIZE, STARTED, SEEN, SEEN_N, HIST = range(12)
 # int rows: workload row (-1 once finished), model, GPU demand, class, next and previous
 # job in the class's queue, visited by the queue kernel (0/1)
 JOB, MODEL, DEMAND, CLASS, NEXT, PREV, MARK = range(7)
@@ -74,9 +79,12 @@ QUEUE_SIG = _i8(_F1, _RF2, _f8, _F1, _I1, _I1, _I1, _I1, _I1, _F1)
 """Numba signature of a queue kernel (the queue path, see the module's docstring)."""
 _QUEUE = nb.types.FunctionType(QUEUE_SIG)
 
-FluidCluster = namedtuple("FluidCluster", ["gpus", "tick_s", "restart_s", "speedup"])
+FluidCluster = namedtuple("FluidCluster", ["gpus", "tick_s", "restart_s", "speedup",
+                                           "seen_history"])
 """The cluster as the engine sees it: its GPUs, the policy's tick (0: none), the restart
-overhead (s) and the speed-up table (models x GPUs, read-only)."""
+overhead (s), the speed-up table (models x GPUs, read-only) and whether the kernel's history
+argument is the mean active jobs seen rather than the attained work (the policy's
+``history``)."""
 FluidJobs = namedtuple("FluidJobs", ["arrival", "service", "est_service", "demand", "model",
                                      "job_class"])
 """The workload's columns the engine reads (read-only, C-ordered), each job's queue class
@@ -89,7 +97,8 @@ preemptions."""
 _CF1 = nb.types.Array(nb.types.float64, 1, "C", readonly=True)
 _CI1 = nb.types.Array(nb.types.int64, 1, "C", readonly=True)
 _CLUSTER = nb.types.NamedTuple(
-    (_f8, _f8, _f8, nb.types.Array(nb.types.float64, 2, "C", readonly=True)), FluidCluster)
+    (_f8, _f8, _f8, nb.types.Array(nb.types.float64, 2, "C", readonly=True), nb.types.boolean),
+    FluidCluster)
 _JOBS = nb.types.NamedTuple((_CF1, _CF1, _CF1, _CI1, _CI1, _CI1), FluidJobs)
 _OUT = nb.types.NamedTuple((*[nb.types.float64[::1]] * 6, nb.types.int64[::1]), FluidOut)
 
@@ -256,11 +265,24 @@ def _apply(F: Any, I: Any, i: int, a: float, now: float, restart_s: float, speed
 
 
 @nb.njit(cache=True)
+def _history(F: Any, cols: int, seen: tuple[float, float], seen_history: bool) -> Any:
+    """The per-job history a kernel is given: the attained work, or (``seen_history``) each
+    job's mean active jobs seen over its events so far, itself included (PCS's "observed
+    contention"), from the run's running totals ``seen`` (sum, events)."""
+    if not seen_history:
+        return F[ATT, :cols]
+    for i in range(cols):
+        F[HIST, i] = (F[SEEN, i] + seen[0]) / (F[SEEN_N, i] + seen[1])
+    return F[HIST, :cols]
+
+
+@nb.njit(cache=True)
 def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, restart_s: float,
             speedup: Any, F: Any, I: Any, cols: int, Q: Any, queued: bool, held: Any, h: int,
-            now: float, S: Any, preempt: Any, start: Any, record: bool,
-            watch: int) -> tuple[float, bool, int]:
-    """Ask the policy, apply the allocation, set rates.
+            now: float, S: Any, preempt: Any, start: Any, record: bool, watch: int,
+            hist: Any) -> tuple[float, bool, int]:
+    """Ask the policy (the full path's kernel gets ``hist``, see :func:`_history`), apply
+    the allocation, set rates.
 
     Returns:
         (next pause end, watch started, held count).
@@ -270,7 +292,7 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
     hit = False
     if not queued:
         kernel(params, aux, now, gpus, F[ARR, :cols], I[DEMAND, :cols], F[SIZE, :cols],
-               F[EST, :cols], F[ATT, :cols], F[ALLOC, :cols], I[MODEL, :cols], speedup,
+               F[EST, :cols], hist, F[ALLOC, :cols], I[MODEL, :cols], speedup,
                out[:cols])
         k = 0
         for i in range(cols):
@@ -309,8 +331,10 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
 @nb.njit(cache=True)
 def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
              restart_s: float, speedup: Any, F0: Any, I0: Any, cols: int, n: int, Q0: Any,
-             queued: bool, now: float, target: int, pause_at: float) -> tuple[float, float, int]:
-    """Play a snapshot out with estimated sizes and no arrivals until ``target`` finishes.
+             queued: bool, now: float, target: int, pause_at: float, seen_history: bool,
+             seen: tuple[float, float]) -> tuple[float, float, int]:
+    """Play a snapshot out with estimated sizes and no arrivals until ``target`` finishes;
+    ``seen`` carries the run's active-jobs totals on (as PCS's snapshots do).
 
     Returns:
         (predicted first start, predicted finish, events processed).
@@ -338,6 +362,7 @@ def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick
         _advance(F, held, h, t - now)
         now = t
         events += 1
+        seen = (seen[0] + n, seen[1] + 1.0)
         if end_at == t:
             done = I[JOB, end_pos]
             h = _finish(F, I, cols, Q, queued, held, h, end_pos)
@@ -348,7 +373,8 @@ def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick
                 return pred_start, now, events
         pause_at, started, h = _decide(kernel, qkernel, params, aux, gpus, restart_s, speedup,
                                        F, I, cols, Q, queued, held, h, now, S, dummy_i,
-                                       dummy_f, False, target)
+                                       dummy_f, False, target,
+                                       _history(F, cols, seen, seen_history))
         if started:
             pred_start = now
         end_at, end_pos = _next_end(F, held, h, now)
@@ -377,12 +403,12 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
     Returns:
         (events, playout events, busy GPU-seconds, series times, series busy GPUs).
     """
-    gpus, tick_s, restart_s, speedup = cluster
+    gpus, tick_s, restart_s, speedup, seen_history = cluster
     arrival, service, est_service, demand, model, job_class = jobs
     start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preempt = out
     N = arrival.shape[0]
     queued = n_classes > 0
-    F = np.zeros((9, N))
+    F = np.zeros((12, N))
     I = np.zeros((7, N), dtype=np.int64)
     Q = (np.full(max(n_classes, 1), -1, dtype=np.int64),
          np.full(max(n_classes, 1), -1, dtype=np.int64), np.zeros(max(n_classes, 1)))
@@ -428,7 +454,7 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
                 cols -= 1
             elif cols - n > n:
                 cols, h = _compact(F, I, cols, Q, held, now)
-        elif t_arr == t:
+        elif t_arr == t and tick_at != t:  # a tick due with an arrival goes first (PCS)
             arrived = nxt
             F[:, cols] = 0.0
             F[REM, cols] = service[nxt]
@@ -443,19 +469,21 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
             cols += 1
             n += 1
             # PCS samples the active count at the newcomer's own arrival, itself included
-            seen_sum[nxt] = n - seen_total
-            seen_cnt[nxt] = 1.0 - seen_events
+            seen_sum[nxt] = F[SEEN, cols - 1] = n - seen_total
+            seen_cnt[nxt] = F[SEEN_N, cols - 1] = 1.0 - seen_events
             nxt += 1
         if n == 0:
             end_at, end_pos, tick_at, pause_at = INF, -1, INF, INF
             continue
         pause_at, _, h = _decide(kernel, qkernel, params, aux, gpus, restart_s, speedup, F, I,
-                                 cols, Q, queued, held, h, now, S, preempt, start, True, -1)
+                                 cols, Q, queued, held, h, now, S, preempt, start, True, -1,
+                                 _history(F, cols, (seen_total, seen_events), seen_history))
         end_at, end_pos = _next_end(F, held, h, now)
         tick_at = now + tick_s if tick_s > 0.0 else INF
         if predict and arrived >= 0:
             s, f, e = _playout(kernel, qkernel, params, aux, gpus, tick_s, restart_s, speedup,
-                               F, I, cols, n, Q, queued, now, arrived, pause_at)
+                               F, I, cols, n, Q, queued, now, arrived, pause_at,
+                               seen_history, (seen_total, seen_events))
             pred_start[arrived], pred_finish[arrived] = s, f
             playout_events += e
     return events, playout_events, busy_s, ts[:k].copy(), busy[:k].copy()
@@ -496,7 +524,8 @@ def run(workload: Workload, profile: ClusterProfile, policy: Scheduler, *,
     classes, n_classes = queues if queues is not None else (_NO_CLASSES, 0)
     cluster = FluidCluster(float(profile.total_gpus), float(policy.tick_s or 0.0),
                            float(profile.restart_overhead_s),
-                           _frozen(workload.scaling.speedup, np.float64))
+                           _frozen(workload.scaling.speedup, np.float64),
+                           policy.history == "seen")
     jobs = FluidJobs(*(_frozen(a, np.float64) for a in (
         workload.arrival_s, workload.service_s, workload.estimated_service_s)),
         *(_frozen(a, np.int64) for a in (workload.gpus, workload.model, classes)))

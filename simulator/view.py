@@ -66,13 +66,20 @@ class Scheduler(Protocol):
     each active job into ``out``, with ``0 <= out <= demand`` and ``out.sum() <= gpus``, and
     must depend on its inputs only. ``kernel_args`` gives the policy's parameters as arrays.
     ``tick_s``, if not ``None``, asks for an extra decision that many seconds after the last
-    event (a lease or round timer). A policy that serves fixed classes in arrival order may
-    also give ``queue_kernel`` and ``queue_classes``: the same decisions from per-class queues,
-    so that a decision costs the jobs served rather than the whole queue (None: full kernel).
+    event (a lease or round timer). ``history`` says what the kernel's ``attained`` argument
+    carries: ``"attained"``, the work done so far, or ``"seen"``, the mean number of active
+    jobs the job has seen over the events since its arrival, itself included (PCS's
+    "observed contention", for finish-time fairness). A policy that serves fixed classes in
+    arrival order may also give ``queue_kernel`` and ``queue_classes``: the same decisions from
+    per-class queues, so that a decision costs the jobs served rather than the whole queue
+    (None: full kernel).
     """
 
     @property
     def tick_s(self) -> float | None: ...
+
+    @property
+    def history(self) -> str: ...
 
     @property
     def kernel(self) -> Any: ...

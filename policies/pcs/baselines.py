@@ -3,7 +3,8 @@
 FIFO, SRSF, SRTF and LAS hand GPUs out greedily in priority order (the first job that does not
 fit gets the partial remainder; ties keep arrival order). Max-min is fractional
 water-filling. Themis also re-decides on a lease timer. AFS hands out whole GPUs one at a
-time by marginal gain.
+time by marginal gain. Each matches PCS's simulator job for job
+(``tests/fixtures/pcs``, ``docs/fidelity/pcs.md``).
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def _srtf(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: 
 def _las(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
          est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
          out: Any) -> None:
-    _fill(np.argsort(attained, kind="mergesort"), demand, gpus, out)
+    # PCS ranks by size - remaining (its rounding decides near-ties), not by summed progress
+    _fill(np.argsort(est_size - est_rem, kind="mergesort"), demand, gpus, out)
 
 
 @nb.njit(cache=True)
@@ -124,27 +126,42 @@ def _maxmin(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand
 
 @njit_lazily(KERNEL_SIG)
 def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
-            est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
+            est_size: Any, est_rem: Any, seen: Any, alloc: Any, model: Any, speedup: Any,
             out: Any) -> None:
     n = demand.shape[0]
-    left = min(float(demand.sum()), gpus)
-    waiting = np.ones(n, dtype=np.bool_)
     out[:] = 0.0
-    while left > 1e-9:
-        best, best_rho, best_m = -1, -np.inf, 0.0
-        for i in range(n):
-            if not waiting[i]:
-                continue
-            m = min(left, float(demand[i]))
-            fft = est_size[i] / min(gpus / n, float(demand[i]))
-            rho = (now - arrival[i] + est_rem[i] / speed_at(speedup, model[i], m)) / fft
-            if rho > best_rho:
-                best, best_rho, best_m = i, rho, m
-        if best < 0:
-            return
-        out[best] = best_m
-        left -= best_m
-        waiting[best] = False
+    fair = np.empty(n)  # the finish time at a 1/N share, N the jobs the job has seen
+    for i in range(n):
+        fair[i] = est_size[i] / min(gpus / seen[i], float(demand[i]))
+    left = min(float(demand.sum()), gpus)
+    order = np.arange(n)
+    rho = np.empty(n)
+    m = n
+    while left > 0.0 and m > 0:
+        for j in range(m):
+            i = order[j]
+            rho[j] = (now - arrival[i] + est_rem[i] / min(left, float(demand[i]))) / fair[i]
+        # largest rho first; ties keep the previous pick's order (PCS re-sorts what is left)
+        order[:m] = order[:m][np.argsort(-rho[:m], kind="mergesort")]
+        top = order[0]
+        out[top] = min(left, float(demand[top]))
+        left -= out[top]
+        order[:m - 1] = order[1:m]
+        m -= 1
+
+
+_AFS_EPS = 1e-7  # PCS adds it to every remaining time before inverting
+
+
+@nb.njit(cache=True)
+def _afs_rates(i: int, g: float, est_rem: Any, model: Any, speedup: Any, T: Any, r0: Any,
+               r1: Any) -> None:
+    """Job ``i``'s remaining time at ``g`` GPUs (inf at no speed) and ``1 / (time + eps)``
+    at ``g`` and at ``g + 1`` GPUs."""
+    s0, s1 = speed_at(speedup, model[i], g), speed_at(speedup, model[i], g + 1.0)
+    T[i] = est_rem[i] / s0 if s0 > 0.0 else np.inf
+    t1 = est_rem[i] / s1 if s1 > 0.0 else np.inf
+    r0[i], r1[i] = 1.0 / (T[i] + _AFS_EPS), 1.0 / (t1 + _AFS_EPS)
 
 
 @njit_lazily(KERNEL_SIG)
@@ -153,17 +170,40 @@ def _afs(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
          out: Any) -> None:
     n = demand.shape[0]
     out[:] = 0.0
-    for _ in range(int(min(float(demand.sum()), gpus))):
-        best, best_gain = -1, -np.inf
-        for i in range(n):
-            if out[i] >= demand[i]:
-                continue
-            g = out[i]
-            gain = (speed_at(speedup, model[i], g + 1.0) - speed_at(speedup, model[i], g))
-            gain /= max(est_rem[i], 1e-9)
-            if gain > best_gain:
-                best, best_gain = i, gain
+    T, r0, r1 = np.empty(n), np.empty(n), np.empty(n)
+    wants = np.empty(n, dtype=np.int64)  # the jobs still below their demand, in arrival order
+    w = 0
+    for i in range(n):
+        _afs_rates(i, 0.0, est_rem, model, speedup, T, r0, r1)
+        if demand[i] > 0:
+            wants[w] = i
+            w += 1
+    left = gpus
+    while left > 0.0 and w > 0:
+        # PCS's pairwise pass: of the candidate and the next job, the one with the shorter
+        # remaining time (lo; ties: the candidate) wins when its gain relative to its own rate
+        # beats the other's gain relative to the other's new rate
+        best = wants[0]
+        for j in range(1, w):
+            c = wants[j]
+            lo, hi = (c, best) if T[c] < T[best] else (best, c)
+            if r0[lo] == 0.0:
+                best = lo if r1[lo] > r1[hi] else hi
+            elif (r1[lo] - r0[lo]) / r0[lo] > (r1[hi] - r0[hi]) / r1[hi]:
+                best = lo
+            else:
+                best = hi
         out[best] += 1.0
+        left -= 1.0
+        if out[best] >= demand[best]:
+            k = 0
+            for j in range(w):
+                if wants[j] != best:
+                    wants[k] = wants[j]
+                    k += 1
+            w = k
+        else:
+            _afs_rates(best, out[best], est_rem, model, speedup, T, r0, r1)
 
 
 @register
@@ -226,14 +266,17 @@ class Themis(KernelPolicy):
     """Finish-time fairness (Themis): every lease, the jobs furthest behind get full demand.
 
     At each arrival, completion and ``lease_s`` after the last event, GPUs go one job at a
-    time to the job with the largest ``rho = (elapsed + remaining / speed(m)) / fft``, where
-    ``m = min(left, demand)`` and ``fft = size / min(C / N, demand)`` with N active jobs
-    (PCS code uses the running average of N; the current N is what a live scheduler knows).
+    time to the job with the largest ``rho = (elapsed + remaining / m) / fft``, where
+    ``m = min(left, demand)`` GPUs (PCS divides by the GPUs, not by their speed-up) and
+    ``fft = size / min(C / N, demand)`` with N the mean number of active jobs the job has
+    seen since it arrived (PCS's observed contention; a live view gives the current count).
+    Ties keep the order of the previous pick, as PCS re-sorts the jobs left each time.
     """
 
     name = "themis"
     summary = "finish-time fairness, re-decided every lease"
     kernel = staticmethod(_themis)
+    history = "seen"
     lease_s: float = param(600.0, low=1.0, high=86400.0, log=True,
                            help="lease length in seconds (Themis: 600)")
 
@@ -245,10 +288,14 @@ class Themis(KernelPolicy):
 @register
 @dataclass(frozen=True)
 class AFS(KernelPolicy):
-    """AFS-L style: whole GPUs one at a time to the highest marginal gain.
+    """AFS-L as PCS codes it: whole GPUs one at a time, each to the winner of a pairwise pass.
 
-    The gain of a job's next GPU is the speed it adds per unit of remaining work,
-    ``(speed(g + 1) - speed(g)) / remaining``, so short jobs and well-scaling jobs come first.
+    With ``r(g) = 1 / (remaining / speed(g) + 1e-7)``, the pass walks the jobs below their
+    demand in arrival order, keeping a candidate; of the candidate and the next job, the one
+    with the shorter remaining time at its current GPUs (``l``; ties: the candidate) wins if
+    ``(r_l(g+1) - r_l(g)) / r_l(g) > (r_h(g+1) - r_h(g)) / r_h(g+1)``, and when ``l`` holds
+    no GPU yet, if it is faster at one GPU more. The pass is not an argmax (it is PCS's
+    ``alg_c_concept``), so the walk order matters.
     """
 
     name = "afs"
