@@ -8,7 +8,8 @@ boundaries, the share the exact method answered, the CPU per boundary of each (m
 p99) and their ratio, the largest objective difference, then the whole run's CPU seconds with
 each selector. With
 ``--dump DIR`` each instance is also saved (``DIR/NNNNN.npz``: the :class:`SelectorInput`
-fields and HiGHS's choice and objective) for ``tests`` or a replay.
+fields and HiGHS's choice and objective); ``--replay DIR`` only times both selectors on such
+saved instances.
 
 Run from the project root: ``python benchmarks/bench_unisched_selector.py`` (``--jobs
 1000,5000``; ``--jobs 0`` is the whole trace, 30,940 jobs; ``--no-whole`` skips the two
@@ -94,6 +95,42 @@ def run(policy: UniSched, wl: Any, profile: Any) -> tuple[float, float]:
     return time.process_time() - t0, float(np.nanmean(METRICS["slo_miss"].compute(r)))
 
 
+def per_boundary(new_s: list[float], old_s: list[float], fast: int) -> None:
+    """Print the selectors' CPU per boundary and how much cheaper the new one is."""
+    new, old = np.array(new_s), np.array(old_s)
+    print(f"  {new.size} selector boundaries, {fast} ({fast / max(new.size, 1):.1%}) answered "
+          "exactly")
+    if new.size:
+        for label, v in (("HiGHS MILP", old), ("selector", new)):
+            print(f"  {label:<11} per boundary: mean {v.mean() * 1e3:8.3f} ms, median "
+                  f"{np.median(v) * 1e3:8.3f} ms, p99 {np.quantile(v, 0.99) * 1e3:8.3f} ms, "
+                  f"total {v.sum():7.2f} s")
+        print(f"  cheaper per boundary: {old.sum() / max(new.sum(), 1e-12):.2f}x (totals), "
+              f"{np.median(old) / max(np.median(new), 1e-12):.1f}x (medians)")
+
+
+def replay(folder: Path) -> None:
+    """Time both selectors on instances saved by ``--dump`` (``folder/*.npz``)."""
+    names = [f.name for f in fields(SelectorInput)]
+    new_s: list[float] = []
+    old_s: list[float] = []
+    fast = 0
+    for path in sorted(folder.glob("*.npz")):
+        with np.load(path) as doc:
+            inp = SelectorInput(**{n: doc[n] for n in names})
+        if not new_s:
+            solve_selector(inp)  # load the compiled code before timing
+        t0 = time.process_time()
+        new = solve_selector(inp)
+        t1 = time.process_time()
+        solve_milp(inp)
+        new_s.append(t1 - t0)
+        old_s.append(time.process_time() - t1)
+        fast += int(new.exact)
+    print(f"\nreplay of {folder}:")
+    per_boundary(new_s, old_s, fast)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", default="1000,5000", help="comma-separated; 0: the whole trace")
@@ -101,9 +138,13 @@ def main() -> None:
     ap.add_argument("--unit-s", type=float, default=60.0, help="seconds per trace time unit")
     ap.add_argument("--dump", type=Path, help="save every instance here")
     ap.add_argument("--no-whole", action="store_true", help="skip the whole-run comparison")
+    ap.add_argument("--replay", type=Path, help="only time both selectors on saved instances")
     args = ap.parse_args()
     print("bench_unisched_selector:", " ".join(f"{k}={v}" for k, v in vars(args).items()))
     print(f"scipy {scipy.__version__} (HiGHS), numpy {np.__version__}; CPU = process time")
+    if args.replay is not None:
+        replay(args.replay)
+        return
     c96 = load_profile("unisched-c96")
     profile = c96 if args.nodes == 96 else replace(
         c96, name=f"c{args.nodes}", node_groups=(NodeGroup(args.nodes, 8, "v100", 32),))
@@ -117,17 +158,9 @@ def main() -> None:
         TALLY.old_s.clear()
         TALLY.fast, TALLY.worst_rel = 0, 0.0
         _, miss = run(Compared(), wl, profile)
-        new, old = np.array(TALLY.new_s), np.array(TALLY.old_s)
-        print(f"\n{len(wl)} jobs on {profile.name}: {new.size} selector boundaries, "
-              f"{TALLY.fast} ({TALLY.fast / max(new.size, 1):.1%}) answered exactly, slo_miss "
-              f"{miss:.4f}, largest objective gap {TALLY.worst_rel:.1e} (relative)")
-        if new.size:
-            for label, v in (("HiGHS MILP", old), ("selector", new)):
-                print(f"  {label:<11} per boundary: mean {v.mean() * 1e3:8.3f} ms, median "
-                      f"{np.median(v) * 1e3:8.3f} ms, p99 {np.quantile(v, 0.99) * 1e3:8.3f} ms, "
-                      f"total {v.sum():7.2f} s")
-            print(f"  cheaper per boundary: {old.sum() / max(new.sum(), 1e-12):.1f}x (totals), "
-                  f"{np.median(old) / max(np.median(new), 1e-12):.1f}x (medians)")
+        print(f"\n{len(wl)} jobs on {profile.name}: slo_miss {miss:.4f}, largest objective gap "
+              f"{TALLY.worst_rel:.1e} (relative)")
+        per_boundary(TALLY.new_s, TALLY.old_s, TALLY.fast)
         if not args.no_whole:
             cpu_new, miss_new = run(UniSched(), wl, profile)
             cpu_old, miss_old = run(HighsOnly(), wl, profile)
