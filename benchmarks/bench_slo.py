@@ -25,6 +25,7 @@ import numpy as np
 import scipy
 
 from policies import make_policy
+from policies.unisched.milp import NODE_LIMIT
 from policies.unisched.policy import F_PROF, G_FALLBACKS, G_SOLVE_S, UniSched
 from simulator import ScalingTable, Workload, load_profile, read_chronus, simulate
 from simulator.generate import add_slos
@@ -44,7 +45,7 @@ BIG = 500  # "500 pending jobs" (Fig. 10(d) scale)
 @dataclass(frozen=True)
 class TimedUniSched(UniSched):
     """UniSched that reports each MILP solve time to :data:`SOLVES` and each reuse of the
-    cached solution (a timeout) to :data:`FALLBACKS`."""
+    cached solution (no usable solution within the node limit) to :data:`FALLBACKS`."""
 
     name: ClassVar[str] = "unisched-timed"
 
@@ -73,19 +74,19 @@ def pcs(trace: str, jobs: int, mix: str, seed: int) -> Workload:
     return add_slos(wl.head(jobs), mix, seed=seed)
 
 
-def build(spec: str, time_limit: float) -> Any:
-    """``name`` or ``name:key=value;key=value``; UniSched gets the run's MILP time limit."""
+def build(spec: str, node_limit: int) -> Any:
+    """``name`` or ``name:key=value;key=value``; UniSched gets the run's MILP node limit."""
     name, _, rest = spec.partition(":")
     params: dict[str, Any] = {}
     for item in filter(None, rest.split(";")):
         key, _, value = item.partition("=")
         params[key] = float(value)
     if name == "unisched":
-        return TimedUniSched(milp_time_limit_s=time_limit, **params)
+        return TimedUniSched(milp_node_limit=node_limit, **params)
     return make_policy(name, params)
 
 
-def compare(label: str, wl: Workload, nodes: int, specs: list[str], time_limit: float) -> None:
+def compare(label: str, wl: Workload, nodes: int, specs: list[str], node_limit: int) -> None:
     profile = cluster_profile(nodes)
     slo = wl.slos.is_slo if wl.slos is not None else np.zeros(len(wl), bool)
     print(f"\n{label}: {len(wl)} jobs ({int(slo.sum())} with SLOs), span "
@@ -96,7 +97,7 @@ def compare(label: str, wl: Workload, nodes: int, specs: list[str], time_limit: 
     for spec in specs:
         SOLVES.clear()
         FALLBACKS.clear()
-        policy = build(spec, time_limit)
+        policy = build(spec, node_limit)
         t0 = time.perf_counter()
         r = simulate(wl, profile, policy)
         wall = time.perf_counter() - t0
@@ -135,9 +136,9 @@ def pending_state(wl: Workload, n: int, nodes: int, rng: np.random.Generator) ->
     return state
 
 
-def latency(wl: Workload, n: int, nodes: int, cycles: int, limit: float, seed: int) -> None:
+def latency(wl: Workload, n: int, nodes: int, cycles: int, limit: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
-    policy = UniSched(milp_time_limit_s=limit)
+    policy = UniSched(milp_node_limit=limit)
     solve, whole, gone = [], [], 0
     for _ in range(cycles):
         state = pending_state(wl, n, nodes, rng)
@@ -149,7 +150,7 @@ def latency(wl: Workload, n: int, nodes: int, cycles: int, limit: float, seed: i
         gone += int(memory.g[G_FALLBACKS])
         assert (plan.sum(axis=0) <= state.cluster.node_gpus).all()
     print(f"\nMILP latency, {cycles} cycles of {n} pending jobs ({wl.source}) on {nodes} x 8 GPUs,"
-          f" time limit {limit:g} s:")
+          f" node limit {limit}:")
     print(f"  solver     p50 {np.median(solve):7.3f} s   max {max(solve):7.3f} s")
     print(f"  whole plan p50 {np.median(whole):7.3f} s   max {max(whole):7.3f} s   "
           f"(cache fallbacks: {gone}; paper, Gurobi: max < 10 s)")
@@ -168,13 +169,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--policies", default="unisched,unisched:profile_s=0,llf,hydra,themis,srsf,"
                     "fifo", help="comma-separated; name:key=value;key=value sets parameters")
-    ap.add_argument("--milp-time-limit", type=float, default=1.0,
-                    help="UniSched's MILP budget per cycle in the simulations, s")
+    ap.add_argument("--milp-node-limit", type=int, default=NODE_LIMIT,
+                    help="UniSched's HiGHS node budget per cycle in the simulations")
     ap.add_argument("--latency-jobs", type=int, default=BIG)
     ap.add_argument("--latency-nodes", type=int, default=32,
                     help="8-GPU nodes for the latency cycles (32: 256 GPUs, all busy)")
     ap.add_argument("--latency-cycles", type=int, default=5)
-    ap.add_argument("--latency-time-limit", type=float, default=10.0)
+    ap.add_argument("--latency-node-limit", type=int, default=NODE_LIMIT)
     ap.add_argument("--quick", action="store_true", help="small workloads, 2 latency cycles")
     args = ap.parse_args()
     if args.quick:
@@ -186,12 +187,12 @@ def main() -> None:
           "(300 s rounds; unisched also fills idle GPUs at arrivals and completions)")
     t0 = time.perf_counter()
     wl = chronus(args.chronus_jobs, args.chronus_unit_s)
-    compare("Chronus Philly MIX1", wl, args.chronus_nodes, specs, args.milp_time_limit)
+    compare("Chronus Philly MIX1", wl, args.chronus_nodes, specs, args.milp_node_limit)
     compare(f"PCS {args.pcs_trace} + {args.mix} (seed {args.seed})",
             pcs(args.pcs_trace, args.pcs_jobs, args.mix, args.seed), args.pcs_nodes, specs,
-            args.milp_time_limit)
+            args.milp_node_limit)
     latency(wl, args.latency_jobs, args.latency_nodes, args.latency_cycles,
-            args.latency_time_limit, args.seed)
+            args.latency_node_limit, args.seed)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
 
 

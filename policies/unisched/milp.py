@@ -23,6 +23,11 @@ consolidated placement exists (:func:`policies.cells.place_cells` builds it).
 Deviation from the paper: its ``x_{k,i}`` are binary per lease over the whole horizon; here only
 the decision for the current lease is binary and the future is a fractional plan over doubling
 slots, which keeps the model small (hundreds of jobs solve in well under the paper's 10 s).
+
+**Solving** (:func:`solve_selector`): the exact knapsack method of :mod:`policies.unisched.exact`
+first, for instances whose later slots do not couple the jobs and whose optimum is unique;
+HiGHS on this MILP otherwise (:func:`solve_milp`), within a node limit rather than a time
+limit, so that the machine's load never changes a decision.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -43,15 +48,19 @@ import numpy.typing as npt
 from scipy.sparse import coo_array
 
 from policies.cells import LEVELS, NEST, candidates, node_cells
+from policies.unisched.exact import solve_knapsack
 
-__all__ = ["USABLE_GAP", "Selection", "SelectorInput", "selector_input", "solve_selector"]
+__all__ = ["NODE_LIMIT", "USABLE_GAP", "Selection", "SelectorInput", "selector_input",
+           "solve_milp", "solve_selector"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
+NODE_LIMIT = 100_000
+"""HiGHS branch-and-bound nodes per MILP by default (none of the recorded instances needs it)."""
 USABLE_GAP = 0.05
-"""A solution cut short by the time limit counts only if within this gap of the bound (HiGHS
+"""A solution cut short by the node limit counts only if within this gap of the bound (HiGHS
 offers trivial starting points, such as running nothing, that are no answer at all)."""
 @dataclass(frozen=True, eq=False)
 class SelectorInput:
@@ -94,9 +103,10 @@ class Selection:
         choice: ``(J,)`` candidate index (into ``cand_*``) run now, -1 for none.
         step: ``(J,)`` deadline step the plan meets, -1 for none.
         objective: total reward of the solution (NaN if there is none).
-        status: HiGHS status (0 optimal, 1 time or node limit, ...).
+        status: HiGHS status (0 optimal, 1 node limit, ...; 0 from the exact method).
         usable: a solution came back, optimal or within :data:`USABLE_GAP` of the bound.
         solve_s: wall seconds in the solver.
+        exact: answered by the exact knapsack method (:mod:`policies.unisched.exact`), not HiGHS.
     """
 
     choice: IntArray
@@ -105,6 +115,7 @@ class Selection:
     status: int
     usable: bool
     solve_s: float
+    exact: bool = False
 
 
 def selector_input(cluster: Any, *, gpus: IntArray, profiling: BoolArray,
@@ -144,9 +155,22 @@ def _slots(lease_s: float, horizon_s: float, most: int) -> FloatArray:
     return np.array(slots)
 
 
-def solve_selector(inp: SelectorInput, *, time_limit_s: float = 10.0,
+def solve_selector(inp: SelectorInput, *, node_limit: int = NODE_LIMIT,
                    rel_gap: float = 1e-6) -> Selection:
-    """Build the MILP of eqs. 4-14 and solve it with HiGHS within ``time_limit_s``."""
+    """The selector's answer: the exact knapsack method where the instance has its shape and
+    a unique optimum (:mod:`policies.unisched.exact`), else HiGHS on the MILP."""
+    t0 = time.perf_counter()
+    fast = solve_knapsack(inp)
+    sel = (Selection(*fast, status=0, usable=True, solve_s=0.0, exact=True) if fast is not None
+           else solve_milp(inp, node_limit=node_limit, rel_gap=rel_gap))
+    return replace(sel, solve_s=time.perf_counter() - t0)
+
+
+def solve_milp(inp: SelectorInput, *, node_limit: int = NODE_LIMIT,
+               rel_gap: float = 1e-6) -> Selection:
+    """Build the MILP of eqs. 4-14 and solve it with HiGHS, within ``node_limit``
+    branch-and-bound nodes (a work limit: the answer does not depend on the machine's load).
+    """
     n_jobs, n_cand = inp.now_value.shape[0], inp.cand_job.shape[0]
     n_slots = inp.slot_s.shape[0]
     start = np.searchsorted(inp.cand_job, np.arange(n_jobs))
@@ -243,8 +267,7 @@ def solve_selector(inp: SelectorInput, *, time_limit_s: float = 10.0,
     with _quiet_stdout():
         res = milp(cost, integrality=integral, bounds=Bounds(np.zeros(n_var), upper),
                    constraints=LinearConstraint(matrix, np.concatenate(lo), np.concatenate(hi)),
-                   options={"time_limit": max(time_limit_s, 1e-6), "mip_rel_gap": rel_gap,
-                            "disp": False})
+                   options={"node_limit": node_limit, "mip_rel_gap": rel_gap, "disp": False})
     solve_s = time.perf_counter() - t0
     choice = np.full(n_jobs, -1, dtype=np.int64)
     step = np.full(n_jobs, -1, dtype=np.int64)

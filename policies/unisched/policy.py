@@ -13,7 +13,8 @@ its consolidated speed plus the expected suspend/resume overhead. Capacity its d
 not need goes by the best-effort reward; an SLO job that can meet no step competes as a
 best-effort job.
 
-If the MILP finds no solution within ``milp_time_limit_s``, the previous cycle's solution is
+If the MILP finds no usable solution within ``milp_node_limit`` branch-and-bound nodes (a
+work limit, so machine load never changes a decision), the previous cycle's solution is
 reused for the jobs still waiting on it (the paper's cache). GPUs left over after the
 selection go, whole gangs at a time, to the other jobs in order of urgency and reward (the
 MILP already fills whatever Proposition 1 allows, so this matters only for jobs beyond
@@ -51,7 +52,13 @@ from policies.unisched.estimate import (
     expected_suspensions,
     outlook,
 )
-from policies.unisched.milp import selector_input, solve_selector
+from policies.unisched.milp import (
+    NODE_LIMIT,
+    Selection,
+    SelectorInput,
+    selector_input,
+    solve_selector,
+)
 from simulator import libm
 from simulator.jit import njit_lazily
 from simulator.profile import ClusterProfile
@@ -261,8 +268,9 @@ class UniSched(KernelRoundPolicy):
                                help="most urgent / rewarding jobs given to the MILP")
     opportunistic: bool = param(True, kind="choice", choices=(True, False),
                                 help="fill idle GPUs at arrivals and completions in between")
-    milp_time_limit_s: float = param(10.0, low=1e-4, high=600.0, searchable=False,
-                                      help="MILP time budget per cycle, s (cache on timeout)")
+    milp_node_limit: int = param(NODE_LIMIT, low=0, high=10_000_000, kind="int",
+                                 searchable=False,
+                                 help="HiGHS nodes per MILP (cache past it without a solution)")
 
     SLO_ONLY: ClassVar[tuple[str, ...]] = ("slo_lease_multiple", "slo_reward", "reward_decay")
     """Parameters read only for strict and soft SLO jobs (their lease, step values)."""
@@ -320,7 +328,7 @@ class UniSched(KernelRoundPolicy):
             step_value=self.slo_reward * libm.power(jobs.rewards[members] / 100.0,
                                                     self.reward_decay),
             node_free=free, lease_s=self.slo_lease_s, slots=self.horizon_slots)
-        sel = solve_selector(inp, time_limit_s=self.milp_time_limit_s)
+        sel = self.select(inp)
         M.g[G_SOLVE_S] = sel.solve_s
         M.i[active, I_RANK] = 0
         picks: list[tuple[int, IntArray]] = []
@@ -346,6 +354,10 @@ class UniSched(KernelRoundPolicy):
                 M.i[r, I_CACHED] = 1
                 M.i[r, I_CACHE:I_CACHE + 4] = cells
         M.g[G_SOLVED] = now
+
+    def select(self, inp: SelectorInput) -> Selection:
+        """The selector's answer for one boundary (a subclass may record or time it)."""
+        return solve_selector(inp, node_limit=self.milp_node_limit)
 
     @staticmethod
     def lease_ends(memo: dict[str, Any]) -> dict[int, float]:

@@ -212,7 +212,7 @@ def test_unisched_plan_has_tiers_leases_and_priorities() -> None:
     assert plan.preempts(slo) == (be,) and plan.preempts(be) == ()
     lost = "\n".join(plan.unexpressed)
     for name in ("profiler_reward", "reward_decay", "profile_s", "opportunistic",
-                 "milp_time_limit_s", "leases become time limits"):
+                 "milp_node_limit", "leases become time limits"):
         assert name in lost
     for name in ("be_lease_s", "slo_lease_multiple", "slo_reward", "be_reward_scale"):
         assert f"{name}=" not in lost

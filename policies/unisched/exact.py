@@ -1,0 +1,243 @@
+"""An exact selector for UniSched's common MILP shape: a multiple-choice knapsack over cells.
+
+The selector MILP (:mod:`policies.unisched.milp`) couples three things: the binary choice of a
+candidate per job in the current lease (slot 0), the fractional plan of the later slots, and
+the deadline steps each job meets. When every job with a reachable deadline step can run its
+consolidated candidate (its fastest, ``phi`` 1) through every later slot at once - the later
+slots hold the whole cluster, so this is one Proposition 1 check - the later slots stop
+coupling the jobs: each job then gets all of the later slots, and whether it meets a step
+depends only on its own choice for slot 0. The MILP becomes a multiple-choice knapsack: each
+job picks one option (nothing, or one of its candidates) worth its reward for running now
+plus the best step that option lets it meet, under slot 0's four nested cell capacities
+(eq. 14).
+
+That knapsack is solved exactly by depth-first branch and bound (compiled), jobs in order of
+their best option's value, with the bound of a fractional knapsack on each cell level alone
+(the least of the four). The answer is used only when it is the unique optimum: a second
+assignment within :data:`TIE_REL` of the best would leave the choice to the solver's search
+order, so such instances, a borderline deadline step (within HiGHS's feasibility tolerance) and
+a search past :data:`SEARCH_LIMIT` nodes all go back to HiGHS (``None``). The result does not
+depend on wall-clock time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba as nb
+import numpy as np
+import numpy.typing as npt
+
+from policies.cells import LEVELS, NEST, fits_cells
+from simulator.jit import configure_cache
+
+configure_cache()
+
+__all__ = ["SEARCH_LIMIT", "TIE_REL", "solve_knapsack"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+TIE_REL = 1e-9
+"""Two assignments within this fraction of the objective count as tied."""
+SEARCH_LIMIT = 200_000
+"""Branch-and-bound nodes before the instance goes back to HiGHS (a work limit, not a time)."""
+UNIQUE, TIED, LIMIT = range(3)
+"""How a branch-and-bound search ended."""
+BORDER = 1e-5
+"""A deadline step met or missed by less than this fraction of its work is HiGHS's to judge
+(its feasibility tolerance scales with the row, which is divided by the work)."""
+
+
+def solve_knapsack(inp: Any) -> tuple[IntArray, IntArray, float] | None:
+    """The selector's answer if the instance has the knapsack shape and a unique optimum.
+
+    Args:
+        inp: a :class:`policies.unisched.milp.SelectorInput`.
+
+    Returns:
+        Per job the candidate run now and the deadline step met (-1: none), and the
+        objective; or ``None`` when HiGHS must decide (coupled later slots, a borderline step,
+        a tie, or :data:`SEARCH_LIMIT`).
+    """
+    n_jobs = inp.now_value.shape[0]
+    start = np.searchsorted(inp.cand_job, np.arange(n_jobs))
+    step_ok = np.isfinite(inp.work_s) & (inp.deadline_s > 0)
+    dl = step_ok.any(axis=1)
+    weight = (inp.cand_cells @ NEST).astype(np.int64)  # (C, 4) eq. 14's weights
+    if dl.any():
+        first = start[dl]
+        if np.any(inp.cand_phi[first] < np.maximum.reduceat(inp.cand_phi, start)[dl]):
+            return None
+        if not fits_cells(inp.cand_cells[first].sum(axis=0), inp.free_later):
+            return None
+    edges = np.concatenate([[0.0], np.cumsum(inp.slot_s)])
+    deadline = np.where(step_ok, inp.deadline_s, 0.0)
+    avail = np.clip(deadline[:, :, None] - edges[None, None, :-1], 0.0,
+                    inp.slot_s[None, None, :])  # (J, F, K)
+    now_part, later_part = avail[:, :, 0], avail[:, :, 1:].sum(axis=2)
+    work = np.where(step_ok, inp.work_s, 0.0)
+    value = np.where(step_ok, inp.step_value, 0.0)
+    scale = np.maximum(work, 1.0)
+    # option 0 of each job: run nothing now; then its candidates (if it may start)
+    idle, idle_step, border = _step_gain(later_part - work, scale, step_ok, value)
+    if border:
+        return None
+    cand_job = inp.cand_job
+    gain, cand_step, border = _step_gain(
+        inp.cand_phi[:, None] * now_part[cand_job] + later_part[cand_job] - work[cand_job],
+        scale[cand_job], step_ok[cand_job], value[cand_job])
+    if border:
+        return None
+    delta = inp.now_value[cand_job] * inp.cand_phi + gain - idle[cand_job]
+    base = float(idle.sum())
+    cap = (inp.free_now @ NEST).astype(np.int64)
+    usable = inp.may_start[cand_job] & np.all(weight <= cap, axis=1)
+    tol = TIE_REL * max(1.0, abs(base) + float(np.maximum(delta, 0.0).sum()))
+    keep = np.flatnonzero(usable & (delta > -tol))
+    pick, outcome = _branch_and_bound(cand_job[keep], weight[keep], delta[keep], cap, tol,
+                                      SEARCH_LIMIT)
+    if outcome != UNIQUE:
+        return None
+    choice = np.full(n_jobs, -1, dtype=np.int64)
+    chosen = keep[pick]
+    choice[cand_job[chosen]] = chosen
+    step = idle_step.copy()
+    step[cand_job[chosen]] = cand_step[chosen]
+    total = base + float(delta[chosen].sum())
+    return choice, step, total
+
+
+def _step_gain(margin: FloatArray, scale: FloatArray, ok: Any, value: FloatArray
+               ) -> tuple[FloatArray, IntArray, bool]:
+    """Per row: the best reward of a step from which on every step is met (eq. 4 with the
+    steps' monotone indicators), that step (-1: none), and whether any margin is borderline.
+
+    ``margin`` is the work done before each step's deadline less the work it needs."""
+    rel = margin / scale
+    if np.any(ok & (rel < 0.0) & (rel > -BORDER)):
+        return np.zeros(0), np.zeros(0, dtype=np.int64), True
+    met = rel >= 0.0
+    n, steps = margin.shape
+    gain, step = np.zeros(n), np.full(n, -1, dtype=np.int64)
+    tail = np.ones(n, dtype=bool)  # every valid step from f on is met
+    for f in range(steps - 1, -1, -1):
+        tail &= met[:, f] | ~ok[:, f]
+        better = ok[:, f] & tail & (value[:, f] > gain)
+        gain[better], step[better] = value[better, f], f
+    return gain, step, False
+
+
+@nb.njit(cache=True)
+def _bound(depth: int, order: Any, rank: Any, lists: Any, dens: Any, best: Any, cap: Any
+           ) -> float:
+    """Fractional knapsack on each cell level alone over the jobs not yet fixed; the least."""
+    out = np.inf
+    for i in range(LEVELS):
+        room, total = float(cap[i]), 0.0
+        for q in range(lists.shape[1]):
+            j = lists[i, q]
+            if rank[j] < depth:
+                continue
+            if dens[i, j] == np.inf:
+                total += best[j]
+            elif room > 0.0:
+                take = min(best[j], room * dens[i, j])
+                total += take
+                room -= take / dens[i, j]
+        out = min(out, total)
+    return out
+
+
+@nb.njit(cache=True)
+def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float,
+                      node_limit: int) -> tuple[Any, int]:
+    """Options picked (indices into the option arrays, at most one per job, their weights
+    summed within ``cap`` on every level) and whether they are the unique optimum
+    (:data:`UNIQUE`), one of several within ``tol`` (:data:`TIED`), or the best found in
+    ``node_limit`` nodes (:data:`LIMIT`)."""
+    jobs = np.unique(opt_job)
+    n = jobs.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), UNIQUE
+    local = np.searchsorted(jobs, opt_job)
+    best = np.zeros(n)
+    for o in range(opt_d.shape[0]):
+        best[local[o]] = max(best[local[o]], opt_d[o])
+    order = np.argsort(-best, kind="mergesort")
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    # options of each job, best first, as rows of a table (-1 padded)
+    width = 1
+    counts = np.zeros(n, dtype=np.int64)
+    for o in range(opt_d.shape[0]):
+        counts[local[o]] += 1
+        width = max(width, counts[local[o]])
+    table = np.full((n, width), -1, dtype=np.int64)
+    fill = np.zeros(n, dtype=np.int64)
+    for o in np.argsort(-opt_d, kind="mergesort"):
+        table[local[o], fill[local[o]]] = o
+        fill[local[o]] += 1
+    # per level: each job's best value per unit of that level's weight (inf: an option that
+    # takes none of it), jobs by that density
+    dens = np.zeros((LEVELS, n))
+    for o in range(opt_d.shape[0]):
+        j = local[o]
+        for i in range(LEVELS):
+            if opt_d[o] > 0.0:
+                d = np.inf if opt_w[o, i] == 0 else opt_d[o] / opt_w[o, i]
+                dens[i, j] = max(dens[i, j], d)
+    lists = np.empty((LEVELS, n), dtype=np.int64)
+    for i in range(LEVELS):
+        lists[i] = np.argsort(-dens[i], kind="mergesort")
+    used = np.zeros(LEVELS, dtype=np.int64)
+    slot = np.full(n, -1, dtype=np.int64)  # per depth: position in the job's table, width: none
+    incumbent, best_pick = -np.inf, np.full(n, -1, dtype=np.int64)
+    current = np.full(n, -1, dtype=np.int64)
+    value, tied, nodes, depth = 0.0, False, 0, 0
+    while depth >= 0:
+        nodes += 1
+        if nodes > node_limit:
+            return best_pick, LIMIT
+        j = order[depth] if depth < n else -1
+        if depth == n:
+            if value > incumbent + tol:
+                tied = value <= incumbent + 2.0 * tol
+                incumbent = value
+                best_pick[:] = current
+            elif value >= incumbent - tol:
+                tied = True
+            depth -= 1
+            continue
+        # undo the option this depth held, then move to its next one
+        s = slot[depth]
+        if s >= 0 and s < width and table[j, s] >= 0:
+            o = table[j, s]
+            used -= opt_w[o]
+            value -= opt_d[o]
+            current[depth] = -1
+        s += 1
+        while s < width and table[j, s] >= 0:
+            o = table[j, s]
+            if np.all(used + opt_w[o] <= cap):
+                break
+            s += 1
+        if s < width and table[j, s] < 0:
+            s = width
+        if s > width:
+            slot[depth] = -1
+            depth -= 1
+            continue
+        slot[depth] = s
+        if s < width:
+            o = table[j, s]
+            used += opt_w[o]
+            value += opt_d[o]
+            current[depth] = o
+        limit = incumbent + tol if tied else incumbent - tol
+        if value + _bound(depth + 1, order, rank, lists, dens, best, cap - used) < limit:
+            continue  # this option cannot reach the incumbent: try the next at this depth
+        if depth + 1 < n:
+            slot[depth + 1] = -1
+        depth += 1
+    return best_pick[best_pick >= 0], TIED if tied else UNIQUE
