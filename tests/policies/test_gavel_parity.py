@@ -24,9 +24,12 @@ from policies.hetero.gavel import Gavel
 from simulator import load_profile, simulate, summary
 from tests.helpers.gavel import (
     FIXTURES,
+    MORE,
     POLICIES,
     TRACES,
     GavelsAllocations,
+    Run,
+    more_runs,
     reference,
     twins_sorted,
     workload,
@@ -86,3 +89,27 @@ def test_with_highs_the_average_jct_stays_within_one_percent(trace: str, name: s
     ref = reference(trace, name)
     ours = _jcts(trace, Gavel(**POLICIES[name], lp="highs"))
     assert abs(ours.mean() / ref.jct_s.mean() - 1) <= 0.01
+
+
+# c14 under agnostic FIFO (24:24:24, multi-GPU, 200 jobs) does not match: every job ends
+# 3.8e-4 s later than Gavel's and some rounds later; not found yet (docs/fidelity/gavel.md)
+DIFFERS = {"c14-fifo"}
+FIFO_RUNS = [pytest.param(r, id=r.id, marks=[pytest.mark.xfail(
+    strict=True, reason="a difference in Gavel's agnostic FIFO not found yet")]
+    if r.id in DIFFERS else []) for r in more_runs() if POLICIES[r.policy]["objective"] == "fifo"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", FIFO_RUNS)
+def test_fifo_matches_gavel_on_its_generated_traces_and_clusters(run: Run) -> None:
+    # tests/fixtures/gavel/more: 16 traces of Gavel's generator on three cluster shapes;
+    # FIFO involves no solver, so every job Gavel keeps must end when Gavel's does, the jobs
+    # it drops must be those we drop, and the average over the rest must be Gavel's
+    ref = reference(run.trace, run.policy, MORE)
+    wl = workload(run.trace, MORE)
+    res = simulate(wl, load_profile(run.cluster), Gavel(**POLICIES[run.policy]))
+    kept = ref.jct_s.notna().to_numpy()
+    np.testing.assert_array_equal(res.kept, kept)
+    ours = np.asarray(res.finish_s) - wl.arrival_s
+    np.testing.assert_allclose(ours[kept], ref.jct_s[kept], rtol=1e-9)
+    assert summary(res, ("avg",))["jct"]["avg"] == pytest.approx(run.avg_jct_s, rel=1e-9)
