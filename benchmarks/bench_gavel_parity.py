@@ -14,6 +14,13 @@ policy is from it.
 Jobs Gavel drops (5 failed rounds) are left out, as its own average does. Run from the
 project root:
 ``python benchmarks/bench_gavel_parity.py``.
+
+``--more`` compares instead every run of ``tests/fixtures/gavel/more`` (traces Gavel's
+generator made, three cluster shapes, six policies; its README): per run, our average JCT
+over the jobs we kept against Gavel's over the jobs it kept, whether we dropped the same
+jobs, the share of jobs within 5 % and exactly (1e-6) Gavel's, and, for the solved policies,
+the share exact with Gavel's allocations replayed. ``--csv FILE`` also writes that table
+(docs/fidelity/gavel.md shows it).
 """
 
 from __future__ import annotations
@@ -34,11 +41,15 @@ sys.path.insert(0, str(ROOT))
 
 from tests.helpers.gavel import (  # noqa: E402  (after the path is set)
     FIXTURES,
+    MORE,
     POLICIES,
     TRACES,
     TYPES,
     GavelsAllocations,
+    Run,
+    more_runs,
     reference,
+    twins_sorted,
     workload,
 )
 
@@ -94,8 +105,63 @@ def compare(ref: pd.DataFrame, jct: np.ndarray) -> tuple[float, float, float]:
             100 * (rel <= 1e-6).mean())
 
 
+def more_row(run: Run) -> dict[str, Any]:
+    """Our run of one of ``more/``'s against Gavel's (module docstring)."""
+    from policies.hetero.gavel import Gavel
+    from simulator import load_profile, simulate, summary
+
+    wl, profile = workload(run.trace, MORE), load_profile(run.cluster)
+    ref = reference(run.trace, run.policy, MORE)
+    params = POLICIES[run.policy]
+    t0 = time.process_time()
+    res = simulate(wl, profile, Gavel(**params))
+    cpu = time.process_time() - t0
+    kept = ref.jct_s.notna().to_numpy()
+    theirs = ref.jct_s.to_numpy()
+    ours = twins_sorted(ref, np.asarray(res.finish_s) - wl.arrival_s)
+    rel = np.abs(ours - theirs)[kept] / theirs[kept]
+    row = {"trace": run.trace, "cluster": run.cluster, "policy": run.policy, "jobs": len(wl),
+           "dropped": int((~kept).sum()), "same_dropped": bool((res.kept == kept).all()),
+           "avg_jct_s": summary(res, ("avg",))["jct"]["avg"], "gavel_avg_jct_s": run.avg_jct_s,
+           "within_5pct": 100 * float((rel <= 0.05).mean()),
+           "exact": 100 * float((rel <= 1e-6).mean()), "worst_pct": 100 * float(rel.max()),
+           "replayed_exact": np.nan, "cpu_s": cpu}
+    row["avg_diff_pct"] = 100 * (row["avg_jct_s"] / run.avg_jct_s - 1)
+    source = MORE / f"{run.trace}__{run.policy}.alloc.jsonl.gz"
+    if params["objective"] != "fifo":
+        again = simulate(wl, profile, GavelsAllocations(**params, source=str(source)))
+        got = twins_sorted(ref, np.asarray(again.finish_s) - wl.arrival_s)
+        row["replayed_exact"] = 100 * float(
+            (np.abs(got - theirs)[kept] <= 1e-6 * theirs[kept]).mean())
+    return row
+
+
+def more(csv: Path | None) -> None:
+    """The ``--more`` table (module docstring)."""
+    print(f"{'trace':<5} {'cluster':<22} {'Gavel policy':<26} {'jobs':>4} {'drop':>4} "
+          f"{'avg JCT s':>9} {'Gavel s':>9} {'diff %':>7} {'<=5 %':>6} {'exact':>6} "
+          f"{'worst %':>7} {'replay':>6} {'CPU s':>6}")
+    rows = []
+    for run in more_runs():
+        r = more_row(run)
+        rows.append(r)
+        drop = f"{r['dropped']}{'' if r['same_dropped'] else '!'}"
+        print(f"{r['trace']:<5} {r['cluster']:<22} {r['policy']:<26} {r['jobs']:>4} {drop:>4} "
+              f"{r['avg_jct_s']:>9.1f} {r['gavel_avg_jct_s']:>9.1f} {r['avg_diff_pct']:>+7.3f} "
+              f"{r['within_5pct']:>6.1f} {r['exact']:>6.1f} {r['worst_pct']:>7.2f} "
+              f"{r['replayed_exact']:>6.1f} {r['cpu_s']:>6.2f}", flush=True)
+    if csv is not None:
+        pd.DataFrame(rows).to_csv(csv, index=False)
+
+
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--more", action="store_true", help="the runs of tests/fixtures/gavel/more")
+    ap.add_argument("--csv", type=Path, help="with --more: also write the table here")
+    args = ap.parse_args()
+    if args.more:
+        more(args.csv)
+        return
     from policies.hetero.gavel import Gavel
     from policies.hetero.yarn import YarnCS
 

@@ -152,9 +152,14 @@ def measure(values: FloatArray, how: str) -> float:
 def summary(
     result: SimulationResult, measures: tuple[str, ...] = ("avg", "p50", "p99", "max")
 ) -> dict[str, dict[str, float]]:
-    """Every metric under every measure: ``{metric: {measure: value}}``."""
+    """Every metric under every measure: ``{metric: {measure: value}}``. Per-job metrics
+    count the jobs kept (``result.kept``: a dropped job has no value, as in Gavel's
+    averages)."""
     out = {}
+    kept = result.kept
     for name, metric in METRICS.items():
         values = metric.compute(result)
+        if not metric.per_run and not kept.all():
+            values = np.where(kept, values, np.nan)
         out[name] = {m: measure(values, m) for m in measures}
     return out

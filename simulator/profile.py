@@ -170,11 +170,16 @@ def _parse(doc: object, source: str) -> ClusterProfile:
 
 
 def load_profile(name_or_path: str | Path) -> ClusterProfile:
-    """Load a shipped profile by name (``"pcs-64"``) or any profile YAML by path.
+    """Load a shipped profile by name (``"pcs-64"``), any profile YAML by path, or a cluster
+    spec (``"v100:36,p100:36,k80:36"``, :mod:`simulator.cluster_spec`).
 
     Raises:
         InvalidProfile: unknown name, unreadable file, unknown keys or impossible values.
     """
+    from simulator.cluster_spec import is_cluster_spec, parse_cluster  # it builds on this
+
+    if isinstance(name_or_path, str) and is_cluster_spec(name_or_path):
+        return parse_cluster(name_or_path)
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = PROFILE_DIR / f"{name_or_path}.yaml"

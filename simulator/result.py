@@ -14,6 +14,7 @@ __all__ = ["SimulationResult"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +44,8 @@ class SimulationResult:
         decisions: the policy's decisions (the fluid engine decides after every event).
         skipped_rounds: round boundaries jumped over because the policy would have decided
             the same there (round engine).
+        dropped: jobs the policy gave up on (Gavel's, after 5 failed tasks in a row); the
+            per-job metrics leave them out, as Gavel's averages do. ``None``: no job.
     """
 
     workload: Workload
@@ -64,6 +67,16 @@ class SimulationResult:
     util_gpu_s: float
     decisions: int = 0
     skipped_rounds: int = 0
+    dropped: BoolArray | None = None
+
+    def __post_init__(self) -> None:
+        if self.dropped is None:
+            object.__setattr__(self, "dropped", np.zeros(len(self.workload), dtype=bool))
+
+    @property
+    def kept(self) -> BoolArray:
+        """Jobs not dropped: those the per-job metrics count."""
+        return ~np.asarray(self.dropped, dtype=bool)
 
     @property
     def jct_s(self) -> FloatArray:
@@ -82,7 +95,8 @@ class SimulationResult:
                                                     self.workload.gpus)
 
     def records(self) -> pd.DataFrame:
-        """One row per job: ids, times, predictions and fairness inputs."""
+        """One row per job: ids, times, predictions, fairness inputs, and whether the
+        policy dropped the job (its times are then what it ran, outside the averages)."""
         wl = self.workload
         return pd.DataFrame({
             "job_id": wl.job_id,
@@ -101,4 +115,5 @@ class SimulationResult:
             "fft_s": self.fft_s,
             "preemptions": self.preemptions,
             "slowdown": self.slowdown,
+            "dropped": ~self.kept,
         })

@@ -190,6 +190,7 @@ class _Run:
         with np.errstate(invalid="ignore", divide="ignore"):
             slowdown = np.where(J.ran1 > 0, J.ran0 / J.ran1 - 1.0, 0.0)
         k = int(E.cnt[ra.SERIES_K])
+        dropped = getattr(self.policy, "dropped", None)
         return SimulationResult(
             workload=wl, total_gpus=int(self.C.node_gpus.sum()), start_s=J.start,
             finish_s=J.finish, pred_start_s=self.pred[0], pred_finish_s=self.pred[1],
@@ -199,7 +200,8 @@ class _Run:
             cpu_s=time.process_time() - compile_cpu_s() - cpu0, slowdown=np.maximum(slowdown, 0.0),
             gpus_used=float(J.used.sum()),
             util_gpu_s=float(E.clk[ra.UTIL]) if wl.sharing is not None else np.nan,
-            decisions=int(E.cnt[ra.DECISIONS]), skipped_rounds=int(E.cnt[ra.SKIPPED]))
+            decisions=int(E.cnt[ra.DECISIONS]), skipped_rounds=int(E.cnt[ra.SKIPPED]),
+            dropped=dropped(self.M) if dropped is not None else None)
 
 
 def run(workload: Workload, profile: ClusterProfile, policy: RoundScheduler, *,

@@ -208,7 +208,8 @@ class RoundScheduler(Protocol):
     between decisions; ``reacts`` asks for decisions at arrivals and completions too. A
     scheduler with a true ``shares_gpus`` attribute returns a ``(jobs, devices)`` 0/1 plan
     instead, and one with a true ``short_rounds`` attribute has Gavel's rounds (module
-    docstring).
+    docstring). A compiled policy may name the jobs it gave up on with a ``dropped(memory)``
+    method (a boolean per workload row; :attr:`SimulationResult.dropped`).
     """
 
     @property

@@ -20,6 +20,7 @@ from paretosearch.cli.retune import add_retune_command, run_retune
 from paretosearch.cli.runs import (
     RUN_COMMANDS,
     Interrupted,
+    add_profile_options,
     add_run_commands,
     add_trace_options,
     error_console,
@@ -58,6 +59,8 @@ EPILOG = """examples:
       --gavel ../shared/data/gavel/simulation_throughputs.json --jobs-per-hr 6
   paretosearch simulate --policy gavel --profile gavel-108 --trace jobs.trace \\
       --gavel ../shared/data/gavel/simulation_throughputs.json   # a Gavel trace
+  paretosearch simulate --policy gavel --cluster V100:24,P100:24,K80:24 --trace jobs.trace \\
+      --gavel ../shared/data/gavel/simulation_throughputs.json   # another cluster, no file
   paretosearch simulate --policy unisched --profile unisched-c96 --slo-mix MIX2 --load 1.2
 """
 
@@ -99,8 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     add_trace_options(src)
     src.add_argument("--seed", type=int, default=0, help="seed of generated workloads")
     pol = sim.add_argument_group("policy and cluster")
-    pol.add_argument("--profile", default="pcs-64",
-                     help="cluster profile name or YAML path (default: pcs-64)")
+    add_profile_options(pol, "pcs-64")
     pol.add_argument("--policy", default="wfq",
                      help=f"one of {', '.join(sorted(REGISTRY))} (default: wfq)")
     pol.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -192,15 +194,18 @@ def _simulate(args: argparse.Namespace, console: Console) -> None:
     policy = _policy(args, workload)
     result = simulate(workload, profile, policy, predict=args.predict)
     stats = summary(result)
+    dropped = int((~result.kept).sum())
     if args.out:
         write_table(result.records(), args.out)
     if args.json:
         console.print_json(json.dumps({"policy": policy.to_dict(), "profile": profile.name,
-                                       "jobs": len(workload), "metrics": stats},
+                                       "jobs": len(workload), "dropped": dropped,
+                                       "metrics": stats},
                                       default=lambda v: None if v != v else v))
         return
+    kept = f" ({len(workload) - dropped:,} kept, {dropped:,} dropped)" if dropped else ""
     table = Table(title=f"{policy.name} on {profile.name} ({profile.total_gpus} GPUs), "
-                        f"{len(workload):,} jobs from {workload.source}")
+                        f"{len(workload):,} jobs{kept} from {workload.source}")
     table.add_column("metric")
     table.add_column("unit", style="dim")
     for m in ("avg", "p50", "p99", "max"):
@@ -210,6 +215,10 @@ def _simulate(args: argparse.Namespace, console: Console) -> None:
             continue
         table.add_row(name, METRICS[name].unit, *(fmt(v) for v in values.values()))
     console.print(table)
+    if dropped:
+        console.print(f"{dropped:,} jobs dropped by the policy (Gavel: 5 failed tasks in a row) "
+                      f"are left out of the per-job metrics, as in Gavel's averages; --out "
+                      f"marks them in its dropped column")
     params = {k: v for k, v in policy.to_dict()["params"].items()}
     console.print(f"[dim]params {json.dumps(params, default=str)}[/dim]")
     console.print(f"[dim]{result.events:,} events, {result.playout_events:,} playout events, "

@@ -69,6 +69,17 @@ def add_trace_options(p: Any) -> None:
     p.add_argument("--jobs", type=int, metavar="N", help="keep only the first N jobs")
 
 
+def add_profile_options(p: Any, default: str) -> None:
+    """``--profile`` or ``--cluster``, one or the other, into ``args.profile``."""
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--profile", default=default,
+                       help=f"cluster profile name or YAML path (default: {default})")
+    which.add_argument("--cluster", dest="profile", default=argparse.SUPPRESS, metavar="SPEC",
+                       help="a cluster of Gavel's GPU types without a profile file: "
+                            "V100:36,P100:36,K80:36 (servers of 4; TYPE:GPUS/PER_SERVER for "
+                            "others) or Gavel's -c form 36:36:36")
+
+
 def scaling_table(path: str | Path | None, gpus: int) -> ScalingTable:
     """Speed-ups by GPU count: the parametric model for a cluster of ``gpus``, overridden
     by the table at ``path`` where it has entries."""
@@ -110,8 +121,7 @@ def _search_parser(sub: Any) -> None:
                    help="give the jobs SYNTHETIC GPU-sharing requirements (utilization, memory "
                         "surges) for co-locating policies (horus, ojpp, unified) and the "
                         "slowdown / perf_guaranteed / gpus_used / gpu_util_sum objectives")
-    p.add_argument("--profile", default=SearchConfig.profile,
-                   help="cluster profile (default: %(default)s)")
+    add_profile_options(p, str(SearchConfig.profile))
     p.add_argument("--policy", default=SearchConfig.policy,
                    help="policy family to tune (default: %(default)s; 'paretosearch policies' "
                         "lists them)")

@@ -12,7 +12,8 @@ this module reproduces job for job (``tests/policies/test_gavel_parity.py``):
   the next arrival. Jobs arriving mid-round join at the next round. A task with fewer steps
   than the gang has GPUs fails (Gavel splits steps over workers): no progress, no credit, and
   after 5 failures in a row Gavel drops the job (we let it finish its last steps on GPUs left
-  over, outside the scheduler; Gavel's average leaves it out). Work counts in steps where the
+  over, outside the scheduler, and mark it dropped: the per-job metrics leave it out, as
+  Gavel's averages do). Work counts in steps where the
   workload says how many a second of it is (``TypeSpeeds.steps_per_s``: Gavel's traces and
   generator); otherwise tasks run ``round_s`` of continuous work.
 - **Time accounting**: every job starts with half a round of credit on each type. When a
@@ -206,6 +207,10 @@ class Gavel(KernelRoundPolicy):
         save(random.Random(self.seed + 5), states[:MT_WORDS])
         save(random.Random(self.seed), states[MT_WORDS:])
         return mem
+
+    def dropped(self, memory: PolicyMemory) -> npt.NDArray[np.bool_]:
+        """The rows Gavel dropped (5 failed tasks in a row), from a finished run's memory."""
+        return memory.i[:, I_DROP] > 0
 
     def round_kernel(self, cluster: ClusterArrays, jobs: JobArrays, workload: Any
                      ) -> tuple[Any, PolicyMemory] | None:

@@ -1,6 +1,6 @@
-"""Gavel's reference runs (tests/fixtures/gavel): the traces, Gavel's policies as our
-``gavel``'s parameters, Gavel's per-job records, and our rounds driven by the allocations
-Gavel computed."""
+"""Gavel's reference runs (tests/fixtures/gavel, and more of them in its ``more/``): the
+traces, Gavel's policies as our ``gavel``'s parameters, Gavel's per-job records, and our
+rounds driven by the allocations Gavel computed."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import gzip
 import json
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,18 +31,40 @@ POLICIES = {  # Gavel's policy -> our gavel's parameters
     "finish_time_fairness_perf": {"objective": "finish_time", "aware": True},
 }
 TYPES = ("v100", "p100", "k80")  # gavel-108's order
+MORE = FIXTURES / "more"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One of Gavel's runs in ``more/``: trace, policy and the cluster (``-c``, as
+    ``--cluster`` reads it), with Gavel's average JCT over the jobs it kept."""
+
+    trace: str
+    policy: str
+    cluster: str
+    avg_jct_s: float
+
+    @property
+    def id(self) -> str:
+        return f"{self.trace}-{self.policy}"
+
+
+def more_runs() -> list[Run]:
+    """Every run of ``more/summary.csv``, in its order."""
+    doc = pd.read_csv(MORE / "summary.csv")
+    return [Run(r.trace, r.policy, r.cluster, r.avg_jct_s) for r in doc.itertuples()]
 
 
 @cache
-def workload(trace: str) -> Workload:
+def workload(trace: str, where: Path = FIXTURES) -> Workload:
     table = ThroughputTable.from_gavel_json(SHARED / "data" / "gavel" /
                                             "simulation_throughputs.json")
-    return read_gavel_trace(FIXTURES / f"{trace}.trace", table)
+    return read_gavel_trace(where / f"{trace}.trace", table)
 
 
-def reference(trace: str, policy: str) -> pd.DataFrame:
+def reference(trace: str, policy: str, where: Path = FIXTURES) -> pd.DataFrame:
     """Gavel's per-job records; jobs it dropped (5 failed rounds) have no JCT."""
-    return pd.read_csv(FIXTURES / f"{trace}__{policy}.csv")
+    return pd.read_csv(where / f"{trace}__{policy}.csv")
 
 
 @dataclass(frozen=True)
@@ -67,3 +90,14 @@ def _allocations(path: str) -> dict[float, dict[int, dict[str, float]]]:
     with gzip.open(path, "rt") as f:
         docs = [json.loads(line) for line in f]
     return {d["t"]: {int(j): x for j, x in d["alloc"].items()} for d in docs}
+
+
+def twins_sorted(ref: pd.DataFrame, jct: Any) -> np.ndarray:
+    """``jct`` with the JCTs of identical jobs (type, GPUs, steps, arrival) sorted among
+    them: which of two identical jobs goes first is a tie that Gavel breaks by the last bits
+    of its float sums, so only their JCTs as a set are the answer."""
+    out = np.asarray(jct, dtype=np.float64).copy()
+    for _, rows in ref.groupby(["job_type", "scale_factor", "total_steps", "arrival_s"]):
+        idx = rows.index.to_numpy()
+        out[idx] = np.sort(out[idx])
+    return out

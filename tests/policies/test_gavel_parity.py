@@ -21,8 +21,19 @@ import pandas as pd
 import pytest
 
 from policies.hetero.gavel import Gavel
-from simulator import load_profile, simulate
-from tests.helpers.gavel import FIXTURES, POLICIES, TRACES, GavelsAllocations, reference, workload
+from simulator import load_profile, simulate, summary
+from tests.helpers.gavel import (
+    FIXTURES,
+    MORE,
+    POLICIES,
+    TRACES,
+    GavelsAllocations,
+    Run,
+    more_runs,
+    reference,
+    twins_sorted,
+    workload,
+)
 
 
 def _jcts(trace: str, policy: Gavel) -> np.ndarray:
@@ -31,24 +42,19 @@ def _jcts(trace: str, policy: Gavel) -> np.ndarray:
     return np.asarray(res.finish_s) - wl.arrival_s
 
 
-def _twins_sorted(ref: pd.DataFrame, jct: np.ndarray) -> np.ndarray:
-    """``jct`` with the JCTs of identical jobs (type, GPUs, steps, arrival) sorted among
-    them: which of two identical jobs goes first is a tie that Gavel breaks by the last bits
-    of its float sums, so only their JCTs as a set are the answer."""
-    out = np.asarray(jct, dtype=np.float64).copy()
-    for _, rows in ref.groupby(["job_type", "scale_factor", "total_steps", "arrival_s"]):
-        idx = rows.index.to_numpy()
-        out[idx] = np.sort(out[idx])
-    return out
-
-
 @pytest.mark.parametrize("trace", TRACES)
 @pytest.mark.parametrize("name", ["fifo", "fifo_perf"])
 def test_fifo_completes_every_job_when_gavel_does(trace: str, name: str) -> None:
     ref = reference(trace, name)
-    ours = _jcts(trace, Gavel(**POLICIES[name]))
+    wl = workload(trace)
+    res = simulate(wl, load_profile("gavel-108"), Gavel(**POLICIES[name]))
     kept = ref.jct_s.notna().to_numpy()
+    np.testing.assert_array_equal(res.kept, kept)  # the jobs Gavel dropped, and only those
+    ours = np.asarray(res.finish_s) - wl.arrival_s
     np.testing.assert_allclose(ours[kept], ref.jct_s[kept], rtol=1e-9)
+    gavels = pd.read_csv(FIXTURES / "summary.csv").set_index(["trace", "policy"])
+    assert summary(res, ("avg",))["jct"]["avg"] == pytest.approx(
+        gavels.avg_jct_s[trace, name], rel=1e-9)  # Gavel's average: over the jobs kept
 
 
 @pytest.mark.parametrize("trace", TRACES)
@@ -58,7 +64,7 @@ def test_rounds_reproduce_gavel_under_its_allocations(trace: str, name: str) -> 
     ref = reference(trace, name)
     source = str(FIXTURES / f"{trace}__{name}.alloc.jsonl.gz")
     ours = _jcts(trace, GavelsAllocations(**POLICIES[name], source=source))
-    np.testing.assert_allclose(_twins_sorted(ref, ours), _twins_sorted(ref, ref.jct_s),
+    np.testing.assert_allclose(twins_sorted(ref, ours), twins_sorted(ref, ref.jct_s),
                                rtol=1e-9)
 
 
@@ -69,8 +75,8 @@ def test_with_gavels_solver_the_solved_policies_match_gavel(trace: str, name: st
     # ECOS on the same LP returns Gavel's allocations to about 1e-9; LAS's many near-zero
     # values (1e-7) can still tip a priority tie the other way
     ref = reference(trace, name)
-    ours = _twins_sorted(ref, _jcts(trace, Gavel(**POLICIES[name])))
-    rel = np.abs(ours - _twins_sorted(ref, ref.jct_s)) / ref.jct_s.to_numpy()
+    ours = twins_sorted(ref, _jcts(trace, Gavel(**POLICIES[name])))
+    rel = np.abs(ours - twins_sorted(ref, ref.jct_s)) / ref.jct_s.to_numpy()
     assert abs(ours.mean() / ref.jct_s.mean() - 1) <= 0.01
     assert (rel <= 0.05).mean() >= 0.95
     if name != "max_min_fairness":
@@ -83,3 +89,27 @@ def test_with_highs_the_average_jct_stays_within_one_percent(trace: str, name: s
     ref = reference(trace, name)
     ours = _jcts(trace, Gavel(**POLICIES[name], lp="highs"))
     assert abs(ours.mean() / ref.jct_s.mean() - 1) <= 0.01
+
+
+# c14 under agnostic FIFO (24:24:24, multi-GPU, 200 jobs) does not match: every job ends
+# 3.8e-4 s later than Gavel's and some rounds later; not found yet (docs/fidelity/gavel.md)
+DIFFERS = {"c14-fifo"}
+FIFO_RUNS = [pytest.param(r, id=r.id, marks=[pytest.mark.xfail(
+    strict=True, reason="a difference in Gavel's agnostic FIFO not found yet")]
+    if r.id in DIFFERS else []) for r in more_runs() if POLICIES[r.policy]["objective"] == "fifo"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", FIFO_RUNS)
+def test_fifo_matches_gavel_on_its_generated_traces_and_clusters(run: Run) -> None:
+    # tests/fixtures/gavel/more: 16 traces of Gavel's generator on three cluster shapes;
+    # FIFO involves no solver, so every job Gavel keeps must end when Gavel's does, the jobs
+    # it drops must be those we drop, and the average over the rest must be Gavel's
+    ref = reference(run.trace, run.policy, MORE)
+    wl = workload(run.trace, MORE)
+    res = simulate(wl, load_profile(run.cluster), Gavel(**POLICIES[run.policy]))
+    kept = ref.jct_s.notna().to_numpy()
+    np.testing.assert_array_equal(res.kept, kept)
+    ours = np.asarray(res.finish_s) - wl.arrival_s
+    np.testing.assert_allclose(ours[kept], ref.jct_s[kept], rtol=1e-9)
+    assert summary(res, ("avg",))["jct"]["avg"] == pytest.approx(run.avg_jct_s, rel=1e-9)

@@ -183,3 +183,34 @@ def test_a_damaged_saved_config_is_named(tmp_path: Path,
     assert main(["search", "--resume", str(run), "--workers", "0"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"{run / 'cli.json'}: not a search config" in err and "objectives" in err
+
+
+def test_gavel_cluster_without_a_file_and_dropped_jobs(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # Gavel's agnostic FIFO on its 36:36:36 cluster drops jobs 8 and 16 of this trace after 5
+    # failed tasks and averages the other 58 (tests/fixtures/gavel/summary.csv)
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "gavel"
+    out = tmp_path / "jobs.csv"
+    assert main(["simulate", "--trace", str(fixtures / "static_multi.trace"), "--gavel",
+                 str(SHARED / "data" / "gavel" / "simulation_throughputs.json"), "--policy",
+                 "gavel", "--set", "objective=fifo", "--set", "aware=false", "--cluster",
+                 "36:36:36", "--json", "--out", str(out)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["profile"] == "v100:36,p100:36,k80:36" and doc["dropped"] == 2
+    assert doc["metrics"]["jct"]["avg"] == pytest.approx(6975.126549032193, rel=1e-9)
+    records = pd.read_csv(out)
+    assert records.job_id[records.dropped].tolist() == [8, 16]
+    assert records.finish_s.notna().all()  # they ran their last steps, outside the average
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("V100:x", "v100 GPU count 'x' must be a positive integer"),
+    ("A100:8", "unknown GPU type 'a100'"),
+    ("V100:30", "30 v100 GPUs do not fill servers of 4"),
+    ("36:36", "Gavel's form has 3 GPU counts"),
+])
+def test_bad_cluster_specs_name_the_value(spec: str, message: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--generate", "10", "--cluster", spec]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"--cluster {spec!r}" in err and message in err
