@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.io import write_json
+from paretosearch.io import json_text, write_json
 from paretosearch.runs.report import fmt
 from paretosearch.runs.store import RunStore
 from paretosearch.search.config import SearchConfig
@@ -142,8 +142,12 @@ def add_cluster_options(p: argparse.ArgumentParser, workers: str) -> None:
     """``--scheduler`` and ``--cluster-config``: where evaluations run (``workers`` names the
     size of the local cluster used when neither is set)."""
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="use the running Dask scheduler at ADDRESS (tcp://... or tls://...); "
-                        "wins over DASK_SCHEDULER_ADDRESS and any cluster file")
+                   help="use the running Dask scheduler at ADDRESS (tls://..., or tcp://... "
+                        "on this machine); wins over DASK_SCHEDULER_ADDRESS and any cluster "
+                        "file")
+    p.add_argument("--allow-plain-tcp", action="store_true",
+                   help="allow a tcp:// scheduler on another machine (anyone who can reach it "
+                        "can join as a worker; see docs/security.md)")
     p.add_argument("--cluster-config", type=Path, metavar="PATH",
                    help="start the Dask cluster described in PATH (dask-ctl format; examples "
                         "in deploy/) unless a scheduler address is given or in "
@@ -225,7 +229,8 @@ def _search(args: argparse.Namespace, console: Console) -> None:
     try:
         with search_progress(console, config.settings.budget) as progress, \
                 open_client(args.scheduler, args.cluster_config, workers=workers,
-                            files=args.workers is None) as client:
+                            files=args.workers is None,
+                            plain_tcp=args.allow_plain_tcp) as client:
             search = PolicySearch(workload, config, store=args.run_dir, client=client,
                                   workers=workers)
             if args.resume is None:  # a search that cannot be made writes nothing
@@ -327,7 +332,7 @@ def _select(args: argparse.Namespace, console: Console) -> None:
     store.write_choice(choice)
     if args.out:
         write_json(choice.to_dict(), args.out)
-    console.print_json(json.dumps(choice.to_dict(), default=lambda v: None))
+    console.print_json(json_text(choice.to_dict()))
     console.print(f"saved to {store.path / 'chosen.json'}" + (f" and {args.out}" if args.out
                                                                 else ""))
 

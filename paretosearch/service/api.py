@@ -242,6 +242,11 @@ class PolicySearch:
         generation, random points fill the rest. Parameters the search does not vary are
         ignored, missing ones start mid-domain.
         """
+        with self.store.writing() if self.store else contextlib.nullcontext():
+            return self._run(on_generation, resume=resume, initial=initial)
+
+    def _run(self, on_generation: Callable[[Progress], None] | None, *, resume: bool,
+             initial: Sequence[Mapping[str, Any]]) -> list[FrontEntry]:
         self._prepare_store(resume)
         copy, about = self._optuna_copy(), self._about()
         with self.runners() as (train_runner, test_runner):

@@ -23,8 +23,6 @@ Exit codes (:class:`Exit`) tell cron / a CronJob / systemd what happened.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import io
 import json
 import math
@@ -41,7 +39,7 @@ import pandas as pd
 from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from paretosearch.io import MAX_TABLE, write_json
+from paretosearch.io import MAX_TABLE, Busy, exclusive, write_json
 from paretosearch.runs.records import FrontEntry, config_hash
 from paretosearch.runs.report import write_retune_report
 from paretosearch.runs.report_html import write_html_report
@@ -234,28 +232,19 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (released by the OS if this process dies)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise RetuneFailed(f"{path.parent}: cannot write here ({exc.strerror}); give 'out' a "
-                           "writable folder. Nothing was published") from exc
-    try:
+    """Hold an exclusive lock on ``path`` (released by the OS if this process dies; a link or
+    a FIFO there is refused, never written through or waited on)."""
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            raise RetuneLocked(f"{path}: another retune (pid {holder}) is running on this "
+            stack.enter_context(exclusive(path))
+        except Busy as exc:
+            raise RetuneLocked(f"{path}: another retune (pid {exc.holder}) is running on this "
                                "folder; this one did nothing. Wait for it, or stagger the "
                                "schedules") from exc
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except ParetoSearchError as exc:  # unwritable, full, or a link or FIFO planted there
+            raise RetuneFailed(f"{exc}; give 'out' a writable folder of plain files. Nothing "
+                               "was published") from exc
         yield
-    finally:
-        os.close(fd)
 
 
 def _current(out: Path) -> Path | None:
