@@ -325,7 +325,7 @@ def _select(args: argparse.Namespace, console: Console) -> None:
             raise ParetoSearchError("--where needs --minimize METRIC:MEASURE")
         i = choose.by_constraints(front, args.where, args.minimize)
     elif args.weights:
-        i = choose.by_weights(front, objectives, [float(w) for w in args.weights.split(",")])
+        i = choose.by_weights(front, objectives, _weights(args.weights))
     else:
         i = choose.by_index(front, args.index)
     choice = store.front_choice(i)
@@ -335,6 +335,15 @@ def _select(args: argparse.Namespace, console: Console) -> None:
     console.print_json(json_text(choice.to_dict()))
     console.print(f"saved to {store.path / 'chosen.json'}" + (f" and {args.out}" if args.out
                                                                 else ""))
+
+
+def _weights(text: str) -> list[float]:
+    """``--weights W1,W2,...`` as numbers (each checked by :func:`choose.by_weights`)."""
+    try:
+        return [float(w) for w in text.split(",")]
+    except ValueError:
+        raise ParetoSearchError(f"--weights {text!r}: expected numbers separated by commas, "
+                                "one per objective, e.g. --weights 1,2") from None
 
 
 def add_run_commands(sub: Any) -> None:
