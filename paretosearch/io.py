@@ -19,11 +19,12 @@ from typing import Any
 import pandas as pd
 
 from simulator.errors import ParetoSearchError
-from simulator.files import MAX_DOCUMENT, read_bounded
+from simulator.files import MAX_DOCUMENT
+from simulator.files import read_bounded as _read_bounded
 
 __all__ = ["MAX_DOCUMENT", "MAX_TABLE", "Busy", "atomic_write", "check_plain", "exclusive",
-           "json_text", "open_plain", "plain_dir", "read_bounded", "write_json", "write_table",
-           "write_text"]
+           "json_text", "open_plain", "plain_dir", "read_bounded", "regular_file", "write_json",
+           "write_table", "write_text"]
 
 MAX_TABLE = 2 * 2**30
 """The most bytes a journal or table of a run may have."""
@@ -51,6 +52,37 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    return path
+
+
+def read_bounded(path: str | Path, limit: int, *, inside: str | Path | None = None) -> bytes:
+    """:func:`simulator.files.read_bounded` (a regular file of at most ``limit`` bytes, inside
+    ``inside`` if given), a folder refused with the rest.
+
+    Raises:
+        ParetoSearchError: anything but such a file.
+    """
+    try:
+        return _read_bounded(path, limit, inside=inside)
+    except IsADirectoryError as exc:
+        raise ParetoSearchError(f"{path}: a folder, not a regular file; refused") from exc
+
+
+def regular_file(path: str | Path) -> Path:
+    """``path``, if it is a regular file (links followed) or missing (the reader says so):
+    for inputs read by a library that would wait on a FIFO or read a device forever.
+
+    Raises:
+        ParetoSearchError: a FIFO, a device, a socket or a folder.
+    """
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return path
+    if not stat.S_ISREG(mode):
+        raise ParetoSearchError(f"{path}: not a regular file; refused (a FIFO or a device is "
+                                "never read)")
     return path
 
 

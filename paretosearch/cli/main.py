@@ -26,7 +26,7 @@ from paretosearch.cli.runs import (
     parse_overrides,
     scaling_table,
 )
-from paretosearch.io import MAX_DOCUMENT, json_text, read_bounded, write_table
+from paretosearch.io import MAX_DOCUMENT, json_text, read_bounded, regular_file, write_table
 from paretosearch.runs.report import fmt
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, make_policy
 from simulator import (
@@ -131,12 +131,13 @@ def _workload(args: argparse.Namespace, profile: ClusterProfile) -> Workload:
             raise ParetoSearchError(f"--gavel with --trace reads a Gavel .trace, whose speed-ups "
                                     f"come from the throughputs (got {args.trace}"
                                     + (" and a --scaling-table)" if args.scaling_table else ")"))
-        wl = read_trace(args.trace, throughputs=ThroughputTable.from_gavel_json(args.gavel))
+        wl = read_trace(regular_file(args.trace),
+                        throughputs=ThroughputTable.from_gavel_json(args.gavel))
     elif args.gavel is not None:
         wl = generate_gavel(ThroughputTable.from_gavel_json(args.gavel), args.generate,
                             jobs_per_hr=args.jobs_per_hr, seed=args.seed)
     elif args.trace is not None:
-        wl = read_trace(args.trace, scaling=scaling)
+        wl = read_trace(regular_file(args.trace), scaling=scaling)
     elif args.cdf is not None:
         if args.cdf_dir is None:
             raise ParetoSearchError("--cdf needs --cdf-dir (the folder of PCS CDF files)")

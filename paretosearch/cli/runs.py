@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.io import json_text, write_json
+from paretosearch.io import json_text, regular_file, write_json
 from paretosearch.runs.report import fmt
 from paretosearch.runs.store import RunStore
 from paretosearch.search.config import SearchConfig
@@ -78,7 +78,7 @@ def _trace(args: argparse.Namespace) -> Workload | None:
                                     "(generated samples have --generate N jobs)")
         return None
     gpus = load_profile(args.profile).total_gpus
-    workload = read_trace(args.trace, scaling=scaling_table(args.scaling_table, gpus))
+    workload = read_trace(regular_file(args.trace), scaling=scaling_table(args.scaling_table, gpus))
     return workload.head(args.jobs) if args.jobs else workload
 
 
@@ -324,7 +324,7 @@ def _select(args: argparse.Namespace, console: Console) -> None:
         if not args.minimize:
             raise ParetoSearchError("--where needs --minimize METRIC:MEASURE")
         i = choose.by_constraints(front, args.where, args.minimize)
-    elif args.weights:
+    elif args.weights is not None:
         i = choose.by_weights(front, objectives, _weights(args.weights))
     else:
         i = choose.by_index(front, args.index)

@@ -32,6 +32,10 @@ data (pickle and Dask's own serializers can build any object, and so run code)."
 MAX_RECORD_FIELDS = 10_000
 """The most fields a record from a worker may have."""
 LOOPBACK_NAMES = ("localhost",)
+EXCEPTION_BUILDERS = frozenset({("tblib.pickling_support", "unpickle_exception"),
+                                ("tblib.pickling_support", "unpickle_exception_with_attrs")})
+"""Functions ``distributed`` pickles exceptions with (through tblib): each builds an
+exception of a class this unpickler let through, and nothing else."""
 PLAIN_TYPES = frozenset({"bytes", "bytearray", "str", "int", "float", "complex", "bool",
                          "tuple", "list", "dict", "set", "frozenset"})
 """Builtin types a guarded unpickling may name (``distributed`` pickles the type of the bytes
@@ -122,7 +126,7 @@ class _ExceptionsOnly(pickle.Unpickler):
     functions, no other classes: the way a pickle runs code)."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "builtins" and name in PLAIN_TYPES:
+        if (module == "builtins" and name in PLAIN_TYPES) or (module, name) in EXCEPTION_BUILDERS:
             return super().find_class(module, name)
         if module in ("builtins", "asyncio.exceptions") or module.startswith("distributed."):
             found = super().find_class(module, name)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from paretosearch.io import regular_file
 from paretosearch.runs import select as choose
 from paretosearch.runs.records import ChosenConfig, FrontEntry
 from paretosearch.runs.store import RunStore
@@ -114,7 +115,7 @@ class PolicySearch:
             if replicates != 1:
                 raise ParetoSearchError("replicates need a generated workload; a trace is "
                                         "one sample (it is split into train and test halves)")
-            wl = workload if isinstance(workload, Workload) else read_trace(workload)
+            wl = workload if isinstance(workload, Workload) else read_trace(regular_file(workload))
             train, test = split_workload(wl)
             self.train, self.test = [train], [test]
         samples = self.train + self.test
