@@ -171,18 +171,30 @@ class DaskRunner:
         self._run(task, parts, done)
 
     def _records(self, future: Any, n: int) -> list[dict[str, float]]:
-        """A finished task's ``n`` records, decoded as plain data and checked."""
+        """A finished task's ``n`` records, decoded as plain data and checked.
+
+        Raises:
+            UntrustedResult: the answer is not plain records, or the task failed on its own
+                (a task reports an evaluation's failure as data, so a failed task is a
+                worker that died or one that does not run this code).
+        """
         try:
             return plain_records(future.result(), n)
         except UntrustedResult as exc:
-            problem = str(exc)
+            problem = f"returned {exc}"
         except ParetoSearchError:
             raise
-        except Exception as exc:  # the client refused to decode it (a pickle, say)
-            problem = f"a result that is not plain data ({type(exc).__name__}: {exc})"
-        where = ", ".join(self.client.who_has([future]).get(future.key, ())) or "?"
-        raise UntrustedResult(f"the Dask worker {where} returned {problem}; refused (is a "
-                              "foreign worker on the scheduler? see docs/security.md)")
+        except Exception as exc:  # a pickle the client refused to decode, or a failed task
+            problem = (f"failed ({type(exc).__name__}: {str(exc)[:300]})"
+                       if future.status == "error" else
+                       f"returned a result that is not plain data ({type(exc).__name__}: "
+                       f"{str(exc)[:300]})")
+        held = list(self.client.who_has([future]).get(future.key, ()))
+        where = (f"the Dask worker {', '.join(held)}" if held else "one of the Dask workers "
+                 + ", ".join(self.client.scheduler_info()["workers"]))
+        raise UntrustedResult(f"a task on {where} {problem}; its answer is refused (a worker "
+                              "that died, or a foreign worker on the scheduler? see "
+                              "docs/security.md)")
 
     def _run(self, task: Task, parts: Sequence[Sequence[Params]],
              done: Callable[[int, list[dict[str, float]]], list[int]]) -> None:
