@@ -253,7 +253,13 @@ def _point_latest(run: Path) -> None:
     tmp = run.parent / f".latest-{os.getpid()}"
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(run.name)
-    os.replace(tmp, run.parent / "latest")
+    try:
+        os.replace(tmp, run.parent / "latest")
+    except OSError as exc:  # a folder (or a file nobody may replace) named latest
+        tmp.unlink(missing_ok=True)
+        raise ParetoSearchError(f"{run.parent / 'latest'}: cannot point it at {run.name} "
+                                f"({exc.strerror}); it should be a link that paretosearch "
+                                "moves: remove it, or pass --run-dir") from exc
 
 
 def _front(run: Path, png: Path | None, console: Console) -> None:

@@ -689,6 +689,16 @@ def test_bracketed_values_survive_the_error_console(tmp_path: Path, cell: str,
     assert cell in capsys.readouterr().err
 
 
+def test_runs_latest_that_is_a_folder_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "latest").mkdir(parents=True)
+    (tmp_path / "runs" / "latest" / "keep.txt").write_text("mine")
+    assert main([*TINY_SEARCH, "--workers", "0"]) == 2
+    assert "runs/latest: cannot point it at" in capsys.readouterr().err
+    assert (tmp_path / "runs" / "latest" / "keep.txt").read_text() == "mine"
+
+
 def test_the_catalogue_has_at_least_150_cases(request: pytest.FixtureRequest) -> None:
     items = [i for i in request.session.items if i.module is request.module]
     assert len(items) >= 150 or len(request.session.items) < 150  # a -k selection runs fewer
