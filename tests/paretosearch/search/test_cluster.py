@@ -204,7 +204,9 @@ def _dask_processes(folder: Path, pki: dict[str, Path] | None = None, *, workers
             procs.append(subprocess.Popen([str(DASK), *argv, "--host", "127.0.0.1",
                                            "--no-dashboard", *tls], cwd=ROOT, stdout=log,
                                           stderr=subprocess.STDOUT, start_new_session=True,
-                                          env={**os.environ, **(env or {})}))
+                                          # the code of this checkout, as the search's
+                                          env={**os.environ, "PYTHONPATH": str(ROOT),
+                                               **(env or {})}))
 
     try:
         spawn("scheduler", "scheduler", "--port", "0", "--protocol", "tcp" if pki is None
