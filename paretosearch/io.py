@@ -1,23 +1,30 @@
 """Files users read: written atomically (temp file in the same folder, then rename); files
-of a run directory read as untrusted data (:func:`read_bounded`)."""
+of a run directory read as untrusted data (:func:`read_bounded`) and written in place only as
+plain files (:func:`open_plain`: never through a link, never into a FIFO or a device)."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import math
 import os
 import secrets
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from simulator.errors import ParetoSearchError
-from simulator.files import MAX_DOCUMENT, read_bounded
+from simulator.files import MAX_DOCUMENT
+from simulator.files import read_bounded as _read_bounded
 
-__all__ = ["MAX_DOCUMENT", "MAX_TABLE", "atomic_write", "json_text", "read_bounded",
-           "write_json", "write_table", "write_text"]
+__all__ = ["MAX_DOCUMENT", "MAX_TABLE", "Busy", "atomic_write", "check_plain", "exclusive",
+           "json_text", "open_plain", "plain_dir", "read_bounded", "regular_file", "write_json",
+           "write_table", "write_text"]
 
 MAX_TABLE = 2 * 2**30
 """The most bytes a journal or table of a run may have."""
@@ -46,6 +53,137 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def read_bounded(path: str | Path, limit: int, *, inside: str | Path | None = None) -> bytes:
+    """:func:`simulator.files.read_bounded` (a regular file of at most ``limit`` bytes, inside
+    ``inside`` if given), a folder refused with the rest.
+
+    Raises:
+        ParetoSearchError: anything but such a file.
+    """
+    try:
+        return _read_bounded(path, limit, inside=inside)
+    except IsADirectoryError as exc:
+        raise ParetoSearchError(f"{path}: a folder, not a regular file; refused") from exc
+
+
+def regular_file(path: str | Path) -> Path:
+    """``path``, if it is a regular file (links followed) or missing (the reader says so):
+    for inputs read by a library that would wait on a FIFO or read a device forever.
+
+    Raises:
+        ParetoSearchError: a FIFO, a device, a socket or a folder.
+    """
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return path
+    if not stat.S_ISREG(mode):
+        raise ParetoSearchError(f"{path}: not a regular file; refused (a FIFO or a device is "
+                                "never read)")
+    return path
+
+
+def open_plain(path: str | Path, flags: int, mode: int = 0o666) -> int:
+    """``os.open(path, flags)`` for a file written in place (a journal, a lock): a link is not
+    followed and anything but a regular file is refused (a FIFO is never waited on).
+
+    Raises:
+        ParetoSearchError: a link, a FIFO, a device or a folder at ``path``; or it cannot be
+            opened.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise _not_plain(path) from exc
+        raise ParetoSearchError(f"{path}: cannot write here: {exc.strerror}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_plain(path)
+    return fd
+
+
+def check_plain(path: str | Path) -> Path:
+    """``path`` if nothing or a regular file is there (not a link): for a file that another
+    library opens itself (SQLite, Optuna).
+
+    Raises:
+        ParetoSearchError: a link or anything but a regular file at ``path``.
+    """
+    path = Path(path)
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise _not_plain(path)
+    return path
+
+
+def plain_dir(path: str | Path) -> Path:
+    """The folder ``path`` (made if missing), not a link: a folder of a run written into
+    (``export/``), which a link would move elsewhere.
+
+    Raises:
+        ParetoSearchError: a link or anything but a folder at ``path``, or it cannot be made.
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        raise _not_plain(path, "a folder") from exc
+    except OSError as exc:
+        raise ParetoSearchError(f"{path}: cannot make this folder: {exc.strerror}") from exc
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        raise _not_plain(path, "a folder")
+    return path
+
+
+def _not_plain(path: str | Path, kind: str = "a regular file") -> ParetoSearchError:
+    return ParetoSearchError(f"{path}: a link or not {kind}; refused (what paretosearch writes "
+                             "is never written through a link; remove it)")
+
+
+class Busy(ParetoSearchError):
+    """Another process holds the lock (:func:`exclusive`); ``holder`` is its pid, as it wrote
+    it."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+@contextlib.contextmanager
+def exclusive(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (made if missing, a plain file; released by
+    the OS if this process dies), with this process's pid written in it.
+
+    Raises:
+        Busy: another process holds it.
+        ParetoSearchError: ``path`` cannot be made, or is a link or not a regular file.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParetoSearchError(f"{path.parent}: cannot write here: {exc.strerror}") from exc
+    fd = open_plain(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise ParetoSearchError(f"{path}: cannot lock: {exc.strerror}") from exc
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise Busy(f"{path}: held by pid {holder}", holder) from exc
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:
+            raise ParetoSearchError(f"{path}: cannot write: {exc.strerror}") from exc
+        yield
+    finally:
+        os.close(fd)
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> Path:

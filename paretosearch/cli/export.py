@@ -22,7 +22,7 @@ from paretosearch.export import (
     write_export,
 )
 from paretosearch.export.plan import deployed_config
-from paretosearch.io import MAX_DOCUMENT, read_bounded
+from paretosearch.io import MAX_DOCUMENT, plain_dir, read_bounded
 from paretosearch.runs.store import RunStore
 from simulator.errors import ParetoSearchError
 
@@ -100,8 +100,11 @@ def _export(args: argparse.Namespace, console: Console) -> None:
     source = str(args.run / "chosen.json" if args.run.is_dir() and args.index is None
                  else args.run)
     result = export(doc, args.format, options=options, source=source)
-    out = args.out or ((args.run if args.run.is_dir() else args.run.parent)
-                       / "export" / args.format)
+    if args.out is None:  # the run's own export folder: never a link out of the run
+        folder = args.run if args.run.is_dir() else args.run.parent
+        out = plain_dir(plain_dir(folder / "export") / args.format)
+    else:
+        out = args.out
     paths = write_export(result, out)
     table = Table(title=f"{args.format} export of {doc.get('policy')} from {source}")
     table.add_column("file")

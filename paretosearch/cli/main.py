@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from paretosearch.cli.compile import add_compile_command, compiling, run_compile
@@ -27,7 +28,7 @@ from paretosearch.cli.runs import (
     parse_overrides,
     scaling_table,
 )
-from paretosearch.io import MAX_DOCUMENT, read_bounded, write_table
+from paretosearch.io import MAX_DOCUMENT, json_text, read_bounded, regular_file, write_table
 from paretosearch.runs.report import fmt
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, make_policy
 from simulator import (
@@ -43,6 +44,7 @@ from simulator import (
     simulate,
     summary,
 )
+from simulator.errors import located
 from simulator.generate import add_sharing, add_slos, add_stopping_criteria
 from simulator.slo import MIXES
 from simulator.throughput import ThroughputTable, generate_gavel
@@ -133,12 +135,13 @@ def _workload(args: argparse.Namespace, profile: ClusterProfile) -> Workload:
             raise ParetoSearchError(f"--gavel with --trace reads a Gavel .trace, whose speed-ups "
                                     f"come from the throughputs (got {args.trace}"
                                     + (" and a --scaling-table)" if args.scaling_table else ")"))
-        wl = read_trace(args.trace, throughputs=ThroughputTable.from_gavel_json(args.gavel))
+        wl = read_trace(regular_file(args.trace),
+                        throughputs=ThroughputTable.from_gavel_json(args.gavel))
     elif args.gavel is not None:
         wl = generate_gavel(ThroughputTable.from_gavel_json(args.gavel), args.generate,
                             jobs_per_hr=args.jobs_per_hr, seed=args.seed)
     elif args.trace is not None:
-        wl = read_trace(args.trace, scaling=scaling)
+        wl = read_trace(regular_file(args.trace), scaling=scaling)
     elif args.cdf is not None:
         if args.cdf_dir is None:
             raise ParetoSearchError("--cdf needs --cdf-dir (the folder of PCS CDF files)")
@@ -171,7 +174,14 @@ def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
     if isinstance(doc, dict) and "class_thresholds" in doc:
         return None, doc
     if isinstance(doc, dict) and "policy" in doc:  # a chosen config: as deployed, if fitted
-        return str(doc["policy"]), dict(doc.get("fitted") or doc.get("params") or {})
+        field = "fitted" if doc.get("fitted") else "params"
+        params = doc.get(field) or {}
+        if not isinstance(doc["policy"], str) or not isinstance(params, dict):
+            raise ParetoSearchError(located(
+                path, column="policy" if not isinstance(doc["policy"], str) else field,
+                value=doc["policy"] if not isinstance(doc["policy"], str) else params,
+                problem="expected {'policy': NAME, 'params': {NAME: VALUE, ...}}"))
+        return doc["policy"], dict(params)
     raise ParetoSearchError(f"{spec}: expected {{'policy': NAME, 'params': {{...}}}} or a PCS "
                             "config entry with class_thresholds and class_rates")
 
@@ -198,10 +208,10 @@ def _simulate(args: argparse.Namespace, console: Console) -> None:
     if args.out:
         write_table(result.records(), args.out)
     if args.json:
-        console.print_json(json.dumps({"policy": policy.to_dict(), "profile": profile.name,
-                                       "jobs": len(workload), "dropped": dropped,
-                                       "metrics": stats},
-                                      default=lambda v: None if v != v else v))
+        # valid JSON: NaN and infinity as null (json_text)
+        console.print_json(json_text({"policy": policy.to_dict(), "profile": profile.name,
+                                      "jobs": len(workload), "dropped": dropped,
+                                      "metrics": stats}))
         return
     kept = f" ({len(workload) - dropped:,} kept, {dropped:,} dropped)" if dropped else ""
     table = Table(title=f"{policy.name} on {profile.name} ({profile.total_gpus} GPUs), "
@@ -278,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _show_warning(message: Warning | str, *_: object, **__: object) -> None:
     """Warnings as one plain line on stderr, as errors are (not Python's file:line form)."""
-    error_console().print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+    error_console().print(f"[yellow]warning:[/yellow] {escape(str(message))}", highlight=False)
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -298,10 +308,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         else:
             _profiles(console)
     except ParetoSearchError as exc:
-        error_console().print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        error_console().print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
         return 2
     except Interrupted as exc:
-        error_console().print(f"[yellow]interrupted:[/yellow] {exc}", highlight=False)
+        error_console().print(f"[yellow]interrupted:[/yellow] {escape(str(exc))}", highlight=False)
         return 130  # as a shell reports a command stopped by SIGINT
     return 0
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from paretosearch.cli.runs import (
@@ -89,23 +90,24 @@ def run_retune(args: argparse.Namespace, console: Console) -> int:
                 outcome = retune(spec, on_start=started, on_generation=progress,
                                  connect=lambda: open_client(args.scheduler, args.cluster_config,
                                                              workers=spec.workers,
-                                                             files=not spec.workers_named))
+                                                             files=not spec.workers_named,
+                                                             plain_tcp=args.allow_plain_tcp))
     except KeyboardInterrupt:
         raise Interrupted(f"stopped; nothing was published and 'current' was not moved. The "
                           f"next 'paretosearch retune --spec {args.spec}' resumes this run from "
                           "its finished evaluations") from None
     except TooFewJobs as exc:
-        err.print(f"[yellow]skipped:[/yellow] {exc}", highlight=False)
+        err.print(f"[yellow]skipped:[/yellow] {escape(str(exc))}", highlight=False)
         return Exit.TOO_FEW_JOBS
     except RetuneLocked as exc:
-        err.print(f"[yellow]locked:[/yellow] {exc}", highlight=False)
+        err.print(f"[yellow]locked:[/yellow] {escape(str(exc))}", highlight=False)
         return Exit.LOCKED
     except RetuneFailed as exc:
         logging.getLogger(__name__).info("the cause", exc_info=exc.__cause__)
-        err.print(f"[bold red]failed:[/bold red] {exc}", highlight=False)
+        err.print(f"[bold red]failed:[/bold red] {escape(str(exc))}", highlight=False)
         return Exit.FAILED
     except ParetoSearchError as exc:
-        err.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
         return Exit.BAD_INPUT
     _print(outcome.summary, console)
     return outcome.exit

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from paretosearch.io import write_json
+from paretosearch.io import json_text, regular_file, write_json
 from paretosearch.runs.records import BaselineWarning, FrontEntry, front_warnings
 from paretosearch.runs.report import fmt
 from paretosearch.runs.store import RunStore
@@ -95,7 +95,7 @@ def _trace(args: argparse.Namespace) -> Workload | None:
                                     "(generated samples have --generate N jobs)")
         return None
     gpus = load_profile(args.profile).total_gpus
-    workload = read_trace(args.trace, scaling=scaling_table(args.scaling_table, gpus))
+    workload = read_trace(regular_file(args.trace), scaling=scaling_table(args.scaling_table, gpus))
     return workload.head(args.jobs) if args.jobs else workload
 
 
@@ -159,8 +159,12 @@ def add_cluster_options(p: argparse.ArgumentParser, workers: str) -> None:
     """``--scheduler`` and ``--cluster-config``: where evaluations run (``workers`` names the
     size of the local cluster used when neither is set)."""
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="use the running Dask scheduler at ADDRESS (tcp://... or tls://...); "
-                        "wins over DASK_SCHEDULER_ADDRESS and any cluster file")
+                   help="use the running Dask scheduler at ADDRESS (tls://..., or tcp://... "
+                        "on this machine); wins over DASK_SCHEDULER_ADDRESS and any cluster "
+                        "file")
+    p.add_argument("--allow-plain-tcp", action="store_true",
+                   help="allow a tcp:// scheduler on another machine (anyone who can reach it "
+                        "can join as a worker; see docs/security.md)")
     p.add_argument("--cluster-config", type=Path, metavar="PATH",
                    help="start the Dask cluster described in PATH (dask-ctl format; examples "
                         "in deploy/) unless a scheduler address is given or in "
@@ -252,7 +256,8 @@ def _search(args: argparse.Namespace, console: Console) -> None:
     try:
         with search_progress(console, config.settings.budget) as progress, \
                 open_client(args.scheduler, args.cluster_config, workers=workers,
-                            files=args.workers is None) as client:
+                            files=args.workers is None,
+                            plain_tcp=args.allow_plain_tcp) as client:
             search = PolicySearch(workload, config, store=args.run_dir, client=client,
                                   workers=workers)
             if args.resume is None:  # a search that cannot be made writes nothing
@@ -277,7 +282,13 @@ def _point_latest(run: Path) -> None:
     tmp = run.parent / f".latest-{os.getpid()}"
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(run.name)
-    os.replace(tmp, run.parent / "latest")
+    try:
+        os.replace(tmp, run.parent / "latest")
+    except OSError as exc:  # a folder (or a file nobody may replace) named latest
+        tmp.unlink(missing_ok=True)
+        raise ParetoSearchError(f"{run.parent / 'latest'}: cannot point it at {run.name} "
+                                f"({exc.strerror}); it should be a link that paretosearch "
+                                "moves: remove it, or pass --run-dir") from exc
 
 
 def _front(run: Path, png: Path | None, console: Console) -> None:
@@ -364,7 +375,7 @@ def _select(args: argparse.Namespace, console: Console) -> None:
             functools.partial(choose.by_constraints, where=args.where, minimize=args.minimize)
             if args.where else functools.partial(
                 choose.by_weights, objectives=objectives,
-                weights=[float(w) for w in args.weights.split(",")]))
+                weights=_weights(args.weights)))
         i, skipped = choose.among(front, pick, include_dominated=args.include_dominated)
         _say_skipped(front, skipped)
     if front[i].dominated:
@@ -374,7 +385,7 @@ def _select(args: argparse.Namespace, console: Console) -> None:
     store.write_choice(choice)
     if args.out:
         write_json(choice.to_dict(), args.out)
-    console.print_json(json.dumps(choice.to_dict(), default=lambda v: None))
+    console.print_json(json_text(choice.to_dict()))
     console.print(f"saved to {store.path / 'chosen.json'}" + (f" and {args.out}" if args.out
                                                                 else ""))
 
@@ -386,6 +397,15 @@ def _say_skipped(front: Sequence[FrontEntry], skipped: Sequence[int]) -> None:
         names = "; ".join(f"#{i} ({', '.join(front[i].dominated_by or ())})" for i in skipped)
         error_console().print(f"skipped, as a baseline dominates them on the test sample: "
                               f"{names} (--include-dominated to consider them)", highlight=False)
+
+
+def _weights(text: str) -> list[float]:
+    """``--weights W1,W2,...`` as numbers (each checked by :func:`choose.by_weights`)."""
+    try:
+        return [float(w) for w in text.split(",")]
+    except ValueError:
+        raise ParetoSearchError(f"--weights {text!r}: expected numbers separated by commas, "
+                                "one per objective, e.g. --weights 1,2") from None
 
 
 def add_run_commands(sub: Any) -> None:

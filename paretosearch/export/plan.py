@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 _GPU_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+MAX_GPUS = 10**7
+"""The most GPUs of one type an export takes (more than any cluster has; a scheduler's
+quota arithmetic overflows long before 10**30)."""
 
 
 class ExportError(ParetoSearchError, ValueError):
@@ -251,6 +254,7 @@ def build_plan(doc: Mapping[str, Any], *, source: str = "config document") -> Pl
         sem = _semantics(policy)
     except InvalidConfigDocument as exc:
         raise InvalidConfigDocument(f"{source}, {exc}") from exc
+    _check_semantics(sem, source)
     types = tuple(gpus)
     classes = []
     for k, bound in enumerate(sem.thresholds):
@@ -262,6 +266,25 @@ def build_plan(doc: Mapping[str, Any], *, source: str = "config document") -> Pl
             for name, dom in domains.items() if name not in sem.expressed]
     return Plan(policy.name, gpus, tuple(classes), sem.tiers, sem.reclaim,
                 (*sem.notes, *lost), dict(doc))
+
+
+def _check_semantics(sem: _Semantics, source: str) -> None:
+    """Refuse what no scheduler can hold, before anything is rendered or written: class
+    bounds that are not positive and ascending (the last may be unbounded), and weights that
+    are not finite and non-negative (a NaN or negative value a policy let through)."""
+    bounds = list(sem.thresholds)
+    if not all(isinstance(b, int | float) and b > 0 for b in bounds) or any(
+            not math.isfinite(b) for b in bounds[:-1]) or bounds != sorted(bounds):
+        raise InvalidConfigDocument(located(
+            source, column="fitted.thresholds", value=bounds,
+            problem="expected positive, ascending class bounds in GPU-seconds (the last may "
+                    "be null: unbounded)", fix="re-select from a run of this version"))
+    for row in sem.weights:
+        if not all(isinstance(w, int | float) and math.isfinite(w) and w >= 0 for w in row):
+            raise InvalidConfigDocument(located(
+                source, column="fitted", value=list(row),
+                problem="expected finite, non-negative class weights",
+                fix="re-select from a run of this version"))
 
 
 _PROVENANCE: dict[str, tuple[type | tuple[type, ...], str]] = {
@@ -309,10 +332,11 @@ def _cluster(doc: Mapping[str, Any], source: str) -> dict[str, int]:
     gpus = cluster.get("gpus_by_type")
     if not isinstance(gpus, Mapping) or not gpus or not all(
             isinstance(t, str) and _GPU_TYPE.match(t) and isinstance(n, int)
-            and not isinstance(n, bool) and n > 0 for t, n in gpus.items()):
+            and not isinstance(n, bool) and 0 < n <= MAX_GPUS for t, n in gpus.items()):
         raise InvalidConfigDocument(located(
             source, column="cluster.gpus_by_type", value=gpus,
-            problem="expected GPUs per type, e.g. {'V100': 64}, each a positive integer and "
+            problem=f"expected GPUs per type, e.g. {{'V100': 64}}, each an integer from 1 to "
+                    f"{MAX_GPUS:,} and "
                     "each type a name of letters, digits and '_.-' (it is written into "
                     "scheduler configs)",
             fix="re-select from a run of this version, or add \"cluster\": {\"profile\": "

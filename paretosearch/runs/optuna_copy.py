@@ -8,12 +8,14 @@ per-attribute rows (so copying a 385-evaluation search cost more than the search
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from paretosearch.io import check_plain, open_plain
 from paretosearch.runs.records import FrontEntry
 from paretosearch.runs.store import Evaluation, param_key
 from paretosearch.search.evaluation import SearchSpace
@@ -92,10 +94,12 @@ def load_study(path: Path, study_name: str = "paretosearch") -> Any:
 def _repair(path: Path) -> None:
     """Undo what a run killed while copying left: a last line cut short (the next append
     would join it and make the file unreadable) and the writer's lock (each run directory
-    has one writer)."""
+    has one writer). A link or anything but a plain file there is refused: Optuna would
+    write through it."""
     path.with_name(path.name + ".lock").unlink(missing_ok=True)
+    check_plain(path)
     if path.exists() and path.stat().st_size:
-        with path.open("rb+") as f:
+        with os.fdopen(open_plain(path, os.O_RDWR), "rb+") as f:
             data = f.read()
             if not data.endswith(b"\n"):
                 f.truncate(data.rfind(b"\n") + 1)
@@ -105,7 +109,7 @@ def _storage(path: Path) -> Any:
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    return JournalStorage(JournalFileBackend(str(path)))
+    return JournalStorage(JournalFileBackend(str(check_plain(path))))
 
 
 def _distributions(space: SearchSpace) -> dict[str, Any]:

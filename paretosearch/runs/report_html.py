@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import shlex
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 from pathlib import Path
@@ -35,7 +36,7 @@ from paretosearch.runs.report import drift_rows, fmt
 from paretosearch.runs.retune_summary import ProductionCheck, RetuneSummary
 from paretosearch.runs.store import RunStore
 
-__all__ = ["FRONT_TRACE", "write_html_report"]
+__all__ = ["FRONT_TRACE", "script_json", "write_html_report"]
 
 FRONT_TRACE = "front-train"
 """The ``uid`` of the first panel's trace of the front on the training sample (one mark per
@@ -71,8 +72,10 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
               Marked(f"chosen (#{chosen})", front[chosen].metrics,
                      front[chosen].test_metrics) if chosen is not None else None)
     name = str(run)
-    commands = [f"paretosearch select {name} --index {i}\n"
-                f"paretosearch export {name} --index {i} --format kueue" for i in range(len(front))]
+    quoted = shlex.quote(name)  # the commands are copied into a shell
+    commands = [f"paretosearch select {quoted} --index {i}\n"
+                f"paretosearch export {quoted} --index {i} --format kueue"
+                for i in range(len(front))]
     front_fig = _front_figure(go, doc, labels, marked)
     hv = doc.get("hypervolume") or []
     hv_fig = go.Figure(go.Scatter(x=[h["evaluations"] for h in hv],
@@ -98,9 +101,20 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
         parts += ["<h2>Production config</h2>", _drift(prod, labels)]
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<title>paretosearch: {html.escape(name)}</title><style>{_CSS}</style>"
-            f"<script>var COMMANDS = {json.dumps(commands)};</script></head>"
+            f"<script>var COMMANDS = {script_json(commands)};</script></head>"
             f"<body>{''.join(parts)}</body></html>")
     return write_text(Path(out) if out is not None else store.path / "report.html", page)
+
+
+_SCRIPT_UNSAFE = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
+                  0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is safe inside a ``<script>`` element: no ``<``, ``>`` or ``&``
+    (a ``</script>`` in a run's name would end the script) and no U+2028/9 (line ends to
+    older JavaScript), each written as its ``\\u`` escape, which JSON reads back the same."""
+    return json.dumps(value).translate(_SCRIPT_UNSAFE)
 
 
 def _front_figure(go: Any, doc: Mapping[str, Any], labels: Sequence[str],

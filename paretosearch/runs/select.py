@@ -57,8 +57,13 @@ def by_index(front: Sequence[Entry], index: int) -> int:
 def knee(front: Sequence[Entry], objectives: Sequence[Objective]) -> int:
     """The entry closest to the ideal point once each objective is scaled to [0, 1]."""
     F = _losses(front, objectives)
+    scored = np.flatnonzero(np.isfinite(F).all(axis=1))  # an entry with a NaN is no knee
+    if not len(scored):
+        raise ParetoSearchError("no entry of the front has a finite value for every objective; "
+                                "choose one with --index")
+    F = F[scored]
     span = np.where(np.ptp(F, axis=0) > 0, np.ptp(F, axis=0), 1.0)
-    return int(np.argmin(np.linalg.norm((F - F.min(axis=0)) / span, axis=1)))
+    return int(scored[np.argmin(np.linalg.norm((F - F.min(axis=0)) / span, axis=1))])
 
 
 def by_weights(front: Sequence[Entry], objectives: Sequence[Objective],
@@ -67,7 +72,8 @@ def by_weights(front: Sequence[Entry], objectives: Sequence[Objective],
     from pymoo.mcdm.pseudo_weights import PseudoWeights
 
     w = np.asarray(weights, dtype=np.float64)
-    if w.shape != (len(objectives),) or (w < 0).any() or w.sum() <= 0:
+    if (w.shape != (len(objectives),) or not np.isfinite(w).all() or (w < 0).any()
+            or w.sum() <= 0):
         raise ParetoSearchError(f"weights {list(weights)}: give one non-negative weight per "
                                 f"objective ({', '.join(o.label for o in objectives)})")
     F = _losses(front, objectives)
@@ -83,7 +89,14 @@ def parse_constraint(text: str) -> tuple[str, Callable[[float, float], bool], fl
         raise ParetoSearchError(f"cannot read constraint {text!r}: write e.g. "
                                 "'pred_err:p99 <= 100' (operators <=, <, >=, >)")
     label = Objective.parse(m.group(1)).label
-    return label, _OPS[m.group(2)], float(m.group(3))
+    try:
+        bound = float(m.group(3))
+    except ValueError:
+        bound = math.nan
+    if not math.isfinite(bound):
+        raise ParetoSearchError(f"constraint {text!r}: the bound {m.group(3)!r} is not a finite "
+                                "number; write e.g. 'pred_err:p99 <= 100'")
+    return label, _OPS[m.group(2)], bound
 
 
 def by_constraints(front: Sequence[Entry], where: Sequence[str], minimize: str) -> int:

@@ -22,13 +22,22 @@ import json
 import logging
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from paretosearch.io import MAX_DOCUMENT, MAX_TABLE, read_bounded, write_json, write_table
+from paretosearch.io import (
+    MAX_DOCUMENT,
+    MAX_TABLE,
+    Busy,
+    exclusive,
+    open_plain,
+    read_bounded,
+    write_json,
+    write_table,
+)
 from paretosearch.runs.records import ChosenConfig, FrontEntry, mark_dominated
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
 from paretosearch.search.objectives import parse_objectives
@@ -112,12 +121,30 @@ class RunStore:
     def _append(self, name: str, doc: dict[str, Any]) -> None:
         line = json.dumps(doc, allow_nan=True)
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / name, "a+b") as f:
+        fd = open_plain(self.path / name, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        with os.fdopen(fd, "a+b") as f:
             end = f.seek(0, os.SEEK_END)
             if end and (f.seek(end - 1), f.read(1))[1] != b"\n":
                 line = "\n" + line  # end a line cut short by a crash or a full disk
             f.write(line.encode() + b"\n")
             f.flush()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the run's lock (``run.lock``) while a search or a resume writes it: a second
+        one at once would evaluate the same candidates twice into one journal.
+
+        Raises:
+            ParetoSearchError: another process holds it (its pid named), or the run folder
+                cannot hold a lock (unwritable, or a link or FIFO planted as ``run.lock``).
+        """
+        try:
+            with exclusive(self.path / "run.lock"):
+                yield
+        except Busy as exc:
+            raise ParetoSearchError(
+                f"{self.path}: a search (pid {exc.holder}) is writing this run now; wait for it "
+                "to finish, or stop it, before resuming it") from exc
 
     def warn_of_pickles(self) -> None:
         """Say so if an earlier paretosearch left pickled optimiser states in

@@ -15,16 +15,24 @@ import collections
 import functools
 import hashlib
 import json
+import logging
+import math
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from paretosearch.io import check_plain
 from paretosearch.search.evaluation import Task
 from paretosearch.search.runners import Next, OnResult, Params, Runner
 from simulator import Workload
 from simulator.errors import ParetoSearchError
 from simulator.jit import source_digest
+
+log = logging.getLogger(__name__)
+
+MAX_ROW = 2**20
+"""The most characters a cached record may have."""
 
 __all__ = ["CachedRunner", "EvaluationCache"]
 
@@ -44,7 +52,7 @@ class EvaluationCache:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30.0)
+            self._db = sqlite3.connect(check_plain(self.path), timeout=30.0)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS evaluations "
                              "(key TEXT PRIMARY KEY, record TEXT NOT NULL)")
@@ -54,13 +62,22 @@ class EvaluationCache:
         self.hits = self.misses = 0
 
     def get(self, key: str) -> dict[str, float] | None:
-        """The cached record, or None."""
-        row = self._db.execute("SELECT record FROM evaluations WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        """The cached record, or None (a damaged row too: logged, and evaluated again)."""
+        try:
+            row = self._db.execute("SELECT record FROM evaluations WHERE key = ?",
+                                   (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise ParetoSearchError(f"{self.path}: cannot read the evaluation cache ({exc}); "
+                                    "delete it to start a fresh one") from exc
+        record = None if row is None else _record(row[0])
+        if record is None:
+            if row is not None:
+                log.warning("%s: the cached record of %s is damaged; evaluated again",
+                            self.path, key[:12])
             self.misses += 1
             return None
         self.hits += 1
-        return dict(json.loads(row[0]))
+        return record
 
     def put(self, key: str, record: Mapping[str, float]) -> None:
         """Store a finished record (committed at once)."""
@@ -73,6 +90,21 @@ class EvaluationCache:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _record(text: object) -> dict[str, float] | None:
+    """A cached row's record: a JSON mapping of text to numbers (finite or NaN), else None."""
+    if not isinstance(text, str) or len(text) > MAX_ROW:
+        return None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and not math.isinf(v)
+            for v in doc.values()):
+        return None
+    return {str(k): float(v) for k, v in doc.items()}
 
 
 class CachedRunner:

@@ -13,7 +13,10 @@ A cluster file uses dask-ctl's spec format (read here without depending on dask-
 else ``$PARETOSEARCH_DASK_CLUSTER``, else ``./dask-cluster.yaml`` if it exists, these two only
 when the user named no worker count); else nothing,
 which tells the caller to start its embedded ``LocalCluster`` (or evaluate serially). A client
-of a ``tls://`` address uses Dask's configured security (``distributed.comm.tls.*``).
+of a ``tls://`` address uses Dask's configured security (``distributed.comm.tls.*``); plain
+``tcp://`` to another machine needs ``plain_tcp``. A cluster file may start a Dask cluster
+manager (a subclass of ``distributed``'s ``Cluster``) and nothing else. Every client decodes
+plain data only (:mod:`paretosearch.search.trust`; docs/security.md).
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from typing import Any
 
 import dask.config
 
+from paretosearch.search.trust import DESERIALIZERS, check_address, guarded_unpickling
 from simulator.errors import ParetoSearchError
 from simulator.files import read_yaml
 
 __all__ = ["CLUSTER_FILE", "CLUSTER_FILE_ENV", "ClusterSpec", "InvalidClusterConfig",
-           "connect", "ctrl_c", "load_cluster_spec", "open_client"]
+           "connect", "ctrl_c", "load_cluster_spec", "open_client", "remote_client"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +80,11 @@ class ClusterSpec:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     def cluster_class(self) -> type:
-        """Import the module and return the class (an install hint if the module is missing)."""
+        """Import the module and return the class (an install hint if the module is missing);
+        only a Dask cluster manager (a subclass of ``distributed.deploy.Cluster``) is returned:
+        a cluster file cannot start anything else (``subprocess.Popen``, say)."""
+        from distributed.deploy.cluster import Cluster
+
         try:
             module = importlib.import_module(self.module)
         except ImportError as exc:
@@ -88,6 +96,11 @@ class ClusterSpec:
             known = sorted(n for n in dir(module) if n.endswith("Cluster"))
             raise _bad(self.source, "class", self.class_name, f"{self.module} has no such class",
                        f"use one of {', '.join(known)}" if known else "check the spelling")
+        if not issubclass(cls, Cluster):
+            raise _bad(self.source, "class", f"{self.module}.{self.class_name}",
+                       "not a Dask cluster manager (a subclass of distributed's Cluster); "
+                       "refused", "name a cluster class such as dask.distributed.LocalCluster "
+                       "or dask_jobqueue.SLURMCluster")
         return cls
 
     def start(self) -> Any:
@@ -149,12 +162,19 @@ def _cluster_file(config: str | Path | None, files: bool) -> Path | None:
         return None
     if os.environ.get(CLUSTER_FILE_ENV):
         return Path(os.environ[CLUSTER_FILE_ENV])
-    return CLUSTER_FILE if CLUSTER_FILE.exists() else None
+    if not CLUSTER_FILE.exists():
+        return None
+    # named where it shows (the CLI shows warnings): a file nobody named is about to start
+    # something
+    logger.warning("using the cluster file %s found in the working directory %s (pass "
+                   "--workers N to ignore it)", CLUSTER_FILE, Path.cwd())
+    return CLUSTER_FILE
 
 
 @contextlib.contextmanager
 def open_client(scheduler: str | None = None, config: str | Path | None = None, *,
-                workers: int = 2, files: bool = True) -> Iterator[Any]:
+                workers: int = 2, files: bool = True, plain_tcp: bool = False
+                ) -> Iterator[Any]:
     """A ``distributed.Client`` of the configured cluster, or None; closed on exit.
 
     Args:
@@ -165,21 +185,23 @@ def open_client(scheduler: str | None = None, config: str | Path | None = None, 
             to log what happens when nothing is configured.
         files: whether a cluster file named by ``$PARETOSEARCH_DASK_CLUSTER`` or found in
             the working directory may be used (not when the user named a worker count).
+        plain_tcp: whether a ``tcp://`` address of another machine may be used.
 
     Yields:
         A client (of a running scheduler, or of the cluster the file starts, which is closed
         with it), or None when nothing is configured: the caller starts its own cluster.
-    """
-    from distributed import Client
 
+    Raises:
+        ParetoSearchError: a bad or refused address, a scheduler that does not answer, or a
+            bad cluster file.
+    """
     address = scheduler or dask.config.get("scheduler-address", None)
     if address:
         origin = "--scheduler" if scheduler else "DASK_SCHEDULER_ADDRESS (scheduler-address)"
         if config is not None:
             logger.warning("cluster file %s ignored: %s names a scheduler", config, origin)
         logger.info("Dask: the running scheduler at %s, from %s", address, origin)
-        # a string address: the client takes Dask's configured security (TLS certificates)
-        with Client(address) as client:  # type: ignore[no-untyped-call]
+        with remote_client(check_address(str(address), plain_tcp=plain_tcp)) as client:
             yield client
         return
     path = _cluster_file(config, files)
@@ -213,15 +235,35 @@ def connect(client: Any, workers: int) -> Iterator[Any]:
     processes (:func:`_local_client`), else, with no workers, nowhere: None (serial). The
     configured cluster, if any, comes first from :func:`open_client`."""
     if isinstance(client, str):
-        from distributed import Client
-
-        with Client(client) as connected:  # type: ignore[no-untyped-call]
+        with remote_client(check_address(client, plain_tcp=True)) as connected:
             yield connected
     elif client is None and workers > 0:
         with _local_client(workers) as local:
             yield local
     else:
         yield client
+
+
+@contextlib.contextmanager
+def remote_client(address: str) -> Iterator[Any]:
+    """A client of the running scheduler at ``address`` (Dask's configured security, TLS
+    certificates included), decoding plain data only, with this process's unpickling guarded
+    while it is open (:func:`~paretosearch.search.trust.guarded_unpickling`).
+
+    Raises:
+        ParetoSearchError: the scheduler did not answer, or the address is not one.
+    """
+    from distributed import Client
+
+    with guarded_unpickling():
+        try:
+            client = Client(address, deserializers=list(DESERIALIZERS))  # type: ignore[no-untyped-call]
+        except (OSError, ValueError, TypeError) as exc:  # unreachable, refused, bad scheme
+            raise ParetoSearchError(f"the Dask scheduler at {address} did not answer: "
+                                    f"{type(exc).__name__}: {exc}; is it running, and is the "
+                                    "address right?") from exc
+        with client:
+            yield client
 
 
 def _local_client(workers: int) -> contextlib.AbstractContextManager[Any]:
@@ -257,7 +299,8 @@ def _client_of(start: Callable[[], Any]) -> Iterator[Any]:
             signal.signal(signal.SIGINT, handler)
     interrupted = False
     try:
-        with cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
+        with cluster, Client(cluster,  # type: ignore[no-untyped-call]
+                             deserializers=list(DESERIALIZERS)) as client:
             try:
                 yield client
             except KeyboardInterrupt:

@@ -23,6 +23,13 @@ GENERATED_REPLICATES = 3
 sample): one 1,000-job draw of the heavy-tailed generator ranks configurations too unlike the
 next draw (docs/robust-fronts.md)."""
 
+MAX_JOBS = 10_000_000
+"""The most jobs a generated sample may have (each job is a few hundred bytes in every
+replicate; 10^12 would exhaust memory before anything is said)."""
+MAX_REPLICATES = 1_000
+MAX_LOAD = 100.0
+"""The highest offered load of a generated sample (1 fills the cluster)."""
+
 
 @dataclass(frozen=True)
 class SearchConfig:
@@ -66,16 +73,17 @@ class SearchConfig:
         object.__setattr__(self, "cluster", self.profile if isinstance(
             self.profile, ClusterProfile) else load_profile(self.profile))
         make_policy(self.policy, self.fixed)  # unknown family or bad fixed values fail here
-        for name, low in (("jobs", 1), ("replicates", 1)):
+        for name, low, high in (("jobs", 1, MAX_JOBS), ("replicates", 1, MAX_REPLICATES)):
             value = getattr(self, name)
             if name == "replicates" and value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ParetoSearchError(f"search {name} must be an integer >= {low} "
-                                        f"(got {value!r})")
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ParetoSearchError(f"search {name} must be an integer from {low} to "
+                                        f"{high:,} (got {value!r})")
         if not (isinstance(self.load, int | float) and math.isfinite(self.load)
-                and self.load > 0):
-            raise ParetoSearchError(f"search load must be a number > 0 (got {self.load!r})")
+                and 0 < self.load <= MAX_LOAD):
+            raise ParetoSearchError(f"search load must be a number > 0 and at most {MAX_LOAD} "
+                                    f"(got {self.load!r})")
         if self.slo_mix is not None and self.slo_mix not in MIXES:
             raise ParetoSearchError(f"slo_mix {self.slo_mix!r}: known mixes are "
                                     f"{', '.join(sorted(MIXES))}")

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from paretosearch.search.evaluation import Task, evaluate
+from paretosearch.search.trust import UntrustedResult, plain_records, plain_work
 from simulator import Workload
 from simulator.errors import ParetoSearchError
 
@@ -94,9 +95,12 @@ class DaskRunner:
     task lasts about ``task_s`` seconds (judged from the evaluations seen so far), which keeps
     Dask's per-task cost small without unbalancing the workers. Tasks are submitted with
     ``pure=False`` (never deduplicated) and collected as they complete. A task whose worker
-    dies is rescheduled (by Dask, or here if Dask cancelled it for lost data); one that raises
-    is retried ``retries`` times. Each record is delivered once. ``work`` is what a task runs
-    (:func:`evaluate_many`; ``benchmarks/bench_scaling.py`` replays recorded durations).
+    dies is rescheduled (by Dask, or here if Dask cancelled it for lost data); one that fails
+    stops the search with the worker's message. Each record is delivered once. ``work`` is
+    what a task runs (:func:`evaluate_many`; ``benchmarks/bench_scaling.py`` replays recorded
+    durations). A task returns plain data (:func:`~paretosearch.search.trust.plain_work`),
+    checked before it is used (:func:`~paretosearch.search.trust.plain_records`): a worker is
+    not trusted (docs/security.md).
     """
 
     def __init__(self, client: Any, workloads: Sequence[Workload], train: Workload, *,
@@ -166,6 +170,32 @@ class DaskRunner:
 
         self._run(task, parts, done)
 
+    def _records(self, future: Any, n: int) -> list[dict[str, float]]:
+        """A finished task's ``n`` records, decoded as plain data and checked.
+
+        Raises:
+            UntrustedResult: the answer is not plain records, or the task failed on its own
+                (a task reports an evaluation's failure as data, so a failed task is a
+                worker that died or one that does not run this code).
+        """
+        try:
+            return plain_records(future.result(), n)
+        except UntrustedResult as exc:
+            problem = f"returned {exc}"
+        except ParetoSearchError:
+            raise
+        except Exception as exc:  # a pickle the client refused to decode, or a failed task
+            problem = (f"failed ({type(exc).__name__}: {str(exc)[:300]})"
+                       if future.status == "error" else
+                       f"returned a result that is not plain data ({type(exc).__name__}: "
+                       f"{str(exc)[:300]})")
+        held = list(self.client.who_has([future]).get(future.key, ()))
+        where = (f"the Dask worker {', '.join(held)}" if held else "one of the Dask workers "
+                 + ", ".join(self.client.scheduler_info()["workers"]))
+        raise UntrustedResult(f"a task on {where} {problem}; its answer is refused (a worker "
+                              "that died, or a foreign worker on the scheduler? see "
+                              "docs/security.md)")
+
     def _run(self, task: Task, parts: Sequence[Sequence[Params]],
              done: Callable[[int, list[dict[str, float]]], list[int]]) -> None:
         """Run each part (a list of candidates) as one task; ``done`` hears a part's records
@@ -174,16 +204,16 @@ class DaskRunner:
 
         def submit(i: int) -> Any:
             workloads, train = self._shipped()
-            return self.client.submit(self.work, task, [dict(p) for p in parts[i]],
-                                      workloads, train, pure=False, retries=self.retries)
+            return self.client.submit(plain_work, self.work, task,
+                                      [dict(p) for p in parts[i]], workloads, train,
+                                      pure=False, retries=self.retries)
 
         futures = {submit(i): i for i in range(len(parts))}
         lost = dict.fromkeys(futures.values(), 0)
-        # with_results: each result is fetched in the client's own thread as its task ends,
-        # not here in a round trip (40 ms on a loaded machine) that would hold up the next
-        # start; a task that raised (after its retries) raises here
-        pending = as_completed(list(futures), with_results=True)  # type: ignore[no-untyped-call]
-        for future, result in pending:
+        # the result is fetched here, not by as_completed's with_results, which waits forever
+        # on a result the client refuses to decode (a worker's pickle)
+        pending = as_completed(list(futures))  # type: ignore[no-untyped-call]
+        for future in pending:
             i = futures.pop(future)
             if future.status in ("cancelled", "lost"):  # its data died with a worker
                 lost[i] += 1
@@ -193,7 +223,7 @@ class DaskRunner:
                                             "healthy?")
                 nxt = [i]
             else:
-                records = result
+                records = self._records(future, len(parts[i]))
                 self._walls += [r["wall_s"] for r in records]
                 nxt = done(i, records)
             for j in nxt:

@@ -46,7 +46,8 @@ class SearchSettings:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ParetoSearchError(f"search mode {self.mode!r}: use one of {', '.join(MODES)}")
-        for name, low in (("budget", 1), ("pop_size", 0), ("n_offsprings", 0), ("first", 0)):
+        for name, low in (("budget", 1), ("pop_size", 0), ("n_offsprings", 0), ("first", 0),
+                          ("seed", 0)):
             if getattr(self, name) < low:
                 raise ParetoSearchError(f"search {name} must be >= {low} "
                                         f"(got {getattr(self, name)})")

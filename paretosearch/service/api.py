@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from paretosearch.io import regular_file
 from paretosearch.runs import select as choose
 from paretosearch.runs.records import (
     BaselineWarning,
@@ -121,7 +122,7 @@ class PolicySearch:
             if replicates != 1:
                 raise ParetoSearchError("replicates need a generated workload; a trace is "
                                         "one sample (it is split into train and test halves)")
-            wl = workload if isinstance(workload, Workload) else read_trace(workload)
+            wl = workload if isinstance(workload, Workload) else read_trace(regular_file(workload))
             train, test = split_workload(wl)
             self.train, self.test = [train], [test]
         samples = self.train + self.test
@@ -259,6 +260,11 @@ class PolicySearch:
         generation, random points fill the rest. Parameters the search does not vary are
         ignored, missing ones start mid-domain.
         """
+        with self.store.writing() if self.store else contextlib.nullcontext():
+            return self._run(on_generation, resume=resume, initial=initial)
+
+    def _run(self, on_generation: Callable[[Progress], None] | None, *, resume: bool,
+             initial: Sequence[Mapping[str, Any]]) -> list[FrontEntry]:
         self._prepare_store(resume)
         copy, about = self._optuna_copy(), self._about()
         with self.runners() as (train_runner, test_runner):

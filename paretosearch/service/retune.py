@@ -23,13 +23,12 @@ Exit codes (:class:`Exit`) tell cron / a CronJob / systemd what happened.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import io
 import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import IntEnum
@@ -41,7 +40,7 @@ import pandas as pd
 from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from paretosearch.io import MAX_TABLE, write_json
+from paretosearch.io import MAX_DOCUMENT, MAX_TABLE, Busy, exclusive, read_bounded, write_json
 from paretosearch.runs.records import FrontEntry, config_hash
 from paretosearch.runs.report import write_retune_report
 from paretosearch.runs.report_html import write_html_report
@@ -234,28 +233,19 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (released by the OS if this process dies)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise RetuneFailed(f"{path.parent}: cannot write here ({exc.strerror}); give 'out' a "
-                           "writable folder. Nothing was published") from exc
-    try:
+    """Hold an exclusive lock on ``path`` (released by the OS if this process dies; a link or
+    a FIFO there is refused, never written through or waited on)."""
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            raise RetuneLocked(f"{path}: another retune (pid {holder}) is running on this "
+            stack.enter_context(exclusive(path))
+        except Busy as exc:
+            raise RetuneLocked(f"{path}: another retune (pid {exc.holder}) is running on this "
                                "folder; this one did nothing. Wait for it, or stagger the "
                                "schedules") from exc
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except ParetoSearchError as exc:  # unwritable, full, or a link or FIFO planted there
+            raise RetuneFailed(f"{exc}; give 'out' a writable folder of plain files. Nothing "
+                               "was published") from exc
         yield
-    finally:
-        os.close(fd)
 
 
 def _current(out: Path) -> Path | None:
@@ -323,13 +313,19 @@ def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]
     if previous is None:
         return []
     try:
-        store = RunStore(previous)
-        if store.read_spec()["policy"] != spec.config.policy:
-            return []
-        front = [dict(e.params) for e in store.read_front()["front"]]
-        records = pd.read_parquet(io.BytesIO(store.read("records.parquet", MAX_TABLE)))
-    except (ParetoSearchError, OSError, ValueError):  # nothing usable: a cold start
+        return _ranked_seeds(previous, spec)
+    except Exception as exc:  # a damaged run: whatever is wrong with it, a cold start
+        warnings.warn(f"{previous}: cannot warm-start from this run ({type(exc).__name__}: "
+                      f"{exc}); a cold start", UserWarning, stacklevel=2)
         return []
+
+
+def _ranked_seeds(previous: Path, spec: RetuneSpec) -> list[dict[str, Any]]:
+    store = RunStore(previous)
+    if store.read_spec()["policy"] != spec.config.policy:
+        return []
+    front = [dict(e.params) for e in store.read_front()["front"]]
+    records = pd.read_parquet(io.BytesIO(store.read("records.parquet", MAX_TABLE)))
     objectives = parse_objectives(spec.config.objectives)
     labels = [o.label for o in objectives]
     if not set(labels) <= set(records.columns):
@@ -366,23 +362,31 @@ def _read_production(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ParetoSearchError(f"{path}: cannot read the production config ({exc.strerror}); "
-                                "fix the spec's 'production' field") from exc
-    try:
-        doc = json.loads(text)
-        policy = doc["policy"]
-        config = doc.get("fitted") or doc["params"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ParetoSearchError(f"{path}: not a chosen config ({exc!r}); write it with "
-                                "'paretosearch select RUN --out FILE'") from exc
+        doc = json.loads(read_bounded(path, MAX_DOCUMENT).decode())
+    except ParetoSearchError as exc:
+        raise ParetoSearchError(f"cannot read the production config: {exc}; fix the spec's "
+                                "'production' field") from exc
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
+        raise ParetoSearchError(f"{path}: not a chosen config (not JSON: "
+                                f"{type(exc).__name__}); write it with 'paretosearch select "
+                                "RUN --out FILE'") from exc
+    policy = doc.get("policy") if isinstance(doc, dict) else None
+    field = "fitted" if isinstance(doc, dict) and doc.get("fitted") else "params"
+    config = doc.get(field) if isinstance(doc, dict) else None
+    if not isinstance(policy, str):
+        raise ParetoSearchError(located(str(path), column="policy", value=policy,
+                                        problem="expected a policy name",
+                                        fix="write it with 'paretosearch select RUN --out FILE'"))
+    if not isinstance(config, dict):
+        raise ParetoSearchError(located(str(path), column=field, value=config,
+                                        problem="expected an object of parameter values",
+                                        fix="write it with 'paretosearch select RUN --out FILE'"))
     if policy not in REGISTRY:
         raise ParetoSearchError(located(str(path), column="policy", value=policy,
                                         problem="not a known policy"))
     try:
         make_policy(policy, config)
-    except ParetoSearchError as exc:
+    except (ParetoSearchError, TypeError, ValueError) as exc:  # mixed-type values included
         raise ParetoSearchError(f"{path}: {exc}") from exc
     return {"policy": policy, "config": config, "source": str(path.resolve()),
             "config_sha256": config_hash(doc)}

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from paretosearch.io import regular_file
 from paretosearch.search.config import SearchConfig
 from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.settings import MODES, SearchSettings
@@ -194,7 +195,7 @@ def read_window(spec: RetuneSpec) -> Window:
                                 "'trace' field")
     scaling = (None if spec.scaling_table is None else
                ScalingTable.from_csv(spec.scaling_table).merged(parametric_table(64)))
-    frames = [read_trace(f, scaling=scaling).to_frame() for f in files]
+    frames = [read_trace(regular_file(f), scaling=scaling).to_frame() for f in files]
     frame = pd.concat(frames, ignore_index=True)
     if len(files) > 1:  # a job re-exported by a later file is kept once
         frame = frame.drop_duplicates(keep="last")

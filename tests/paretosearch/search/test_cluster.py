@@ -188,9 +188,12 @@ def _pki(folder: Path) -> dict[str, Path]:
 
 
 @contextlib.contextmanager
-def _dask_processes(folder: Path, pki: dict[str, Path] | None = None) -> Iterator[str]:
-    """A ``dask scheduler`` and two one-thread ``dask worker`` processes on 127.0.0.1 (a free
-    port, read from the scheduler file); yields the scheduler's address."""
+def _dask_processes(folder: Path, pki: dict[str, Path] | None = None, *, workers: int = 2,
+                    worker_args: tuple[str, ...] = (), env: dict[str, str] | None = None
+                    ) -> Iterator[str]:
+    """A ``dask scheduler`` and ``workers`` one-thread ``dask worker`` processes (given
+    ``worker_args`` and ``env``) on 127.0.0.1 (a free port, read from the scheduler file);
+    yields the scheduler's address."""
     tls = [] if pki is None else ["--tls-ca-file", str(pki["ca"]), "--tls-cert",
                                   str(pki["cert"]), "--tls-key", str(pki["key"])]
     folder.mkdir()
@@ -200,16 +203,19 @@ def _dask_processes(folder: Path, pki: dict[str, Path] | None = None) -> Iterato
         with (folder / f"{name}.log").open("wb") as log:
             procs.append(subprocess.Popen([str(DASK), *argv, "--host", "127.0.0.1",
                                            "--no-dashboard", *tls], cwd=ROOT, stdout=log,
-                                          stderr=subprocess.STDOUT, start_new_session=True))
+                                          stderr=subprocess.STDOUT, start_new_session=True,
+                                          # the code of this checkout, as the search's
+                                          env={**os.environ, "PYTHONPATH": str(ROOT),
+                                               **(env or {})}))
 
     try:
         spawn("scheduler", "scheduler", "--port", "0", "--protocol", "tcp" if pki is None
               else "tls", "--dashboard-address", "127.0.0.1:0",  # its HTTP server, not 8787
               "--scheduler-file", str(folder / "scheduler.json"))
         address = json.loads(_wait_for(folder / "scheduler.json"))["address"]
-        for i in range(2):
+        for i in range(workers):
             spawn(f"worker-{i}", "worker", address, "--name", f"worker-{i}", "--nworkers", "1",
-                  "--nthreads", "1")
+                  "--nthreads", "1", *worker_args)
         yield address
     finally:
         for proc in procs:

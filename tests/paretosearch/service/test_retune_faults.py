@@ -276,6 +276,6 @@ def test_a_read_only_folder_fails_clearly_and_leaves_current_alone(tmp_path: Pat
         _remount(fs, "ro")
         assert main(["retune", "--spec", str(spec)]) == Exit.FAILED
         err = capsys.readouterr().err
-        assert "cannot write here (Read-only file system)" in err
+        assert "cannot write here: Read-only file system" in err
         assert (fs / "out" / "current").resolve() == published
         _remount(fs, "rw")

@@ -1,0 +1,704 @@
+"""The hostile catalogue (issue 41): inputs an attacker controls, each with its verdict.
+
+Every case asserts one of: refused with the project's error naming the file, field or value
+(exit 2 in the CLI); or handled as documented (docs/security.md). Never a traceback, a hang
+(each case has a timeout), garbage accepted, code run or data lost. The hostile Dask worker
+is a real ``dask worker`` process; links and FIFOs are real files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import dask.config
+import distributed
+import distributed.deploy.cluster
+import distributed.utils
+import pytest
+from distributed import Client
+
+from paretosearch.cli import main
+from paretosearch.export import export
+from paretosearch.runs.report_html import script_json, write_html_report
+from paretosearch.runs.store import RunStore
+from paretosearch.search.cache import EvaluationCache
+from paretosearch.search.cluster import InvalidClusterConfig, load_cluster_spec
+from paretosearch.search.trust import (
+    MAX_RECORD_FIELDS,
+    UntrustedResult,
+    check_address,
+    guarded_unpickling,
+    plain_records,
+    plain_work,
+)
+from paretosearch.service.retune import Exit, RetuneSpec, _read_production, _warm_seeds
+from simulator.errors import ParetoSearchError
+from tests.helpers.data import ROOT
+from tests.helpers.runs import write_spec, write_trace
+from tests.paretosearch.search.test_cluster import _dask_processes
+
+pytestmark = pytest.mark.timeout(120)
+
+TINY_SEARCH = ["search", "--generate", "40", "--budget", "4", "--pop-size", "2",
+               "--offspring", "2", "--seed", "1"]
+
+
+# --- 1. a hostile Dask worker ------------------------------------------------------------------
+
+@pytest.mark.dask
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("mode", ["result", "error"])
+def test_a_hostile_worker_runs_no_code_in_the_search(tmp_path: Path, mode: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A worker that answers with a pickle whose loading runs a command: the search refuses
+    the answer, names the worker, and the command never runs in the search's process."""
+    marker = tmp_path / "marker"
+    preload = ROOT / "tests" / "helpers" / "hostile_worker.py"
+    with _dask_processes(tmp_path / "dask", workers=1, worker_args=("--preload", str(preload)),
+                         env={"HOSTILE_MARKER": str(marker), "HOSTILE_MODE": mode}) as address:
+        with Client(address) as probe:
+            probe.wait_for_workers(1, timeout=60)
+        code = main([*TINY_SEARCH, "--workers", "0", "--scheduler", address,
+                     "--run-dir", str(tmp_path / "run")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2, err
+    assert "refused" in err and "127.0.0.1" in err, err
+    pids = marker.read_text().split() if marker.exists() else []
+    assert str(os.getpid()) not in pids
+
+
+# --- 1. what a worker's answer may be --------------------------------------------------------
+
+GOOD_RECORD = {"jct:avg": 1.0, "wall_s": 0.1}
+BAD_ANSWERS: list[tuple[str, Any]] = [
+    ("nothing", None), ("text", "records"), ("a number", 3), ("a list", [GOOD_RECORD]),
+    ("records as text", {"records": "x"}), ("too few", {"records": []}),
+    ("too many", {"records": [GOOD_RECORD, GOOD_RECORD]}),
+    ("an extra key", {"records": [GOOD_RECORD], "x": 1}),
+    ("a record of text", {"records": ["x"]}), ("an empty record", {"records": [{}]}),
+    ("a text value", {"records": [{"jct:avg": "1"}]}),
+    ("a bool value", {"records": [{"jct:avg": True}]}),
+    ("an infinite value", {"records": [{"jct:avg": math.inf}]}),
+    ("a list value", {"records": [{"jct:avg": [1.0]}]}),
+    ("a number key", {"records": [{1: 1.0}]}),
+    ("an error that is not text", {"error": ["x"]}),
+    ("a huge record", {"records": [{f"m{i}": 1.0 for i in range(MAX_RECORD_FIELDS + 1)}]}),
+]
+
+
+@pytest.mark.parametrize("answer", [a for _, a in BAD_ANSWERS], ids=[n for n, _ in BAD_ANSWERS])
+def test_a_worker_answer_that_is_not_plain_records_is_refused(answer: Any) -> None:
+    with pytest.raises(UntrustedResult, match="record"):
+        plain_records(answer, 1)
+
+
+def test_plain_records_pass_and_a_failure_is_named() -> None:
+    assert plain_records({"records": ({"jct:avg": 2, "x": math.nan},)}, 1)[0]["jct:avg"] == 2.0
+    with pytest.raises(ParetoSearchError, match="evaluation failed on a Dask worker: Boom"):
+        plain_records({"error": "Boom"}, 1)
+    assert plain_work(lambda: 1 / 0) == {"error": "ZeroDivisionError: division by zero"}
+
+
+class _Runs:
+    """Unpickled, it would run ``touch MARKER`` (the marker must never appear)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return os.system, (f"touch {self.marker}",)
+
+
+PAYLOADS: list[tuple[str, Callable[[Path], Any]]] = [
+    ("os.system", lambda m: _Runs(m)),
+    ("an exception holding os.system", lambda m: ValueError(_Runs(m))),
+    ("subprocess.Popen", lambda m: _Reduce(subprocess.Popen, (["touch", str(m)],))),
+    ("builtins.eval", lambda m: _Reduce(eval, (f"open({str(m)!r}, 'w')",))),
+    ("builtins.exec", lambda m: _Reduce(exec, (f"open({str(m)!r}, 'w')",))),
+    ("builtins.open", lambda m: _Reduce(open, (str(m), "w"))),
+    ("pathlib.Path.touch", lambda m: _Reduce(Path.touch, (m,))),
+    ("a distributed function", lambda m: _Reduce(distributed.utils.import_file, (str(m),))),
+]
+
+
+class _Reduce:
+    def __init__(self, call: Any, args: tuple[Any, ...]) -> None:
+        self.call, self.args = call, args
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return self.call, self.args
+
+
+@pytest.mark.parametrize("make", [p for _, p in PAYLOADS], ids=[n for n, _ in PAYLOADS])
+def test_guarded_unpickling_builds_no_callable(tmp_path: Path, make: Callable[[Path], Any]
+                                               ) -> None:
+    marker = tmp_path / "marker"
+    data = pickle.dumps(make(marker))
+    with guarded_unpickling():
+        from distributed.protocol import pickle as dask_pickle
+
+        with pytest.raises(pickle.UnpicklingError, match="refused"):
+            dask_pickle.loads(data)
+    assert not marker.exists()
+    assert dask_pickle.loads is not None  # restored on exit
+
+
+@pytest.mark.parametrize("value", [ValueError("x"), KeyError("k"), (1, "a", b"b"), bytes,
+                                   {"a": [1.5]}, TimeoutError("t")],
+                         ids=["ValueError", "KeyError", "a tuple", "the bytes type", "a dict",
+                              "TimeoutError"])
+def test_guarded_unpickling_keeps_exceptions_and_plain_values(value: Any) -> None:
+    from distributed.protocol import pickle as dask_pickle
+
+    with guarded_unpickling():
+        back = dask_pickle.loads(pickle.dumps(value))
+    assert type(back) is type(value) and repr(back) == repr(value)
+
+
+# --- 1. which schedulers the search connects to ----------------------------------------------
+
+ADDRESSES: list[tuple[str, bool, str | None]] = [
+    ("tls://scheduler.example.org:8786", False, None),
+    ("tcp://127.0.0.1:8786", False, None), ("tcp://localhost:8786", False, None),
+    ("tcp://[::1]:8786", False, None), ("127.0.0.1:8786", False, None),
+    ("tcp://10.1.2.3:8786", True, None),
+    ("tcp://10.1.2.3:8786", False, "--allow-plain-tcp"),
+    ("tcp://scheduler.example.org:8786", False, "--allow-plain-tcp"),
+    ("10.1.2.3:8786", False, "--allow-plain-tcp"), ("tcp://0.0.0.0:8786", False, "plain tcp"),
+    ("http://scheduler:8786", False, "expected tls://"), ("ucx://x:1", False, "expected tls://"),
+    ("tcp://", False, "expected tls://"), ("tls://", False, "expected tls://"),
+]
+
+
+@pytest.mark.parametrize(("address", "plain_tcp", "refusal"), ADDRESSES)
+def test_scheduler_addresses(address: str, plain_tcp: bool, refusal: str | None) -> None:
+    if refusal is None:
+        assert check_address(address, plain_tcp=plain_tcp) == address
+    else:
+        with pytest.raises(ParetoSearchError, match=re.escape(refusal)) as caught:
+            check_address(address, plain_tcp=plain_tcp)
+        assert repr(address) in str(caught.value)
+
+
+@pytest.mark.parametrize(("address", "message"), [
+    ("tcp://10.1.2.3:8786", "--allow-plain-tcp"), ("http://x:1", "expected tls://"),
+    ("tcp://127.0.0.1:9", "did not answer")])
+def test_cli_search_names_a_refused_or_dead_scheduler(tmp_path: Path, address: str,
+                                                      message: str,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        code = main([*TINY_SEARCH, "--scheduler", address, "--run-dir", str(tmp_path / "r")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and message in err and address in err, err
+
+
+# --- 2. cluster files start Dask cluster managers only -----------------------------------------
+
+CLASSES: list[tuple[str, str, str | None]] = [
+    ("subprocess", "Popen", "not a Dask cluster manager"),
+    ("builtins", "type", "not a Dask cluster manager"),
+    ("builtins", "object", "not a Dask cluster manager"),
+    ("pathlib", "Path", "not a Dask cluster manager"),
+    ("distributed", "Client", "not a Dask cluster manager"),
+    ("distributed", "Scheduler", "not a Dask cluster manager"),
+    ("distributed", "Worker", "not a Dask cluster manager"),
+    ("os", "system", "has no such class"), ("shutil", "rmtree", "has no such class"),
+    ("builtins", "eval", "has no such class"),
+    ("dask.distributed", "LocalCluster", None), ("distributed.deploy", "SpecCluster", None),
+]
+
+
+@pytest.mark.parametrize(("module", "cls", "refusal"), CLASSES)
+def test_a_cluster_file_names_a_cluster_manager_or_is_refused(tmp_path: Path, module: str,
+                                                              cls: str, refusal: str | None
+                                                              ) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(f"version: 1\nmodule: {module}\nclass: {cls}\n"
+                    f"args: [[sh, -c, 'touch {tmp_path}/marker']]\n")
+    spec = load_cluster_spec(path)
+    if refusal is None:
+        assert issubclass(spec.cluster_class(), distributed.deploy.cluster.Cluster)
+        return
+    with pytest.raises(InvalidClusterConfig, match=refusal) as caught:
+        spec.start()
+    assert str(path) in str(caught.value)
+    assert not (tmp_path / "marker").exists()
+
+
+def test_a_cluster_file_found_in_the_folder_is_named_and_cannot_run_a_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    monkeypatch.delenv("PARETOSEARCH_DASK_CLUSTER", raising=False)
+    marker = tmp_path / "marker"
+    (tmp_path / "dask-cluster.yaml").write_text(
+        "version: 1\nmodule: subprocess\nclass: Popen\n"
+        f"args: [[sh, -c, 'touch {marker}']]\n")
+    assert main([*TINY_SEARCH, "--run-dir", str(tmp_path / "run")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert ("using the cluster file dask-cluster.yaml found in the working directory"
+            in caplog.text)  # a warning: shown on stderr by the CLI
+    assert "subprocess.Popen" in err and "not a Dask cluster manager" in err
+    assert not marker.exists()
+
+
+# --- 3. writes in a run folder or OUT: never through a link, never into a FIFO -----------------
+
+def _plant(path: Path, kind: str, outside: Path) -> None:
+    """Put a link to a file outside (``link``), a dangling link (``dangling``), a FIFO
+    (``fifo``) or a folder (``folder``) where paretosearch writes a file."""
+    path.unlink(missing_ok=True)
+    if kind == "link":
+        path.symlink_to(outside)
+    elif kind == "dangling":
+        path.symlink_to(outside.with_name("nowhere"))
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+
+
+KINDS = ["link", "dangling", "fifo", "folder"]
+
+
+@pytest.fixture
+def run_copy(small_run: Path, tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run, symlinks=True)
+    return run
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A file outside the run that must come through untouched."""
+    path = tmp_path / "precious.json"
+    path.write_text('{"keep": true}\n')
+    return path
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", ["evaluations.jsonl", "started.jsonl"])
+def test_a_journal_is_never_appended_through_a_link(run_copy: Path, outside: Path, name: str,
+                                                    kind: str) -> None:
+    _plant(run_copy / name, kind, outside)
+    store = RunStore(run_copy)
+    with pytest.raises(ParetoSearchError, match=re.escape(name)):
+        if name == "started.jsonl":
+            store.append_started(0, {"T": 1.0})
+        else:
+            store.append("k", {"T": 1.0}, {"jct:avg": 1.0})
+    assert outside.read_text() == '{"keep": true}\n'
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", ["optuna.log", "run.lock"])
+def test_a_resume_never_writes_through_a_link(run_copy: Path, outside: Path, name: str,
+                                              kind: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    _plant(run_copy / name, kind, outside)
+    assert main(["search", "--resume", str(run_copy), "--workers", "0"]) == 2
+    assert name in capsys.readouterr().err
+    assert outside.read_text() == '{"keep": true}\n'
+
+
+@pytest.mark.parametrize("kind", ["link", "dangling", "fifo"])
+def test_the_retune_lock_is_never_written_through_a_link(tmp_path: Path, outside: Path,
+                                                         kind: str,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    write_trace(tmp_path / "trace.csv", 200)
+    spec = write_spec(tmp_path)
+    (tmp_path / "out").mkdir()
+    _plant(tmp_path / "out" / "retune.lock", kind, outside)
+    assert main(["retune", "--spec", str(spec)]) == Exit.FAILED
+    assert "retune.lock" in capsys.readouterr().err
+    assert outside.read_text() == '{"keep": true}\n'
+
+
+@pytest.mark.parametrize("kind", ["link", "dangling", "file"])
+def test_export_never_writes_through_a_linked_export_folder(run_copy: Path, tmp_path: Path,
+                                                            kind: str,
+                                                            capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if kind == "link":
+        (run_copy / "export").symlink_to(elsewhere)
+    elif kind == "dangling":
+        (run_copy / "export").symlink_to(tmp_path / "nowhere")
+    else:
+        (run_copy / "export").write_text("not a folder")
+    assert main(["export", str(run_copy), "--format", "slurm"]) == 2
+    assert "export" in capsys.readouterr().err
+    assert not any(elsewhere.iterdir()) and not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_evaluation_cache_is_never_opened_through_a_link(tmp_path: Path, outside: Path,
+                                                             kind: str) -> None:
+    _plant(tmp_path / "cache.sqlite", kind, outside)
+    with pytest.raises(ParetoSearchError, match=r"cache\.sqlite"):
+        EvaluationCache(tmp_path / "cache.sqlite")
+    assert outside.read_text() == '{"keep": true}\n'
+
+
+def test_a_second_resume_of_a_live_run_is_refused(run_copy: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    before = (run_copy / "evaluations.jsonl").read_bytes()
+    with RunStore(run_copy).writing():  # a search writing the run (another open file)
+        assert main(["search", "--resume", str(run_copy), "--workers", "0"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"a search (pid {os.getpid()}) is writing this run now" in err
+    assert (run_copy / "evaluations.jsonl").read_bytes() == before
+
+
+def test_a_run_lock_held_by_another_process_is_named(run_copy: Path) -> None:
+    code = ("import sys, time; from paretosearch.runs.store import RunStore\n"
+            "with RunStore(sys.argv[1]).writing():\n"
+            "    print('held', flush=True); time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(run_copy)], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(ParetoSearchError, match=f"pid {holder.pid}"), \
+                RunStore(run_copy).writing():
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with RunStore(run_copy).writing():  # released with its process
+        pass
+
+
+# --- 4. the HTML report: escaped for where it lands ------------------------------------------
+
+class _Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.scripts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        self.tags.append(tag)
+
+    def handle_data(self, data: str) -> None:
+        if self.tags and self.tags[-1] == "script":
+            self.scripts.append(data)
+
+
+RUN_NAMES = ["x</script><svg onload=alert(1)>", "a&b<c>\"d'", "$(touch pwned)", "x; rm -rf ~",
+             "line\u2028break\u2029", "<!--", "`id`"]
+
+
+@pytest.mark.parametrize("name", RUN_NAMES)
+def test_a_hostile_run_name_stays_text_in_the_report(small_run: Path, tmp_path: Path,
+                                                     name: str) -> None:
+    run = tmp_path / name
+    shutil.copytree(small_run, run)
+    page = write_html_report(run).read_text()
+    parsed = _Elements()
+    parsed.feed(page)
+    assert not {"svg", "img", "iframe"} & set(parsed.tags)
+    (commands,) = [json.loads(s.split("=", 1)[1].rstrip().rstrip(";"))
+                   for s in parsed.scripts if s.startswith("var COMMANDS")]
+    for command in commands:
+        for line in command.split("\n"):
+            assert shlex.split(line)[2] == str(run)  # one word in a shell, whatever it holds
+
+
+@pytest.mark.parametrize("value", ["</script>", "<!--", "&amp;", "\u2028", "\u2029", "]]>"])
+def test_script_json_has_nothing_a_script_element_reads(value: str) -> None:
+    text = script_json([value, {"k": value}])
+    assert not set("<>&\u2028\u2029") & set(text)
+    assert json.loads(text) == [value, {"k": value}]
+
+
+# --- 6. exports refuse what no scheduler can hold, before writing anything --------------------
+
+def _chosen(**change: Any) -> dict[str, Any]:
+    params = {"T": 4.5, "W": 1.4, "zeta_min": 0.4, "delta": 0.6}
+    doc = {"policy": "wfq", "params": params,
+           "fitted": {**params, "thresholds": [297779.75, None], "rates": [0.8, 0.2]},
+           "cluster": {"profile": "pcs-64", "gpus_by_type": {"V100": 64}}}
+    for key, value in change.items():
+        if key in ("thresholds", "rates"):
+            doc["fitted"] = {**doc["fitted"], key: value}
+        else:
+            doc["cluster"] = {**doc["cluster"], "gpus_by_type": value}
+    return doc
+
+
+IMPOSSIBLE: list[tuple[str, dict[str, Any], str]] = [
+    ("10^30 GPUs", {"gpus": {"V100": 10**30}}, "gpus_by_type"),
+    ("10^7+1 GPUs", {"gpus": {"V100": 10**7 + 1}}, "gpus_by_type"),
+    ("zero GPUs", {"gpus": {"V100": 0}}, "gpus_by_type"),
+    ("negative GPUs", {"gpus": {"V100": -64}}, "gpus_by_type"),
+    ("fractional GPUs", {"gpus": {"V100": 1.5}}, "gpus_by_type"),
+    ("boolean GPUs", {"gpus": {"V100": True}}, "gpus_by_type"),
+    ("GPUs as text", {"gpus": {"V100": "64"}}, "gpus_by_type"),
+    ("no GPU types", {"gpus": {}}, "gpus_by_type"),
+    ("a NaN threshold", {"thresholds": [math.nan, None]}, "thresholds"),
+    ("a negative threshold", {"thresholds": [-5.0, None]}, "thresholds"),
+    ("a zero threshold", {"thresholds": [0.0, None]}, "thresholds"),
+    ("descending thresholds", {"thresholds": [500.0, 100.0, None]}, "thresholds"),
+    ("an infinite middle threshold", {"thresholds": [math.inf, 5.0, None]}, "thresholds"),
+    ("threshold text", {"thresholds": ["a", None]}, "thresholds"),
+    ("a NaN rate", {"rates": [math.nan, 0.2]}, "rates"),
+    ("a negative rate", {"rates": [-0.8, 0.2]}, "rates"),
+]
+
+
+@pytest.mark.parametrize(("change", "field"), [(c, f) for _, c, f in IMPOSSIBLE],
+                         ids=[n for n, _, _ in IMPOSSIBLE])
+@pytest.mark.parametrize("fmt", ["kueue", "slurm"])
+def test_exports_refuse_impossible_configs(change: dict[str, Any], field: str, fmt: str) -> None:
+    with pytest.raises(ParetoSearchError) as caught:
+        export(_chosen(**change), fmt, source="chosen.json")
+    message = str(caught.value)
+    assert "chosen.json" in message and (field in message or "fitted" in message), message
+
+
+@pytest.mark.parametrize("change", [{"thresholds": [math.nan, None]}, {"gpus": {"V100": 10**30}}],
+                         ids=["NaN threshold", "10^30 GPUs"])
+def test_a_refused_export_writes_nothing(tmp_path: Path, change: dict[str, Any],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "chosen.json"
+    config.write_text(json.dumps(_chosen(**change)))  # NaN written as JSON's NaN
+    assert main(["export", str(config), "--format", "kueue"]) == 2
+    assert "chosen.json" in capsys.readouterr().err
+    assert not (tmp_path / "export").exists() or not any((tmp_path / "export").rglob("*.yaml"))
+
+
+# --- 5. documents the nightly job reads: bounded, shape-checked, named ------------------------
+
+PRODUCTION: list[tuple[str, str | bytes, str]] = [
+    ("not UTF-8", b"\xff\xfe{", "not JSON"), ("not JSON", "{", "not JSON"),
+    ("deep nesting", "[" * 100_000 + "]" * 100_000, "not JSON"),
+    ("a list", "[]", "'policy'"), ("policy as a list", '{"policy": ["wfq"], "params": {}}',
+                                   "'policy'"),
+    ("params as a list", '{"policy": "wfq", "params": [1, 2]}', "'params'"),
+    ("fitted as text", '{"policy": "wfq", "fitted": "x", "params": {}}', "'fitted'"),
+    ("an unknown policy", '{"policy": "nope", "params": {}}', "not a known policy"),
+    ("mixed-type thresholds", '{"policy": "wfq", "fitted": {"thresholds": [1, "a"]}}',
+     "thresholds"),
+    ("thresholds as a mapping", '{"policy": "wfq", "fitted": {"thresholds": {"a": 1}}}',
+     "thresholds"),
+    ("a parameter out of range", '{"policy": "wfq", "params": {"W": -1e308}}', "'W'"),
+]
+
+
+@pytest.mark.parametrize(("content", "message"), [(c, m) for _, c, m in PRODUCTION],
+                         ids=[n for n, _, _ in PRODUCTION])
+def test_a_bad_production_config_is_named(tmp_path: Path, content: str | bytes,
+                                          message: str) -> None:
+    path = tmp_path / "chosen.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(ParetoSearchError, match=re.escape(message)) as caught:
+        _read_production(path)
+    assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "missing"])
+def test_a_production_config_that_is_not_a_file_is_refused_at_once(tmp_path: Path,
+                                                                   kind: str) -> None:
+    path = tmp_path / "chosen.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    with pytest.raises(ParetoSearchError, match="production config"):
+        _read_production(path)
+
+
+SPECS: list[tuple[str, dict[str, Any], str]] = [
+    ("policy as a list", {"policy": ["wfq"]}, "policy"),
+    ("fixed as a list", {"fixed": [1, 2]}, "fixed"),
+    ("fixed thresholds of mixed types", {"fixed": {"thresholds": [1, "a"]}}, "fixed"),
+    ("objectives as text", {"objectives": "jct:avg"}, "objectives"),
+    ("an unknown objective", {"objectives": ["nope:avg"]}, "nope"),
+    ("a negative budget", {"search": {"budget": -1}}, "budget"),
+    ("a NaN window", {"window": {"seconds": math.nan, "min_jobs": 5, "max_jobs": 10}}, "window"),
+    ("workers as text", {"workers": "two"}, "workers"),
+    ("an unknown key", {"evil": 1}, "evil"),
+]
+
+
+@pytest.mark.parametrize(("fields", "name"), [(f, n) for _, f, n in SPECS],
+                         ids=[n for n, _, _ in SPECS])
+def test_a_bad_retune_spec_is_named(tmp_path: Path, fields: dict[str, Any], name: str,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    write_trace(tmp_path / "trace.csv", 200)
+    spec = write_spec(tmp_path, **fields)
+    assert main(["retune", "--spec", str(spec)]) == Exit.BAD_INPUT
+    err = " ".join(capsys.readouterr().err.split())
+    assert "retune.yaml" in err and name in err, err
+
+
+def test_a_deeply_nested_retune_spec_is_named(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "retune.yaml"
+    spec.write_text("fixed: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert main(["retune", "--spec", str(spec)]) == Exit.BAD_INPUT
+    assert "retune.yaml" in capsys.readouterr().err
+
+
+CACHE_ROWS = ["x", "[]", '{"jct:avg": "1"}', '{"jct:avg": Infinity}', '{"jct:avg": true}',
+              "[" * 10_000 + "]" * 10_000, '{"jct:avg": [1]}', "null"]
+
+
+@pytest.mark.parametrize("row", CACHE_ROWS, ids=[r[:20] for r in CACHE_ROWS])
+def test_a_damaged_cache_row_is_evaluated_again(tmp_path: Path, row: str,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    cache = EvaluationCache(tmp_path / "cache.sqlite")
+    cache.put("key", {"jct:avg": 1.0})
+    assert cache.get("key") == {"jct:avg": 1.0}
+    with cache._db:
+        cache._db.execute("UPDATE evaluations SET record = ? WHERE key = 'key'", (row,))
+    assert cache.get("key") is None
+    assert "damaged" in caplog.text and "cache.sqlite" in caplog.text
+
+
+@pytest.mark.parametrize("damage", ["front.json", "records.parquet", "run.json"])
+def test_a_damaged_previous_run_means_a_named_cold_start(run_copy: Path, damage: str) -> None:
+    (run_copy / damage).write_bytes(b"\x00garbage")
+    spec = RetuneSpec.load(write_spec(run_copy.parent, policy="wfq"))
+    with pytest.warns(UserWarning, match=f"{run_copy}: cannot warm-start"):
+        assert _warm_seeds(run_copy, spec) == []
+
+
+# --- 8. options: a message, never a traceback -------------------------------------------------
+
+RUN = "{run}"
+OPTIONS: list[tuple[list[str], str]] = [
+    (["select", RUN, "--weights", "a,b"], "weights"),
+    (["select", RUN, "--weights", "nan,1"], "weights"),
+    (["select", RUN, "--weights", "inf,1"], "weights"),
+    (["select", RUN, "--weights", "-1,1"], "weights"),
+    (["select", RUN, "--weights", "1"], "weights"),
+    (["select", RUN, "--weights", ""], "weights"),
+    (["select", RUN, "--where", "jct:avg <= 1e", "--minimize", "jct:avg"], "1e"),
+    (["select", RUN, "--where", "jct:avg <= nan", "--minimize", "jct:avg"], "nan"),
+    (["select", RUN, "--where", "nope:avg <= 1", "--minimize", "jct:avg"], "nope"),
+    (["select", RUN, "--where", "jct:avg", "--minimize", "jct:avg"], "jct:avg"),
+    (["select", RUN, "--index", "99"], "99"),
+    (["select", RUN, "--index", "-99"], "-99"),
+    (["search", "--seed", "-1"], "seed"),
+    (["search", "--budget", "0"], "budget"),
+    (["search", "--budget", "-3"], "budget"),
+    (["search", "--set", 'thresholds=[1,"a"]'], "thresholds"),
+    (["search", "--set", 'thresholds={"a":1}'], "thresholds"),
+    (["search", "--set", "W=nan"], "W"),
+    (["search", "--set", "W=1e309"], "W"),
+    (["search", "--set", "nope=1"], "nope"),
+    (["search", "--set", "=1"], "NAME=VALUE"),
+    (["search", "--generate", "1000000000000"], "jobs must be an integer from 1 to"),
+    (["search", "--generate", "-5"], "(got -5)"),
+    (["search", "--load", "nan"], "load"),
+    (["search", "--load", "inf"], "load"),
+    (["search", "--load", "-1"], "load"),
+    (["search", "--objective", "nope:avg"], "nope"),
+    (["search", "--profile", "nope"], "nope"),
+    (["simulate", "--generate", "40", "--set", "W=[nan, inf]"], "[nan, inf]"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), OPTIONS,
+                         ids=[" ".join(a[:1] + a[2:] if a[1] == RUN else a) for a, _ in OPTIONS])
+def test_a_bad_option_is_a_message(small_run: Path, tmp_path: Path, argv: list[str],
+                                   message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [a.replace(RUN, str(small_run)) for a in argv]
+    if argv[0] == "search":
+        argv += [*(["--generate", "40"] if "--generate" not in argv else []),
+                 *(["--budget", "4"] if "--budget" not in argv else []),
+                 "--workers", "0", "--run-dir", str(tmp_path / "run")]
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own refusal: exit 2 and a usage line
+        code = int(exc.code or 0)
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2, err
+    assert message in err, err
+    assert not (tmp_path / "run" / "evaluations.jsonl").exists()
+
+
+# --- FIFOs and devices as inputs: refused at once, never waited on ---------------------------
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--trace", "{fifo}.csv"], ["simulate", "--trace", "{fifo}.trace"],
+    ["simulate", "--trace", "{fifo}.parquet"],
+    ["simulate", "--generate", "40", "--config", "{fifo}"],
+    ["simulate", "--generate", "40", "--profile", "{fifo}.yaml"], ["retune", "--spec", "{fifo}"],
+    ["search", "--generate", "40", "--cluster-config", "{fifo}", "--run-dir", "{tmp}/r"],
+    ["export", "{fifo}", "--format", "slurm"], ["simulate", "--trace", "/dev/zero"],
+], ids=["trace", "gavel trace", "parquet", "config", "profile", "spec", "cluster-config",
+        "export", "a device"])
+def test_a_fifo_as_input_is_refused_at_once(tmp_path: Path, argv: list[str],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [a.replace("{fifo}", str(tmp_path / "input")).replace("{tmp}", str(tmp_path))
+            for a in argv]
+    fifo = Path(next(a for a in argv if "input" in a or a == "/dev/zero"))
+    if fifo.parent == tmp_path:
+        os.mkfifo(fifo)
+    assert main(argv) in (2, Exit.BAD_INPUT)
+    err = " ".join(capsys.readouterr().err.split())
+    assert str(fifo) in err and any(m in err for m in ("not a regular file",
+                                                        "unsupported trace format")), err
+
+
+# --- 9. output that is what it says -----------------------------------------------------------
+
+def _no_constants(name: str) -> None:
+    raise AssertionError(f"{name} is not JSON")
+
+
+def test_simulate_json_is_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--generate", "40", "--policy", "fifo", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out, parse_constant=_no_constants)
+    assert doc["jobs"] == 40
+
+
+def test_select_json_is_json(small_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = small_run.parent / "chosen-copy.json"
+    assert main(["select", str(small_run), "--knee", "--out", str(out)]) == 0
+    json.loads(out.read_text(), parse_constant=_no_constants)
+
+
+# --- 10. errors keep their bracketed values ---------------------------------------------------
+
+@pytest.mark.parametrize("cell", ["[white on white]2", "[nan, inf]", "[/]", "[bold]x[/bold]"])
+def test_bracketed_values_survive_the_error_console(tmp_path: Path, cell: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "chosen.json"
+    config.write_text(json.dumps(_chosen(gpus={"V100": cell})))
+    assert main(["export", str(config), "--format", "slurm"]) == 2
+    assert cell in capsys.readouterr().err
+
+
+def test_runs_latest_that_is_a_folder_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "latest").mkdir(parents=True)
+    (tmp_path / "runs" / "latest" / "keep.txt").write_text("mine")
+    assert main([*TINY_SEARCH, "--workers", "0"]) == 2
+    assert "runs/latest: cannot point it at" in capsys.readouterr().err
+    assert (tmp_path / "runs" / "latest" / "keep.txt").read_text() == "mine"
+
+
+def test_the_catalogue_has_at_least_150_cases(request: pytest.FixtureRequest) -> None:
+    items = [i for i in request.session.items if i.module is request.module]
+    assert len(items) >= 150 or len(request.session.items) < 150  # a -k selection runs fewer
