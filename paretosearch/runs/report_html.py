@@ -88,7 +88,8 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
                                      for h in hv], mode="lines+markers"))
     hv_fig.update_layout(height=320, margin={"t": 30}, xaxis_title="evaluations",
                          yaxis_title="% of the final front's hypervolume",
-                         yaxis_ticksuffix=" %")
+                         yaxis_ticksuffix=" %", yaxis_range=[0, 105])  # from 0: no zoom
+                                                                      # into a 0.001 % change
     parts = [
         f"<h1>{html.escape(title)}</h1>", _summary(spec, doc, retune, name),
         "<h2>Pareto front</h2>",
