@@ -30,8 +30,8 @@ INSTALL = "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && "
 NOISE = ("Worker process still alive", "is already in use", "Traceback")
 """What a normal run must not print (Dask's teardown and port warnings, a crash)."""
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
-_LEFT_OUT = {".git", ".venv", "runs", "examples", "site", ".pytest_cache", ".mypy_cache",
-             ".ruff_cache", "__pycache__"}
+_LEFT_OUT = {".git", ".venv", "runs", "examples", "site", "tests", ".pytest_cache",
+             ".mypy_cache", ".ruff_cache", "__pycache__"}
 
 
 def blocks(page: Path) -> list[tuple[str, str, int]]:
@@ -46,8 +46,9 @@ def _sandbox(tmp: Path) -> tuple[Path, dict[str, str]]:
     repo = tmp / "repo"
     repo.mkdir()
     (tmp / "shared").symlink_to(ROOT.parent / "shared")
-    for entry in ROOT.iterdir():
-        if entry.name not in _LEFT_OUT:
+    for entry in ROOT.iterdir():  # the code is imported from ROOT (PYTHONPATH), never
+        # through a link here: numba keys its cache on the source's path
+        if entry.name not in _LEFT_OUT and not (entry / "__init__.py").exists():
             (repo / entry.name).symlink_to(entry)
     shutil.copytree(ROOT / "examples", repo / "examples")  # its outputs land beside it
     bin_dir = tmp / "bin"
