@@ -24,6 +24,7 @@ from paretosearch.export import (
 from paretosearch.export.plan import deployed_config
 from paretosearch.io import MAX_DOCUMENT, plain_dir, read_bounded
 from paretosearch.runs.store import RunStore
+from paretosearch.runs.units import column
 from simulator.errors import ParetoSearchError
 
 __all__ = ["EXPORT_COMMANDS", "add_export_command"]
@@ -114,7 +115,8 @@ def _export(args: argparse.Namespace, console: Console) -> None:
     console.print(table)
     for warning in result.warnings:
         console.print(f"[bold yellow]warning:[/bold yellow] {warning}", highlight=False)
-    _deployment_cost(doc, build_plan(doc, source=source).shaped(options.max_classes), console)
+    _deployment_cost(doc, build_plan(doc, source=source).shaped(options.max_classes),
+                     args.format, console)
     console.print(f"[bold]cannot express in {args.format}[/bold] "
                   f"({len(result.cannot_express)}, also written into the files):")
     for item in result.cannot_express:
@@ -125,9 +127,9 @@ DEPLOYMENT_METRICS = (("jct", "avg"), ("jct", "p99"), ("wait", "avg"), ("unfairn
                       ("utilization", "avg"))
 
 
-def _deployment_cost(doc: dict[str, Any], plan: Plan, console: Console) -> None:
-    """The config as searched beside the exported queues (:func:`deployed_config`), both
-    simulated on one generated workload (1,000 jobs, load 0.9) of the config's cluster."""
+def _deployment_cost(doc: dict[str, Any], plan: Plan, target: str, console: Console) -> None:
+    """The config as searched beside the queues exported to ``target`` (:func:`deployed_config`),
+    both simulated on one generated workload (1,000 jobs, load 0.9) of the config's cluster."""
     from policies import make_policy
     from simulator import generate, list_profiles, load_profile, simulate, summary
 
@@ -146,14 +148,18 @@ def _deployment_cost(doc: dict[str, Any], plan: Plan, console: Console) -> None:
              for name, (policy, params) in runs.items()}
     table = Table(title=f"what deployment costs: both simulated on 1,000 generated jobs "
                         f"(load 0.9) on {profile}",
-                  caption="as exported: the queues as Kueue runs them (whole gangs on "
-                          "integer GPU quotas, lending idle GPUs, reclaim; policy 'quota')")
-    for column in ("metric", *runs, "change"):
-        table.add_column(column, justify="left" if column == "metric" else "right")
+                  caption=f"as exported: the {target} queues simulated by the 'quota' policy "
+                          "(whole gangs on integer GPU quotas, idle GPUs lent, reclaim"
+                          + (", as Kueue runs them)" if target == "kueue" else
+                             f"; Kueue's cohort semantics, which {target} follows only "
+                             "roughly)"))
+    for name in ("metric", *runs, "change"):
+        table.add_column(name, justify="left" if name == "metric" else "right")
     for metric, measure in DEPLOYMENT_METRICS:
         a, b = (stats[name][metric][measure] for name in runs)
-        change = f"{100 * (b - a) / abs(a):+.1f} %" if a else "-"
-        table.add_row(f"{metric}:{measure}", f"{a:.4g}", f"{b:.4g}", change)
+        row = column(f"{metric}:{measure}", [a, b])  # the unit in the row's header
+        change = f"{100 * (b - a) / abs(a):+.1f} %" if a else "—"
+        table.add_row(row.header, row.cell(a), row.cell(b), change)
     console.print(table)
 
 

@@ -8,6 +8,7 @@ import logging
 import sys
 import warnings
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,9 @@ from paretosearch.cli.runs import (
     scaling_table,
 )
 from paretosearch.io import MAX_DOCUMENT, json_text, read_bounded, regular_file, write_table
-from paretosearch.runs.report import fmt
-from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, make_policy
+from paretosearch.runs.units import MAXIMISED, column
+from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy, make_policy
 from simulator import (
-    METRICS,
     ClusterProfile,
     ParetoSearchError,
     Workload,
@@ -194,8 +194,14 @@ def _policy(args: argparse.Namespace, workload: Workload) -> KernelPolicy | Roun
             params = WFQ.from_pcs_config(params).to_dict()["params"]
             cfg_name = "wfq"
         name = cfg_name
-    params.update(parse_overrides(args.set))
-    return make_policy(name, params).fit(workload)
+    overrides = parse_overrides(args.set)
+    family = get_policy(name)
+    unknown = sorted(set(overrides) - {f.name for f in fields(family)})
+    if unknown:  # the fitted fields (WFQ's thresholds, rates) are set, but not offered
+        raise ParetoSearchError(f"--set {unknown[0]}=...: policy {family.name!r} has no "
+                                f"parameter {unknown[0]!r}; its parameters are "
+                                f"{', '.join(family.domains()) or 'none'}")
+    return make_policy(name, {**params, **overrides}).fit(workload)
 
 
 def _simulate(args: argparse.Namespace, console: Console) -> None:
@@ -223,12 +229,16 @@ def _simulate(args: argparse.Namespace, console: Console) -> None:
     for name, values in stats.items():
         if all(v != v for v in values.values()):  # NaN throughout: does not apply to this run
             continue
-        table.add_row(name, METRICS[name].unit, *(fmt(v) for v in values.values()))
+        row = column(name, values.values())  # one unit and number format per metric
+        table.add_row(name + (f" {MAXIMISED}" if row.maximize else ""), row.unit,
+                      *(row.cell(v) for v in values.values()))
     console.print(table)
     if dropped:
         console.print(f"{dropped:,} jobs dropped by the policy (Gavel: 5 failed tasks in a row) "
                       f"are left out of the per-job metrics, as in Gavel's averages; --out "
                       f"marks them in its dropped column")
+    console.print(f"[dim]{MAXIMISED}: larger is better; times in hours where they pass "
+                  "5,000 s, shares in %; --json prints the stored values (s, fractions)[/dim]")
     params = {k: v for k, v in policy.to_dict()["params"].items()}
     console.print(f"[dim]params {json.dumps(params, default=str)}[/dim]")
     console.print(f"[dim]{result.events:,} events, {result.playout_events:,} playout events, "
@@ -238,18 +248,27 @@ def _simulate(args: argparse.Namespace, console: Console) -> None:
 
 
 def _policies(console: Console) -> None:
-    table = Table(title="policies (paretosearch simulate --policy NAME --set PARAM=VALUE)")
-    for col in ("policy", "summary", "parameter", "domain", "default", "meaning"):
-        table.add_column(col)
+    """A short table per policy (its parameters, domains, defaults, meanings), at most 100
+    columns wide even when piped."""
+    narrow = console if console.width <= 100 else Console(
+        file=console.file, width=100, force_terminal=console.is_terminal)
+    narrow.print("policies (paretosearch simulate --policy NAME --set PARAM=VALUE; "
+                 "paretosearch search --policy NAME)", highlight=False)
     for name in sorted(REGISTRY):
         cls = REGISTRY[name]
         doms, defaults = cls.domains(), cls.defaults()
         if not doms:
-            table.add_row(name, cls.summary, "—", "", "", "")
-        for i, (param, dom) in enumerate(doms.items()):
-            table.add_row(name if i == 0 else "", cls.summary if i == 0 else "", param,
-                          dom.describe(), str(defaults.get(param)), dom.help)
-    console.print(table)
+            narrow.print(f"\n[bold]{name}[/bold]: {cls.summary} (no parameters)",
+                         highlight=False)
+            continue
+        table = Table(title=f"[bold]{name}[/bold]: {cls.summary}", title_justify="left",
+                      box=None, padding=(0, 2, 0, 0))
+        for col in ("parameter", "domain", "default", "meaning"):
+            table.add_column(col, overflow="fold")
+        for param, dom in doms.items():
+            table.add_row(param, dom.describe(), str(defaults.get(param)), dom.help)
+        narrow.print()
+        narrow.print(table)
 
 
 def _profiles(console: Console) -> None:
@@ -276,6 +295,11 @@ def _log_to_stderr(*, verbose: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``paretosearch`` console script; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    hint = _set_without_equals(argv)
+    if hint:
+        error_console().print(f"[bold red]error:[/bold red] {hint}", highlight=False)
+        return 2
     args = _parser().parse_args(argv)
     _log_to_stderr(verbose=getattr(args, "verbose", False))
     # piped or captured output is not cut to 80 columns: tables stay whole
@@ -284,6 +308,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = _show_warning
         with compiling(args):
             return _run(args, console)
+
+
+def _set_without_equals(argv: Sequence[str]) -> str | None:
+    """What to write instead of ``--set NAME VALUE`` (argparse would only say that VALUE is
+    an unrecognised argument, under the top-level usage), or None."""
+    for i, arg in enumerate(argv[:-1]):
+        name = argv[i + 1]
+        if arg == "--set" and "=" not in name and not name.startswith("-"):
+            value = argv[i + 2] if i + 2 < len(argv) and not argv[i + 2].startswith("--") \
+                else "VALUE"
+            return (f"--set {name}: expected NAME=VALUE in one word: write "
+                    f"--set {name}={value}")
+    return None
 
 
 def _show_warning(message: Warning | str, *_: object, **__: object) -> None:

@@ -20,9 +20,10 @@ from paretosearch.cli.runs import (
     search_progress,
 )
 from paretosearch.runs.records import BaselineWarning
-from paretosearch.runs.report import drift_rows, fmt
+from paretosearch.runs.report import drift_rows
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
 from paretosearch.runs.store import RunStore
+from paretosearch.runs.units import column
 from simulator.errors import ParetoSearchError
 
 __all__ = ["add_retune_command", "run_retune"]
@@ -127,9 +128,11 @@ def _print(summary: RetuneSummary, console: Console) -> None:
             table.add_column(col, justify="right")
         since = prod.since_previous.objectives if prod.since_previous else {}
         (_, _, train_rows), _ = drift_rows(prod, summary.objectives)
-        for row in train_rows:  # objective, production, best dominating, gain
-            change = since[row[0]].change if row[0] in since else None
-            table.add_row(*row, fmt(prod.test[row[0]]),
+        for lab, row in zip(summary.objectives, train_rows, strict=True):
+            # objective, production, best dominating, gain: in the objective's unit
+            change = since[lab].change if lab in since else None
+            shown = column(lab, [prod.train[lab], prod.test[lab]])
+            table.add_row(*row, shown.cell(prod.test[lab]),
                           "—" if change is None else f"{100 * change:+.1f} %")
         console.print(table)
         for sample, d in (("train", prod.drift_train), ("test", prod.drift_test)):

@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import functools
 import json
-import math
 import os
 import time
 import warnings
@@ -15,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from paretosearch.io import json_text, regular_file, write_json
-from paretosearch.runs.records import BaselineWarning, FrontEntry, front_warnings
-from paretosearch.runs.report import fmt
+from paretosearch.io import regular_file, write_json
+from paretosearch.runs.records import BaselineWarning, ChosenConfig, FrontEntry, front_warnings
 from paretosearch.runs.store import RunStore
 from paretosearch.search.config import GENERATED_REPLICATES, SearchConfig
 from paretosearch.search.settings import MODES, SearchSettings
@@ -293,6 +292,7 @@ def _point_latest(run: Path) -> None:
 
 def _front(run: Path, png: Path | None, console: Console) -> None:
     from paretosearch.runs.plots import Marked, plot_front
+    from paretosearch.runs.units import MAXIMISED, front_columns, param_cells
 
     store = RunStore(run)
     doc = store.read_front()
@@ -304,37 +304,50 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
     params = list(front[0].params)
     status = "" if doc.get("done") else " — search still running or interrupted"
     resolved = run.resolve()  # the run itself, not a link such as runs/latest that moves on
-    table = Table(title=f"Pareto front of {resolved}: {len(front)} configurations{status}")
+    columns = front_columns(doc, labels)
+    table = Table(title=f"run {escape(resolved.name)}: Pareto front of {' vs '.join(labels)}, "
+                        f"{len(front)} configurations{status}")
     table.add_column("#", justify="right")
     for name in labels:
-        table.add_column(name, justify="right")
+        table.add_column(columns[name].header, justify="right", overflow="fold")
         table.add_column("test", justify="right", style="dim")
     judged = any(e.dominated_by is not None for e in front)
     if judged:
         table.add_column("dominated on test by", style="red")
     for name in params:
-        table.add_column(name, justify="right", style="cyan")
+        table.add_column(name, justify="right", style="cyan", overflow="fold")
+    shown = {p: param_cells([e.params[p] for e in front]) for p in params}
     for i, entry in enumerate(front):
         test = entry.test_metrics or {}
         cells = []
         for name in labels:
-            cells += [fmt(entry.objectives[name]), fmt(test.get(name, math.nan))]
+            cells += [columns[name].cell(entry.objectives[name]),
+                      columns[name].cell(test.get(name))]
         cells += [", ".join(entry.dominated_by or ())] if judged else []
-        cells += [_cell(entry.params[p]) for p in params]
+        cells += [shown[p][i] for p in params]
         table.add_row(f"{i} chosen" if i == chosen else str(i), *cells,
                       style="bold" if i == chosen else "dim" if entry.dominated else None)
     tests = doc.get("baselines_test") or {}
     for name, rec in (doc.get("baselines") or {}).items():
         test = tests.get(name) or {}
-        cells = [c for n in labels for c in (fmt(rec[n]), fmt(test.get(n, math.nan)))]
+        cells = [c for n in labels for c in (columns[n].cell(rec.get(n)),
+                                             columns[n].cell(test.get(n)))]
         table.add_row(name, *cells, *([""] * (len(params) + judged)), style="red")
     console.print(table)
+    console.print("[dim]#: the number in the plot and the report; test: the same "
+                  "configuration on the held-out test sample; red: baselines"
+                  + ("; dim: a baseline dominates the entry on the test sample" if judged
+                     else "")
+                  + (f"; {MAXIMISED}: larger is better" if any(
+                      columns[n].maximize for n in labels) else "")
+                  + f". Run folder: {escape(str(resolved))}[/dim]", highlight=False)
     print_front_warnings(doc)
     for name, why in (doc.get("dropped") or {}).items():
         console.print(f"{name}: dropped from the search ({why}); kept at its default")
     marked = None if chosen is None else Marked(
         "chosen", front[chosen].metrics, front[chosen].test_metrics)
-    path = plot_front(doc, png or store.path / "front.png", title=str(resolved), marked=marked)
+    path = plot_front(doc, png or store.path / "front.png",
+                      title=f"run {resolved.name}: {' vs '.join(labels)}", marked=marked)
     console.print(f"plot written to {path}")
 
 
@@ -349,12 +362,6 @@ def _report(run: Path, out: Path | None) -> Path:
     from paretosearch.runs.report_html import write_html_report
 
     return write_html_report(run, out)
-
-
-def _cell(value: Any) -> str:
-    """A parameter for a table cell: numbers to 4 significant digits, choices as they are."""
-    numeric = isinstance(value, int | float) and not isinstance(value, bool)
-    return f"{value:.4g}" if numeric else str(value)
 
 
 def _select(args: argparse.Namespace, console: Console) -> None:
@@ -385,9 +392,32 @@ def _select(args: argparse.Namespace, console: Console) -> None:
     store.write_choice(choice)
     if args.out:
         write_json(choice.to_dict(), args.out)
-    console.print_json(json_text(choice.to_dict()))
-    console.print(f"saved to {store.path / 'chosen.json'}" + (f" and {args.out}" if args.out
-                                                                else ""))
+    _print_choice(store, choice, console)
+    console.print(f"the full record (policy, parameters, fitted fields, every metric on both "
+                  f"samples, config_sha256) is in {store.path.resolve() / 'chosen.json'}"
+                  + (f" and {args.out}" if args.out else ""), highlight=False, markup=False)
+
+
+def _print_choice(store: RunStore, choice: ChosenConfig, console: Console) -> None:
+    """A short summary of the chosen configuration: its row, objectives in the front
+    table's units on both samples, and its parameters."""
+    from paretosearch.runs.units import front_columns
+
+    labels = list(choice.objectives)
+    columns = front_columns(store.read_front(), labels)
+    table = Table(title=f"chosen: #{choice.front_index} of run "
+                        f"{escape(store.path.resolve().name)}",
+                  title_justify="left", box=None)
+    for col in ("objective", "train", "test"):
+        table.add_column(col, justify="left" if col == "objective" else "right")
+    test = choice.test_metrics or {}
+    for lab in labels:
+        c = columns[lab]
+        table.add_row(c.header, c.cell(choice.objectives[lab]), c.cell(test.get(lab)))
+    console.print(table)
+    console.print("parameters: " + ", ".join(
+        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in choice.params.items()), highlight=False, markup=False)
 
 
 def _say_skipped(front: Sequence[FrontEntry], skipped: Sequence[int]) -> None:

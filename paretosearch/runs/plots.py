@@ -4,8 +4,9 @@ Two objectives give one scatter (as in the PCS paper's Fig. 3 and 5b); more give
 pair plus a parallel-coordinates panel. Each configuration appears twice, joined by a thin
 line: filled on the training sample, hollow re-evaluated on the test sample. Baselines are
 red squares (filled on train, hollow on test), labelled where the label covers no point; the
-chosen configuration is a star. A configuration that a baseline dominates on the test sample
-is grey, not blue. Axis titles name the metric, its measure and its unit
+chosen configuration is a star; each front point carries its number (the tables' ``#``). A
+configuration that a baseline dominates on the test sample is grey, not blue. Axis titles name
+the metric, its measure and its unit
 (:func:`axis`); an axis of positive values is logarithmic where they span more than 20x, or
 where a few far values would crowd the rest into a corner.
 """
@@ -236,6 +237,9 @@ def _scatter(ax: Any, drawn: Sequence[Point], ax_x: Axis, ax_y: Axis, x: str, y:
                        zorder=z)
         if p.kind != "front" and train:
             queued.append((p.label, train, color))
+    # each front point's number (the table's #), placed after the names, as they are
+    queued += [(p.label, xy, _STYLE["front"][1]) for p in drawn if p.kind == "front"
+               and (xy := point_xy(p.train, x, y, ax_x, ax_y))]
     _style_axis(ax, "x", ax_x)
     _style_axis(ax, "y", ax_y)
     ax.grid(alpha=0.3, which="major")

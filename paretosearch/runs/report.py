@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,9 @@ from paretosearch.io import write_text
 from paretosearch.runs.plots import Marked, plot_front
 from paretosearch.runs.records import front_warnings
 from paretosearch.runs.retune_summary import ProductionCheck, RetuneSummary
+from paretosearch.runs.units import MAXIMISED, column, front_columns, param_cells
 
-__all__ = ["drift_rows", "fmt", "write_retune_report"]
+__all__ = ["describe_sample", "drift_rows", "fmt", "write_retune_report"]
 
 
 def fmt(value: float | None) -> str:
@@ -29,11 +31,12 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: RetuneSummary) 
     (``doc``: the run's ``front.json`` as :meth:`RunStore.read_front` gives it) with the
     baselines, and the production config's drift."""
     prod, start = summary.production, summary.start
-    plot_front(doc, run / "report.png", title=f"retune {run.name}",
-               marked=Marked("production", prod.train, prod.test) if prod else None)
     labels = summary.objectives
+    plot_front(doc, run / "report.png", title=f"retune {run.name}: {' vs '.join(labels)}",
+               marked=Marked("production", prod.train, prod.test) if prod else None)
+    columns = front_columns(doc, labels)
     w, warm, passed = start.window, start.warm_start, start.not_resumed
-    lines = [f"# Retune {run.name}", "",
+    lines = [f"# Retune {run.name}: {' vs '.join(labels)}", "",
              f"- window: {w.jobs:,} jobs of {w.jobs_in_trace:,}, arrivals "
              f"{w.start_s:,.0f} s .. {w.end_s:,.0f} s "
              f"({(w.end_s - w.start_s) / 3600:,.1f} h), digest `{w.digest}`",
@@ -45,23 +48,31 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: RetuneSummary) 
              else "- warm start: none (cold start)",
              *([f"- not resumed: `{passed.run}` ({passed.why}), left as it is"]
                if passed else []),
-             f"- wall time: {summary.wall_s:,.0f} s", "",
-             *(f"**Warning:** {m}.\n" for m in front_warnings(
+             f"- wall time: {summary.wall_s:,.0f} s (from reading the window to publishing)",
+             "", *(f"**Warning:** {m}.\n" for m in front_warnings(
                  doc["front"], doc.get("baselines") or {}, doc.get("baselines_test") or {})),
              "![front](report.png)", "", "## Front", "",
-             "| # | " + " | ".join(f"{lab} | test" for lab in labels)
-             + " | dominated on test by | parameters |", "|---" * (3 + 2 * len(labels)) + "|"]
-    for i, e in enumerate(doc["front"]):
+             "Each objective on the training sample and, under *test*, on the held-out "
+             "test sample; `#` numbers the points of the plot."
+             + (f" {MAXIMISED}: larger is better." if any(
+                 columns[lab].maximize for lab in labels) else ""), "",
+             "| # | " + " | ".join(f"{columns[lab].header} | test" for lab in labels)
+             + " | dominated on test by | parameters |",
+             "|---" * (3 + 2 * len(labels)) + "|"]
+    front = doc["front"]
+    params = list(front[0].params) if front else []
+    shown = {p: param_cells([e.params[p] for e in front]) for p in params}
+    for i, e in enumerate(front):
         test = e.test_metrics or {}
-        cells = " | ".join(f"{fmt(e.objectives[lab])} | {fmt(test.get(lab))}"
-                           for lab in labels)
-        params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                           for k, v in e.params.items())
-        lines.append(f"| {i} | {cells} | {', '.join(e.dominated_by or ())} | {params} |")
+        cells = " | ".join(f"{columns[lab].cell(e.objectives[lab])} | "
+                           f"{columns[lab].cell(test.get(lab))}" for lab in labels)
+        lines.append(f"| {i} | {cells} | {', '.join(e.dominated_by or ())} | "
+                     + ", ".join(f"{p}={shown[p][i]}" for p in params) + " |")
     tests = doc.get("baselines_test") or {}
     for name, rec in (doc.get("baselines") or {}).items():
         test = tests.get(name) or {}
-        cells = " | ".join(f"{fmt(rec.get(lab))} | {fmt(test.get(lab))}" for lab in labels)
+        cells = " | ".join(f"{columns[lab].cell(rec.get(lab))} | "
+                           f"{columns[lab].cell(test.get(lab))}" for lab in labels)
         lines.append(f"| {name} | {cells} | | baseline |")
     lines += ["", "## Production config", ""]
     if prod is None:
@@ -82,7 +93,8 @@ def drift_rows(prod: ProductionCheck, labels: Sequence[str]
         rows = []
         for lab in labels:
             row = d.objectives[lab]
-            rows.append([lab, fmt(row.production), fmt(row.front),
+            shown = column(lab, [row.production, row.front])
+            rows.append([shown.header, shown.cell(row.production), shown.cell(row.front),
                          f"{100 * row.gain:+.1f} %" if row.gain is not None else "—"])
         out.append((sample, verdict, rows))
     return out
@@ -100,7 +112,26 @@ def _drift_lines(prod: ProductionCheck, labels: Sequence[str]) -> list[str]:
     if since:
         lines += [f"Since {since.run}:", ""]
         for lab, row in since.objectives.items():
-            lines.append(f"- {lab}: {fmt(row.before)} → {fmt(row.now)}"
+            shown = column(lab, [row.before, row.now])
+            lines.append(f"- {shown.header}: {shown.cell(row.before)} → {shown.cell(row.now)}"
                          + (f" ({100 * row.change:+.1f} %, positive = worse)"
                             if row.change is not None else ""))
     return lines
+
+
+_DRAW = re.compile(r"generated\(n=(\d+), load=([^,]+), seed=SeedSequence\(\s*entropy=(\d+),"
+                   r"\s*spawn_key=\((\d+),?\),?\s*\)\)")
+_ADDED = {"+sharing(synthetic)": ", with SYNTHETIC GPU-sharing requirements"}
+
+
+def describe_sample(source: str) -> str:
+    """A workload's source (:attr:`Workload.source`) in words: ``1,000 generated jobs at
+    load 0.9 (seed 0, draw 2)`` rather than a ``SeedSequence`` repr; a trace's half as
+    ``trace.csv, first half``."""
+    text = _DRAW.sub(lambda m: f"{int(m[1]):,} generated jobs at load {m[2]} (seed {m[3]}, "
+                               f"draw {int(m[4]) + 1})", source)
+    for part, words in _ADDED.items():
+        text = text.replace(part, words)
+    text = re.sub(r"\+(SLO|MIX\d)", r" with \1 deadlines", text)
+    text = re.sub(r"\+early-stop\(([^)]*)\)", r", \1 of the jobs stopping early", text)
+    return text.replace("[train]", ", first half").replace("[test]", ", second half")

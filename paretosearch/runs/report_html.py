@@ -32,9 +32,18 @@ from paretosearch.runs.plots import (
     points,
 )
 from paretosearch.runs.records import FrontEntry, front_warnings
-from paretosearch.runs.report import drift_rows, fmt
+from paretosearch.runs.report import describe_sample, drift_rows, fmt
+from paretosearch.runs.report_layout import (
+    FIGURE_WIDTH,
+    MARGIN,
+    Panel,
+    log_ticks,
+    place_labels,
+    span,
+)
 from paretosearch.runs.retune_summary import ProductionCheck, RetuneSummary
 from paretosearch.runs.store import RunStore
+from paretosearch.runs.units import Column, front_columns, param_cells
 
 __all__ = ["FRONT_TRACE", "script_json", "write_html_report"]
 
@@ -71,19 +80,25 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
     marked = (Marked("production", prod.train, prod.test) if prod else
               Marked(f"chosen (#{chosen})", front[chosen].metrics,
                      front[chosen].test_metrics) if chosen is not None else None)
-    name = str(run)
+    name = str(store.path.resolve())  # the run itself: a link such as runs/latest moves on
     quoted = shlex.quote(name)  # the commands are copied into a shell
+    title = f"Run {store.path.resolve().name}: {' vs '.join(labels)}"
     commands = [f"paretosearch select {quoted} --index {i}\n"
                 f"paretosearch export {quoted} --index {i} --format kueue"
                 for i in range(len(front))]
     front_fig = _front_figure(go, doc, labels, marked)
+    columns = front_columns(doc, labels)
     hv = doc.get("hypervolume") or []
+    final = hv[-1]["hypervolume"] if hv else 0.0
     hv_fig = go.Figure(go.Scatter(x=[h["evaluations"] for h in hv],
-                                  y=[h["hypervolume"] for h in hv], mode="lines+markers"))
+                                  y=[100 * h["hypervolume"] / final if final else None
+                                     for h in hv], mode="lines+markers"))
     hv_fig.update_layout(height=320, margin={"t": 30}, xaxis_title="evaluations",
-                         yaxis_title="hypervolume (share of the box, training sample)")
+                         yaxis_title="% of the final front's hypervolume",
+                         yaxis_ticksuffix=" %", yaxis_range=[0, 105])  # from 0: no zoom
+                                                                      # into a 0.001 % change
     parts = [
-        f"<h1>Run {html.escape(name)}</h1>", _summary(spec, doc, retune),
+        f"<h1>{html.escape(title)}</h1>", _summary(spec, doc, retune, name),
         *(f"<p class='warning'><b>Warning:</b> {html.escape(m)}.</p>" for m in front_warnings(
             front, doc.get("baselines") or {}, doc.get("baselines_test") or {})),
         "<h2>Pareto front</h2>",
@@ -93,14 +108,18 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
         front_fig.to_html(full_html=False, include_plotlyjs=True, div_id="front",
                           post_script=_CLICK),
         '<pre id="command">(click a point of the front)</pre>',
-        _front_table(front, labels, chosen), "<h2>Baselines</h2>", _baselines_table(doc, labels),
+        _front_table(front, labels, chosen, columns), "<h2>Baselines</h2>",
+        _baselines_table(doc, labels, columns),
         "<h2>Hypervolume per generation</h2>",
+        "<p>The area the front on the training sample dominates, up to a reference point "
+        "past the worst values, as a share of the final front's (its raw value depends on "
+        "the objectives' units).</p>",
         hv_fig.to_html(full_html=False, include_plotlyjs=False, div_id="hypervolume"),
         "<h2>Parameters not searched</h2>", _dropped(doc.get("dropped") or {})]
     if prod:
         parts += ["<h2>Production config</h2>", _drift(prod, labels)]
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
-            f"<title>paretosearch: {html.escape(name)}</title><style>{_CSS}</style>"
+            f"<title>paretosearch: {html.escape(title)}</title><style>{_CSS}</style>"
             f"<script>var COMMANDS = {script_json(commands)};</script></head>"
             f"<body>{''.join(parts)}</body></html>")
     return write_text(Path(out) if out is not None else store.path / "report.html", page)
@@ -130,16 +149,38 @@ def _front_figure(go: Any, doc: Mapping[str, Any], labels: Sequence[str],
     drawn = points(doc, marked)
     axes = axes_for(drawn, labels)
     hover = [_hover(p, axes) for p in drawn]
+    width = (FIGURE_WIDTH - MARGIN["l"] - MARGIN["r"]) * (1 - 0.12 * (cols - 1)) / cols
+    height = (480 * rows - MARGIN["t"] - MARGIN["b"]) * (1 - 0.14 * (rows - 1)) / rows
+    ranges = {lab: span([v for p in drawn for rec in (p.train, p.test) if rec
+                         and rec.get(lab) is not None
+                         for v in [float(rec[lab]) * axes[lab].factor]], axes[lab])
+              for lab in labels}
     for k, (i, j) in enumerate(pairs):
         row, col = k // cols + 1, k % cols + 1
-        for trace in _pair_traces(go, drawn, hover, labels[i], labels[j], axes,
-                                  first=k == 0):
+        x, y = labels[i], labels[j]
+        for trace in _pair_traces(go, drawn, hover, x, y, axes, first=k == 0):
             fig.add_trace(trace, row=row, col=col)
-        for which, lab in (("x", labels[i]), ("y", labels[j])):
-            a = axes[lab]
+        for which, lab in (("x", x), ("y", y)):
+            a, r = axes[lab], ranges[lab]
+            ticks = log_ticks(*r) if a.scale == "log" else None
             getattr(fig, f"update_{which}axes")(
-                title_text=a.title, type="log" if a.scale == "log" else "linear",
+                title_text=a.title, type="log" if a.scale == "log" else "linear", range=r,
+                tickvals=ticks, ticktext=[fmt(v) for v in ticks] if ticks else None,
                 row=row, col=col)
+        panel = Panel(axes[x], axes[y], ranges[x], ranges[y], width, height)
+        marks = [xy for p in drawn for rec in (p.train, p.test)
+                 if (xy := point_xy(rec, x, y, axes[x], axes[y]))]
+        queued = [(p.label, xy, _COLORS[p.kind]) for p in drawn if p.kind != "front"
+                  and (xy := point_xy(p.train, x, y, axes[x], axes[y]))]
+        numbers = [(p.label, xy) for p in drawn if p.kind == "front"
+                   and (xy := point_xy(p.train, x, y, axes[x], axes[y]))]
+        for placed in place_labels(panel, marks, queued, numbers):
+            fig.add_annotation(
+                x=_position(placed.xy[0], axes[x]), y=_position(placed.xy[1], axes[y]),
+                text=html.escape(placed.text), ax=placed.dx, ay=placed.dy,
+                xanchor=placed.xanchor, yanchor=placed.yanchor, showarrow=True, arrowhead=0,
+                arrowwidth=0.7, arrowcolor=placed.color, standoff=4,
+                font={"color": placed.color, "size": 10}, row=row, col=col)
     if len(labels) >= 3:
         k = len(pairs)
         for trace in _parallel_traces(go, drawn, hover, labels, axes):
@@ -149,9 +190,14 @@ def _front_figure(go: Any, doc: Mapping[str, Any], labels: Sequence[str],
                          row=k // cols + 1, col=k % cols + 1)
         fig.update_yaxes(tickvals=[0, 1], ticktext=["lowest", "highest"],
                          row=k // cols + 1, col=k % cols + 1)
-    fig.update_layout(height=480 * rows, hovermode="closest", legend={"orientation": "h"},
-                      margin={"t": 30})
+    fig.update_layout(width=FIGURE_WIDTH, height=480 * rows, hovermode="closest",
+                      legend={"orientation": "h"}, margin=MARGIN)
     return fig
+
+
+def _position(v: float, a: Axis) -> float:
+    """A point's coordinate as Plotly places annotations: log10 of it on a log axis."""
+    return math.log10(v) if a.scale == "log" and v > 0 else v
 
 
 def _hover(p: Point, axes: Mapping[str, Axis]) -> str:
@@ -195,9 +241,11 @@ def _pair_traces(go: Any, drawn: Sequence[Point], hover: Sequence[str], x: str, 
             colors = [_DOMINATED if p.dominated_by else color for (p, _), _ in shown]
             traces.append(go.Scatter(
                 x=[xy[0] for _, xy in shown], y=[xy[1] for _, xy in shown],
-                mode="markers+text" if kind != "front" and sample == "train" else "markers",
-                text=[p.label for (p, _), _ in shown] if kind != "front" else None,
-                textposition="top right", textfont={"color": color, "size": 10},
+                # front points carry their number (the table's #); the baselines' and the
+                # star's names are placed apart as annotations (place_labels)
+                mode="markers+text" if kind == "front" and sample == "train" else "markers",
+                text=[p.label for (p, _), _ in shown] if kind == "front" else None,
+                textposition="top center", textfont={"color": color, "size": 9},
                 marker={"symbol": symbol if sample == "train" else f"{symbol}-open",
                         "size": size, "color": colors, "line": {"color": colors, "width": 1.5}},
                 hovertext=[h for (_, h), _ in shown], hovertemplate="%{hovertext}<extra></extra>",
@@ -231,17 +279,18 @@ def _parallel_traces(go: Any, drawn: Sequence[Point], hover: Sequence[str],
 
 
 def _summary(spec: Mapping[str, Any], doc: Mapping[str, Any],
-             retune: RetuneSummary | None) -> str:
+             retune: RetuneSummary | None, folder: str) -> str:
     hv = doc.get("hypervolume") or []
-    items = [f"policy <code>{html.escape(spec['policy'])}</code> on profile "
+    items = [f"run folder <code>{html.escape(folder)}</code>",
+             f"policy <code>{html.escape(spec['policy'])}</code> on profile "
              f"<code>{html.escape(spec['profile'])}</code>",
              "objectives: " + ", ".join(f"<code>{html.escape(o)}</code>"
                                         for o in spec["objectives"]),
              f"{hv[-1]['evaluations'] if hv else 0:,} evaluations, seed "
              f"{spec['settings'].get('seed')}" + ("" if doc.get("done") else
                                                    " (still running or interrupted)"),
-             "training sample: " + html.escape("; ".join(spec["train"])),
-             "test sample: " + html.escape("; ".join(spec["test"]))]
+             "training sample: " + html.escape("; ".join(map(describe_sample, spec["train"]))),
+             "test sample: " + html.escape("; ".join(map(describe_sample, spec["test"])))]
     if retune:
         w = retune.start.window
         items.append(f"retune window: {w.jobs:,} jobs, arrivals {w.start_s:,.0f} s .. "
@@ -250,29 +299,32 @@ def _summary(spec: Mapping[str, Any], doc: Mapping[str, Any],
 
 
 def _front_table(front: Sequence[FrontEntry], labels: Sequence[str],
-                 chosen: int | None) -> str:
+                 chosen: int | None, columns: Mapping[str, Column]) -> str:
     params = list(front[0].params) if front else []
-    head = ["#", *(c for lab in labels for c in (lab, "test")), "dominated on test by",
-            *params]
+    head = ["#", *(c for lab in labels for c in (columns[lab].header, "test")),
+            "dominated on test by", *params]
+    shown = {p: param_cells([e.params[p] for e in front]) for p in params}
     rows = []
     for i, e in enumerate(front):
         test = e.test_metrics or {}
         rows.append([f"{i} (chosen)" if i == chosen else str(i),
-                     *(c for lab in labels for c in (fmt(e.objectives[lab]),
-                                                     fmt(test.get(lab)))),
+                     *(c for lab in labels for c in (columns[lab].cell(e.objectives[lab]),
+                                                     columns[lab].cell(test.get(lab)))),
                      html.escape(", ".join(e.dominated_by or ())),
-                     *(_value(e.params[p]) for p in params)])
+                     *(html.escape(shown[p][i]) for p in params)])
     return _table(head, rows)
 
 
-def _baselines_table(doc: Mapping[str, Any], labels: Sequence[str]) -> str:
+def _baselines_table(doc: Mapping[str, Any], labels: Sequence[str],
+                     columns: Mapping[str, Column]) -> str:
     tests = doc.get("baselines_test") or {}
     rows = [[html.escape(name), *(c for lab in labels for c in (
-        fmt(rec.get(lab)), fmt((tests.get(name) or {}).get(lab))))]
+        columns[lab].cell(rec.get(lab)), columns[lab].cell((tests.get(name) or {}).get(lab))))]
             for name, rec in (doc.get("baselines") or {}).items()]
     if not rows:
         return "<p>No baselines for this policy family.</p>"
-    return _table(["baseline", *(c for lab in labels for c in (lab, "test"))], rows)
+    return _table(["baseline", *(c for lab in labels for c in (columns[lab].header, "test"))],
+                  rows)
 
 
 def _dropped(dropped: Mapping[str, str]) -> str:
@@ -295,11 +347,13 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Cells are HTML already (escaped by the caller)."""
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    return (f"<div class='wide'><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody>"
+            "</table></div>")
 
 
 _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
         "padding:3px 8px;text-align:right}th{background:#f3f3f3}"
-        "pre#command{background:#f6f6f6;padding:.8em;border:1px solid #ddd}"
+        "pre#command{background:#f6f6f6;padding:.8em;border:1px solid #ddd;"
+        "white-space:pre-wrap;overflow-wrap:anywhere}div.wide{overflow-x:auto}"
         "p.warning{background:#fff4e0;border-left:4px solid #e69500;padding:.5em .8em}")

@@ -266,6 +266,15 @@ def remote_client(address: str) -> Iterator[Any]:
             yield client
 
 
+QUIET_SCHEDULER = {"dashboard_address": "127.0.0.1:0"}
+"""A local scheduler's HTTP server (health checks; with no dashboard it still starts one) on
+a free local port: by default it asks for 8787, and says so ("Port 8787 is already in use")
+whenever another search on the machine holds it."""
+_TEARDOWN_LOGS = ("distributed.nanny", "distributed.worker", "distributed.core")
+"""Dask's loggers that complain while a finished search's cluster closes (a worker process
+slow to exit on a busy machine is killed after 4 s, with a warning): nothing is lost then."""
+
+
 def _local_client(workers: int) -> contextlib.AbstractContextManager[Any]:
     """A client of an embedded ``LocalCluster`` of ``workers`` single-threaded processes
     (:func:`_client_of`: Ctrl-C stops it quietly)."""
@@ -273,7 +282,8 @@ def _local_client(workers: int) -> contextlib.AbstractContextManager[Any]:
         from distributed import LocalCluster
 
         return LocalCluster(n_workers=workers, threads_per_worker=1,  # type: ignore[no-untyped-call]
-                            processes=True, dashboard_address=None)
+                            processes=True, dashboard_address=None,
+                            scheduler_kwargs=QUIET_SCHEDULER)
 
     return _client_of(start)
 
@@ -298,18 +308,26 @@ def _client_of(start: Callable[[], Any]) -> Iterator[Any]:
         if main:
             signal.signal(signal.SIGINT, handler)
     interrupted = False
+    levels = {name: logging.getLogger(name).level for name in _TEARDOWN_LOGS}
     try:
-        with cluster, Client(cluster,  # type: ignore[no-untyped-call]
-                             deserializers=list(DESERIALIZERS)) as client:
+        with cluster:
             try:
-                yield client
-            except KeyboardInterrupt:
-                interrupted = True
-                _quiet_logs()
-                with contextlib.suppress(Exception):
-                    client.run(_quiet_logs)
-                raise
+                with Client(cluster,  # type: ignore[no-untyped-call]
+                            deserializers=list(DESERIALIZERS)) as client:
+                    try:
+                        yield client
+                    except KeyboardInterrupt:
+                        interrupted = True
+                        _quiet_logs()
+                        with contextlib.suppress(Exception):
+                            client.run(_quiet_logs)
+                        raise
+            finally:  # the client is closed; the cluster closes next
+                for name in _TEARDOWN_LOGS:
+                    logging.getLogger(name).setLevel(logging.ERROR)
     finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
         if interrupted:
             logging.disable(logging.NOTSET)
 

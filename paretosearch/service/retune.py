@@ -153,6 +153,7 @@ def retune(spec: RetuneSpec, *,
         RetuneLocked, TooFewJobs, ParetoSearchError (bad input: nothing started), or
         RetuneFailed (anything that went wrong after: nothing published).
     """
+    t0 = time.time()  # the wall time reported: from reading the window to publishing
     window = read_window(spec)
     production = _read_production(spec.production)
     with _locked(spec.out / "retune.lock"):
@@ -169,7 +170,7 @@ def retune(spec: RetuneSpec, *,
                     cache=stack.enter_context(
                         contextlib.closing(EvaluationCache(spec.out / "cache.sqlite"))))
                 return _publish(spec, search, window, production, previous, resume,
-                                passed_over, on_generation, on_start)
+                                passed_over, on_generation, on_start, t0)
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # disk full, unwritable folder, lost cluster, ...
@@ -187,10 +188,9 @@ def _publish(spec: RetuneSpec, search: PolicySearch, window: Window,
              production: dict[str, Any] | None, previous: Path | None, resume: bool,
              passed_over: PassedOver | None,
              on_generation: Callable[[Progress], None] | None,
-             on_start: Callable[[RetuneStart], None] | None) -> RetuneOutcome:
+             on_start: Callable[[RetuneStart], None] | None, t0: float) -> RetuneOutcome:
     """Search (or resume) in the search's store, evaluate production, report, then move
-    ``current``."""
-    t0 = time.time()
+    ``current`` (``t0``: when the retune began, for its wall time)."""
     assert search.cache is not None and search.store is not None
     run = search.store.path
     if resume:  # as it began: the same warm start, so the journal replays to the same state

@@ -81,6 +81,10 @@ def test_gavel_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     (["--policy", "nope"], "unknown policy 'nope'"),
     (["--set", "W=99"], "parameter 'W': expected a value in [-3, 3], got 99"),
     (["--set", "W"], "expected NAME=VALUE"),
+    (["--set", "T", "0.5"], "--set T: expected NAME=VALUE in one word: write --set T=0.5"),
+    # only the parameters one may set are offered, not WFQ's fitted thresholds and rates
+    (["--set", "nope=1"], "policy 'wfq' has no parameter 'nope'; its parameters are T, W, "
+                          "zeta_min, delta"),
     (["--profile", "nope"], "unknown cluster profile"),
     (["--trace", TRACE], "scaling-table"),
     (["--config", f"{CONFIGS}:nope"], "no config 'nope'"),

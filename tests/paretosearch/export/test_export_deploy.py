@@ -86,4 +86,6 @@ def test_the_exported_plan_simulates_as_deployed(capsys: pytest.CaptureFixture[s
                  "--max-classes", "2"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "what deployment costs" in out and "jct:avg" in out and "as exported" in out
-    assert "the queues as Kueue runs them" in out
+    # the caption names the target it describes: Slurm's queues, modelled on Kueue's cohort
+    assert "the slurm queues simulated by the 'quota' policy" in out
+    assert "as Kueue runs them" not in out

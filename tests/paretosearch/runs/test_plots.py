@@ -65,7 +65,9 @@ def test_labels_cover_no_point_and_train_joins_test(objectives: tuple[str, ...])
             dots = ax.transData.transform([tuple(p) for c in ax.collections
                                            for p in c.get_offsets()])
             texts = [t for t in ax.texts if t.get_text()]
-            assert sorted(t.get_text() for t in texts) == ["b0", "b2", "b4", "b6", "chosen"]
+            # the names, and each front point's number (the tables' #)
+            assert sorted(t.get_text() for t in texts) == sorted(
+                ["b0", "b2", "b4", "b6", "chosen", *map(str, range(len(doc["front"])))])
             for t in texts:
                 box = t.get_window_extent(renderer)
                 assert not any(box.x0 < px < box.x1 and box.y0 < py < box.y1

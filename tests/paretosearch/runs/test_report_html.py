@@ -60,6 +60,7 @@ class _Marks(HTMLParser):
         self.command = ""
         self._in_command = False
         self.errors: list[str] | None = None
+        self.labels: list[list[float | str]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
@@ -71,6 +72,7 @@ class _Marks(HTMLParser):
         self._in_command = a.get("id") == "command"
         if tag == "body" and a.get("data-errors") is not None:
             self.errors = json.loads(a["data-errors"] or "[]")
+            self.labels = json.loads(a.get("data-labels") or "[]")
 
     def handle_endtag(self, tag: str) -> None:
         if self.depth and tag != "path":
@@ -91,6 +93,10 @@ console.error = function () {
 _PROBE_TAIL = """<script>setTimeout(function () {
   document.getElementById('front').emit('plotly_click', {points: [{customdata: 2}]});
   document.body.setAttribute('data-errors', JSON.stringify(__errors));
+  var labels = document.querySelectorAll('#front text.annotation-text');
+  document.body.setAttribute('data-labels', JSON.stringify(Array.prototype.map.call(
+    labels, function (t) { var r = t.getBoundingClientRect();
+                           return [r.left, r.top, r.right, r.bottom, t.textContent]; })));
 }, 1500);</script>"""
 
 
@@ -113,6 +119,15 @@ def test_report_in_headless_chromium(run: Path, tmp_path: Path) -> None:
     assert marks.errors == []  # the page loaded and ran with no console errors
     front = json.loads((run / "front.json").read_text())["front"]
     assert marks.marks == len(front) > 1  # one mark per front member
+    # the baselines' and the chosen configuration's names, drawn in the browser: in every
+    # pair panel, and no two overlapping
+    names = [b[4] for b in marks.labels]
+    baselines = json.loads((run / "front.json").read_text())["baselines"]
+    assert sorted(set(names)) == sorted([*baselines, "chosen (#1)"])
+    assert len(names) == 3 * (len(baselines) + 1)  # three pairs of objectives
+    for k, a in enumerate(marks.labels):
+        for b in marks.labels[k + 1:]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
     assert marks.command.strip() == f"paretosearch select {run} --index 2\n" \
                                     f"paretosearch export {run} --index 2 --format kueue"
     shot = tmp_path / "report.png"

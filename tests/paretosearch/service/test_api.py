@@ -402,7 +402,8 @@ def test_default_run_dir_and_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     first = latest.resolve()
     capsys.readouterr()
     assert main(["front", "runs/latest"]) == 0
-    assert f"Pareto front of {first}" in " ".join(capsys.readouterr().out.split())
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"run {first.name}: Pareto front" in out and f"Run folder: {first}" in out
     (tmp_path / "cluster.yaml").write_text("cluster: {module: nowhere.at.all}\n")
     time.sleep(1)  # default run directories are named by the second
     assert main(["search", "--generate", "120", "--budget", "16", "--cluster-config",
