@@ -23,9 +23,10 @@ from simulator.jit import cache_dir, compile_notice
 
 __all__ = ["add_compile_command", "compiling", "run_compile"]
 
-ENGINE_S = {"fluid": 30, "round": 90}
+ENGINE_S = {"fluid": 50, "round": 110}
 """Rough CPU-seconds to compile an engine's loop and one of its policies' kernels on a cold
-cache (benchmarks/bench_startup.py on a 2-core machine; docs/startup.md)."""
+cache (WFQ and Hadar in benchmarks/bench_startup.py on a busy 2-core machine;
+docs/startup.md)."""
 KERNEL_S = 10
 """Rough CPU-seconds for each further policy's kernel."""
 
