@@ -38,7 +38,7 @@ JOBS = 150
 OBJECTIVES = ("jct:avg", "pred_err:avg")
 SEARCH_ARGS = ["search", "--generate", str(JOBS), "--budget", "24", "--pop-size", "8",
                "--offspring", "8", "--seed", "1", "--objective", OBJECTIVES[0],
-               "--objective", OBJECTIVES[1]]
+               "--objective", OBJECTIVES[1], "--replicates", "1"]
 TLS_ENV = {"ca": "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
            "cert": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
            "key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY"}
@@ -54,7 +54,8 @@ def _key(front: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def _search(client: Any) -> list[tuple[Any, ...]]:
-    search = PolicySearch(config=SearchConfig(settings=SETTINGS, jobs=JOBS), client=client,
+    search = PolicySearch(config=SearchConfig(settings=SETTINGS, jobs=JOBS, replicates=1),
+                          client=client,
                           workers=0)
     search.SetPreference(*OBJECTIVES)
     return _key(search.run())
