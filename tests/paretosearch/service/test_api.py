@@ -289,7 +289,7 @@ def test_killing_a_worker_loses_nothing(tmp_path: Path) -> None:
     (["--objective", "speed"], "unknown metric"),
     (["--set", "tau=1"], "no parameter 'tau'"),
     (["--set", "W=9"], "parameter 'W'"),
-    (["--replicates", "0"], "replicates must be an integer >= 1 (got 0)"),
+    (["--replicates", "0"], "replicates must be an integer from 1 to 1,000 (got 0)"),
     (["--policy", "fifo"], "nothing left to search"),  # found once the search is made
 ])
 def test_bad_search_arguments_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
