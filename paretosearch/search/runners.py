@@ -170,8 +170,9 @@ class DaskRunner:
 
         self._run(task, parts, done)
 
-    def _records(self, future: Any, n: int) -> list[dict[str, float]]:
-        """A finished task's ``n`` records, decoded as plain data and checked.
+    def _records(self, future: Any, n: int) -> list[dict[str, float]] | None:
+        """A finished task's ``n`` records, decoded as plain data and checked; None where its
+        data died with a worker before it could be fetched (run it again).
 
         Raises:
             UntrustedResult: the answer is not plain records, or the task failed on its own
@@ -185,6 +186,8 @@ class DaskRunner:
         except ParetoSearchError:
             raise
         except Exception as exc:  # a pickle the client refused to decode, or a failed task
+            if future.status in ("cancelled", "lost"):  # the worker holding it was killed
+                return None
             problem = (f"failed ({type(exc).__name__}: {str(exc)[:300]})"
                        if future.status == "error" else
                        f"returned a result that is not plain data ({type(exc).__name__}: "
@@ -215,7 +218,9 @@ class DaskRunner:
         pending = as_completed(list(futures))  # type: ignore[no-untyped-call]
         for future in pending:
             i = futures.pop(future)
-            if future.status in ("cancelled", "lost"):  # its data died with a worker
+            records = (None if future.status in ("cancelled", "lost")
+                       else self._records(future, len(parts[i])))
+            if records is None:  # its data died with a worker, before or while fetched
                 lost[i] += 1
                 if lost[i] > self.retries:
                     raise ParetoSearchError(f"{len(parts[i])} evaluations were lost {lost[i]} "
@@ -223,7 +228,6 @@ class DaskRunner:
                                             "healthy?")
                 nxt = [i]
             else:
-                records = self._records(future, len(parts[i]))
                 self._walls += [r["wall_s"] for r in records]
                 nxt = done(i, records)
             for j in nxt:
