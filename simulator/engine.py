@@ -48,7 +48,8 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from simulator.jit import compile_cpu_s, compiled, configure_cache, njit_lazily
+from simulator.jit import compile_cpu_s, compiled, configure_cache, njit, njit_lazily
+from simulator.order import stable_order
 from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
 from simulator.view import Scheduler
@@ -125,13 +126,21 @@ def no_queue(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, n
     return 0
 
 
+@njit_lazily(KERNEL_SIG)
+def no_kernel(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
+              est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any,
+              speedup: Any, out: Any) -> None:
+    """The full-path kernel passed when a policy takes the queue path (never called): its
+    own kernel need not compile for a run that never calls it."""
+
+
 @nb.njit(cache=True, inline="always")
 def _holds(F: Any, i: int, now: float) -> bool:
     """Whether job ``i`` can progress, pause or end before the next decision."""
     return F[ALLOC, i] > 0.0 or F[PAUSE, i] > now or F[REM, i] <= 0.0
 
 
-@nb.njit(cache=True)
+@njit
 def _advance(F: Any, held: Any, h: int, dt: float) -> float:
     """Progress the held jobs by ``dt`` seconds; return the GPUs allocated meanwhile."""
     used = 0.0
@@ -145,7 +154,7 @@ def _advance(F: Any, held: Any, h: int, dt: float) -> float:
     return used
 
 
-@nb.njit(cache=True)
+@njit
 def _next_end(F: Any, held: Any, h: int, now: float) -> tuple[float, int]:
     """Earliest projected completion (ties: earliest arrival) as (time, column)."""
     best, pos = INF, -1
@@ -162,7 +171,7 @@ def _next_end(F: Any, held: Any, h: int, now: float) -> tuple[float, int]:
     return (now + best if pos >= 0 else INF), pos
 
 
-@nb.njit(cache=True)
+@njit
 def _scan_held(F: Any, I: Any, cols: int, now: float, held: Any) -> int:
     h = 0
     for i in range(cols):
@@ -172,7 +181,7 @@ def _scan_held(F: Any, I: Any, cols: int, now: float, held: Any) -> int:
     return h
 
 
-@nb.njit(cache=True)
+@njit
 def _link(I: Any, head: Any, tail: Any, i: int) -> None:
     """Append column ``i`` to its class's queue."""
     c = I[CLASS, i]
@@ -184,22 +193,24 @@ def _link(I: Any, head: Any, tail: Any, i: int) -> None:
     tail[c] = i
 
 
-@nb.njit(cache=True)
+@njit
 def _enqueue(I: Any, Q: Any, i: int) -> None:
     head, tail, class_demand = Q
     _link(I, head, tail, i)
     class_demand[I[CLASS, i]] += I[DEMAND, i]  # whole GPUs: the sum is exact in any order
 
 
-@nb.njit(cache=True)
+@njit
 def _finish(F: Any, I: Any, cols: int, Q: Any, queued: bool, held: Any, h: int,
             pos: int) -> int:
     """Take the job at column ``pos`` out; return the new held count."""
     if not queued:  # the full path keeps the columns dense; the next decision rescans
         for r in range(F.shape[0]):  # row by row: each shift is one contiguous move
-            F[r, pos:cols - 1] = F[r, pos + 1:cols]
+            for c in range(pos, cols - 1):
+                F[r, c] = F[r, c + 1]
         for r in range(DEMAND + 1):  # the queue rows are unused on this path
-            I[r, pos:cols - 1] = I[r, pos + 1:cols]
+            for c in range(pos, cols - 1):
+                I[r, c] = I[r, c + 1]
         return 0
     head, tail, class_demand = Q
     c, p, q = I[CLASS, pos], I[PREV, pos], I[NEXT, pos]
@@ -221,15 +232,17 @@ def _finish(F: Any, I: Any, cols: int, Q: Any, queued: bool, held: Any, h: int,
     return k
 
 
-@nb.njit(cache=True)
+@njit
 def _compact(F: Any, I: Any, cols: int, Q: Any, held: Any, now: float) -> tuple[int, int]:
     """Drop dead columns (order kept), relink the class queues; return (columns, held)."""
     k = 0
     for i in range(cols):
         if I[JOB, i] >= 0:
             if k != i:
-                F[:, k] = F[:, i]
-                I[:, k] = I[:, i]
+                for r in range(F.shape[0]):
+                    F[r, k] = F[r, i]
+                for r in range(I.shape[0]):
+                    I[r, k] = I[r, i]
             k += 1
     head, tail, _ = Q
     head[:] = -1
@@ -239,7 +252,7 @@ def _compact(F: Any, I: Any, cols: int, Q: Any, held: Any, now: float) -> tuple[
     return k, _scan_held(F, I, k, now, held)
 
 
-@nb.njit(cache=True, inline="always")
+@njit
 def _apply(F: Any, I: Any, i: int, a: float, now: float, restart_s: float, speedup: Any,
            record: bool, preempt: Any, start: Any, watch: int) -> tuple[float, bool]:
     """Give job ``i`` ``a`` GPUs and set its rate; return (its pause end or INF, watch started)."""
@@ -264,7 +277,7 @@ def _apply(F: Any, I: Any, i: int, a: float, now: float, restart_s: float, speed
     return INF, hit
 
 
-@nb.njit(cache=True)
+@njit
 def _history(F: Any, cols: int, seen: tuple[float, float], seen_history: bool) -> Any:
     """The per-job history a kernel is given: the attained work, or (``seen_history``) each
     job's mean active jobs seen over its events so far, itself included (PCS's "observed
@@ -276,7 +289,7 @@ def _history(F: Any, cols: int, seen: tuple[float, float], seen_history: bool) -
     return F[HIST, :cols]
 
 
-@nb.njit(cache=True)
+@njit
 def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, restart_s: float,
             speedup: Any, F: Any, I: Any, cols: int, Q: Any, queued: bool, held: Any, h: int,
             now: float, S: Any, preempt: Any, start: Any, record: bool, watch: int,
@@ -324,11 +337,14 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
         if _holds(F, i, now):
             held[k] = i
             k += 1
-    held[:k] = np.sort(held[:k])
+    order = stable_order(held[:k])
+    kept = held[:k].copy()
+    for j in range(k):
+        held[j] = kept[order[j]]
     return pause_at, hit, k
 
 
-@nb.njit(cache=True)
+@njit
 def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
              restart_s: float, speedup: Any, F0: Any, I0: Any, cols: int, n: int, Q0: Any,
              queued: bool, now: float, target: int, pause_at: float, seen_history: bool,
@@ -342,7 +358,8 @@ def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick
     F = F0[:, :cols].copy()
     I = I0[:, :cols].copy()
     Q = (Q0[0].copy(), Q0[1].copy(), Q0[2].copy())
-    F[REM, :] = F[EST, :]
+    for i in range(cols):
+        F[REM, i] = F[EST, i]
     held = np.empty(cols, dtype=np.int64)
     h = _scan_held(F, I, cols, now, held)  # a job whose estimate ran out now holds too
     S = (np.empty(cols), np.empty(cols, dtype=np.int64), np.empty(cols))
@@ -381,10 +398,11 @@ def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick
         tick_at = now + tick_s if tick_s > 0.0 and n > 0 else INF
 
 
-@nb.njit(cache=True)
+@njit
 def _grow(a: Any) -> Any:
     b = np.empty(2 * a.shape[0])
-    b[: a.shape[0]] = a
+    for i in range(a.shape[0]):
+        b[i] = a[i]
     return b
 
 
@@ -489,7 +507,7 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
     return events, playout_events, busy_s, ts[:k].copy(), busy[:k].copy()
 
 
-KERNELS = (run_engine, no_queue)
+KERNELS = (run_engine, no_kernel, no_queue)
 """The engine's own lazily compiled functions (:func:`simulator.jit.compiled`)."""
 _NO_CLASSES = np.zeros(0, dtype=np.int64)
 
@@ -530,7 +548,7 @@ def run(workload: Workload, profile: ClusterProfile, policy: Scheduler, *,
         workload.arrival_s, workload.service_s, workload.estimated_service_s)),
         *(_frozen(a, np.int64) for a in (workload.gpus, workload.model, classes)))
     events, playout_events, busy_s, series_t, series_busy = compiled(run_engine)(
-        compiled(policy.kernel),
+        compiled(policy.kernel if queues is None else no_kernel),
         compiled(policy.queue_kernel if queues is not None else no_queue), params, aux,
         n_classes, predict, cluster, jobs,
         FluidOut(start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preemptions))

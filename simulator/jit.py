@@ -49,7 +49,7 @@ import numba
 from numba.core import caching, event
 
 __all__ = ["cache_dir", "compile_cpu_s", "compile_notice", "compiled", "configure_cache",
-           "module_stamp", "njit_lazily", "source_digest"]
+           "module_stamp", "njit", "njit_lazily", "source_digest"]
 
 _ROOT = Path(__file__).resolve().parent.parent
 _PACKAGES = ("simulator", "policies")
@@ -166,6 +166,25 @@ def configure_cache() -> Path:
 
 
 configure_cache()
+
+
+def _compile_unliteral(dispatcher: Any, sig: Any) -> Any:
+    if isinstance(sig, tuple):
+        sig = tuple(numba.types.unliteral(t) for t in sig)
+    return type(dispatcher).compile(dispatcher, sig)
+
+
+def njit(function: Any = None, **options: Any) -> Any:
+    """``numba.njit(cache=True, **options)`` that compiles one copy per signature its
+    callers pass, not one per constant: numba types a constant argument (``True``, ``-1``, a
+    variable's first value ``0``) as its own literal type and compiles the callee for it,
+    even for the transient types it tries while typing the caller; this compiles the
+    non-literal signature, which every such call then converts to."""
+    def wrap(function: Any) -> Any:
+        dispatcher = numba.njit(cache=True, **options)(function)
+        dispatcher.compile = functools.partial(_compile_unliteral, dispatcher)
+        return dispatcher
+    return wrap if function is None else wrap(function)
 
 
 def njit_lazily(signature: Any, **options: Any) -> Callable[[Any], Any]:

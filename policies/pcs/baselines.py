@@ -12,18 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numba as nb
 import numpy as np
 
 from policies.base import IntArray, KernelPolicy, param, register
 from simulator.engine import KERNEL_SIG, QUEUE_SIG, speed_at
-from simulator.jit import njit_lazily
+from simulator.jit import njit, njit_lazily
+from simulator.order import stable_order
 from simulator.workload import Workload
 
 __all__ = ["AFS", "FIFO", "LAS", "SRSF", "SRTF", "MaxMin", "Themis", "water_fill"]
 
 
-@nb.njit(cache=True)
+@njit
 def _fill(order: Any, demand: Any, gpus: float, out: Any) -> None:
     left = gpus
     for i in order:
@@ -53,7 +53,7 @@ def _fifo_queue(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any
     return m
 
 
-@nb.njit(cache=True)
+@njit
 def _remaining_time_first(demand: Any, est_rem: Any, model: Any, speedup: Any, gpus: float,
                           gpu_weighted: bool, out: Any) -> None:
     """Fill by remaining time at full demand, times the demand when ``gpu_weighted``."""
@@ -87,7 +87,7 @@ def _las(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
     _fill(np.argsort(est_size - est_rem, kind="mergesort"), demand, gpus, out)
 
 
-@nb.njit(cache=True)
+@njit
 def water_fill(demand: Any, capacity: float, weight: Any, out: Any) -> None:
     """Weighted max-min shares ``min(demand, level * weight)``, summing to the capacity.
 
@@ -96,14 +96,18 @@ def water_fill(demand: Any, capacity: float, weight: Any, out: Any) -> None:
     """
     n = demand.shape[0]
     if demand.sum() <= capacity:
-        out[:] = demand
+        for i in range(n):
+            out[i] = demand[i]
         return
     ratio = np.empty(n)
     for i in range(n):
         ratio[i] = demand[i] / weight[i] if weight[i] > 0.0 else np.inf
-    order = np.argsort(ratio, kind="mergesort")
-    # weight still unserved from position j on, summed from the small end (no cancellation)
-    weight_left = np.cumsum(weight[order][::-1])[::-1]
+    order = stable_order(ratio)
+    weight_left = np.empty(n)  # weight still unserved from position j on, summed from the
+    acc = 0.0  # small end (no cancellation)
+    for j in range(n - 1, -1, -1):
+        acc += weight[order[j]]
+        weight_left[j] = acc
     left = capacity
     for j in range(n):
         i = order[j]
@@ -153,7 +157,7 @@ def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand
 _AFS_EPS = 1e-7  # PCS adds it to every remaining time before inverting
 
 
-@nb.njit(cache=True)
+@njit
 def _afs_rates(i: int, g: float, est_rem: Any, model: Any, speedup: Any, T: Any, r0: Any,
                r1: Any) -> None:
     """Job ``i``'s remaining time at ``g`` GPUs (inf at no speed) and ``1 / (time + eps)``

@@ -9,7 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from simulator.jit import module_stamp
+import numba
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simulator.jit import module_stamp, njit
+from simulator.order import stable_order
 from tests.helpers.data import ROOT
 
 FLUID = ("policies/pcs/wfq.py", "policies/pcs/baselines.py", "policies/quota.py")
@@ -58,6 +65,38 @@ def test_a_policy_edit_keeps_every_other_policys_key(tmp_path: Path) -> None:
     _edit(edited / "policies/hetero/yarn.py")
     after = _stamps(edited)
     assert {m for m in before if before[m] != after[m]} == {"policies/hetero/yarn.py"}
+
+
+def _add(flag: bool, k: int) -> int:
+    return k + 1 if flag else k
+
+
+def _callers(helper: object) -> object:
+    @numba.njit
+    def caller(n: int) -> int:
+        total = helper(True, -1)
+        for i in range(n):
+            total = total + helper(False, i)
+        return total
+    return caller
+
+
+def test_a_helper_compiles_one_copy_whatever_constants_its_callers_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))  # not beside this file
+    plain, ours = numba.njit(_add), njit(_add)
+    assert _callers(plain)(3) == _callers(ours)(3) == 3
+    assert len(plain.signatures) > 1  # numba's own: one copy per literal it was typed with
+    assert ours.signatures == [(numba.types.boolean, numba.types.int64)]
+
+
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.5, -3.0, np.inf]) | st.floats(-1e6, 1e6),
+                max_size=80))
+def test_stable_order_is_numpys_stable_argsort(keys: list[float]) -> None:
+    values = np.array(keys, dtype=np.float64)
+    assert stable_order(values).tolist() == np.argsort(values, kind="stable").tolist()
+    ints = values.astype(np.int64) if np.isfinite(values).all() else np.arange(len(keys))
+    assert stable_order(ints).tolist() == np.argsort(ints, kind="stable").tolist()
 
 
 RACE = """
