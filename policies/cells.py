@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 
 configure_cache()
 
@@ -35,7 +34,7 @@ NEST = np.array([[2.0 ** (g - i) if g >= i else 0.0 for i in range(LEVELS)]
 """``NEST[g, i]``: level-i cells inside one level-g cell (0 when g < i): eq. 14's weights."""
 
 
-@nb.njit(cache=True)
+@njit
 def node_cells(free: Any) -> Any:
     """Free cells of each node, ``(nodes, 4)``: whole 8-cells, then the bits of the rest."""
     out = np.zeros((free.shape[0], LEVELS), dtype=np.int64)
@@ -46,7 +45,7 @@ def node_cells(free: Any) -> Any:
     return out
 
 
-@nb.njit(cache=True)
+@njit
 def candidates(demand: int, top_level: int = 3) -> Any:
     """Cell multisets ``(P, 4)`` for a gang of ``demand`` GPUs; row 0 is the consolidated one.
 
@@ -75,7 +74,7 @@ def candidates(demand: int, top_level: int = 3) -> Any:
     return rows[:k].copy()
 
 
-@nb.njit(cache=True)
+@njit
 def fits_cells(taken: Any, free: Any) -> bool:
     """Proposition 1 (eq. 14): ``taken`` cells (4,) can be carved out of ``free`` cells (4,)."""
     for i in range(LEVELS):
@@ -88,7 +87,7 @@ def fits_cells(taken: Any, free: Any) -> bool:
     return True
 
 
-@nb.njit(cache=True)
+@njit
 def _take_cell(pool: Any, left: Any, g: int, mine: Any) -> int:
     """Remove one level-``g`` cell from ``pool`` (splitting if needed); its node or -1. The
     job's own nodes (``mine``) first, then the node with the fewest free GPUs."""
@@ -109,7 +108,7 @@ def _take_cell(pool: Any, left: Any, g: int, mine: Any) -> int:
     return -1
 
 
-@nb.njit(cache=True)
+@njit
 def place_cells(node_free: Any, requests: Any) -> tuple[Any, Any]:
     """Put each job's cells on nodes; the constructive proof of Proposition 1.
 

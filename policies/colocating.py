@@ -20,7 +20,7 @@ import numpy as np
 from policies.base import EventDriven
 from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 from simulator.round_arrays import (
     N_ACTIVE,
     ClusterArrays,
@@ -43,7 +43,7 @@ workers on each device in arrival order: entries ``head[d]``, ``nxt[e]`` (-1 end
 row ``who[e]``; ``size[0]`` entries used. Without one, those arrays are empty."""
 
 
-@nb.njit(cache=True)
+@njit
 def pending_rows(J: Any, E: Any) -> Any:
     """The active rows with no worker placed, in arrival order."""
     out = np.empty(E.cnt[N_ACTIVE], dtype=np.int64)
@@ -55,7 +55,7 @@ def pending_rows(J: Any, E: Any) -> Any:
     return out[:n]
 
 
-@nb.njit(cache=True)
+@njit
 def device_load(C: Any, J: Any, E: Any, flags: Any, skip: int, extra: int) -> Any:
     """The load of the plan in force, leaving out rows ``r`` with ``flags[r] == skip`` (no
     flags: none); room for ``extra`` more workers in the per-device lists."""
@@ -102,7 +102,7 @@ def curve_slowdown(C: Any, t: int, u: float) -> float:
     return max(out, 0.0)
 
 
-@nb.njit(cache=True)
+@njit
 def cheapest(cost: Any, need: int, out: Any) -> bool:
     """The ``need`` devices of least finite ``cost`` (ties: lower number) into ``out[:need]``,
     ascending; False if fewer than ``need`` are finite."""
@@ -130,7 +130,7 @@ def cheapest(cost: Any, need: int, out: Any) -> bool:
     return True
 
 
-@nb.njit(cache=True)
+@njit
 def place(J: Any, M: Any, E: Any, load: Any, r: int, devices: Any) -> None:
     """Plan one worker of row ``r`` on each of ``devices`` (ascending) and add it to the
     load."""
@@ -158,7 +158,7 @@ def place(J: Any, M: Any, E: Any, load: Any, r: int, devices: Any) -> None:
     touch(M, r)
 
 
-@nb.njit(cache=True)
+@njit
 def least_memory(C: Any, J: Any, M: Any, E: Any, load: Any, order: Any) -> None:
     """OBP's placement: each row of ``order`` in turn onto the devices where its worker fits,
     least base memory used first; one that fits nowhere waits, the rest still try."""

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 
 configure_cache()
 
@@ -25,7 +24,7 @@ __all__ = ["fill_in_order", "gang_row", "place_gang", "priority_plan", "yarn_row
 IntArray = npt.NDArray[np.int64]
 
 
-@nb.njit(cache=True)
+@njit
 def gang_row(free: Any, gpus: int, prev: Any, out: Any) -> bool:
     """GPUs per node for a gang of ``gpus`` into ``out``; False if the nodes cannot hold it.
 
@@ -56,7 +55,7 @@ def gang_row(free: Any, gpus: int, prev: Any, out: Any) -> bool:
     return True
 
 
-@nb.njit(cache=True)
+@njit
 def yarn_row(free: Any, size: Any, gpus: int, out: Any) -> bool:
     """YARN's placement of a gang of ``gpus`` into ``out`` (GPUs per node); False if none.
 
@@ -94,7 +93,7 @@ def place_gang(free: IntArray, gpus: int, *, prev: IntArray | None = None) -> In
     return out if gang_row(free, int(gpus), before, out) else None
 
 
-@nb.njit(cache=True)
+@njit
 def fill_in_order(plan: Any, free: Any, order: Any, gpus: Any, current: Any) -> Any:
     """Give jobs their gang in ``order`` wherever it fits (backfilling past those that do not).
 
@@ -126,7 +125,7 @@ def fill_in_order(plan: Any, free: Any, order: Any, gpus: Any, current: Any) -> 
     return placed[:k]
 
 
-@nb.njit(cache=True)
+@njit
 def priority_plan(order: Any, gpus: Any, current: Any, node_gpus: Any, keep: Any) -> Any:
     """A plan giving whole gangs to jobs in ``order``, keeping running jobs where they are.
 

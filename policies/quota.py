@@ -27,20 +27,19 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numba as nb
 import numpy as np
 
 from policies.base import FloatArray, KernelPolicy, param, register
 from policies.pcs.wfq import classify
 from simulator.engine import KERNEL_SIG
 from simulator.errors import InvalidPolicyParams
-from simulator.jit import njit_lazily
+from simulator.jit import njit, njit_lazily
 from simulator.scaling import ScalingTable
 
 __all__ = ["Quota"]
 
 
-@nb.njit(cache=True)
+@njit
 def _take(c: int, k: int, usage: Any, quota: Any, weight: Any, cls: Any, out: Any,
           need: float, free: float) -> float:
     """Preempt borrowed GPUs until ``need`` are free (module docstring); the free GPUs after.

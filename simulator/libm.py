@@ -15,10 +15,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numba as nb
 import numpy as np
 
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 
 configure_cache()
 
@@ -31,7 +30,7 @@ power = np.vectorize(math.pow, otypes=[np.float64])
 """Elementwise ``x ** y`` (broadcast) through the C library."""
 
 
-@nb.njit(cache=True)
+@njit
 def _block_sum(a: Any, lo: int, n: int) -> float:
     """NumPy's sum of up to 128 doubles: in order below 8, else eight running sums."""
     if n < 8:
@@ -52,7 +51,7 @@ def _block_sum(a: Any, lo: int, n: int) -> float:
     return out
 
 
-@nb.njit(cache=True)
+@njit
 def pairwise_sum(a: Any) -> float:
     """``a.sum()`` as NumPy adds doubles: blocks of up to 128 (:func:`_block_sum`), longer
     stretches halved (at a multiple of 8) and their sums added. Walked with a stack, as

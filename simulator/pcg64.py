@@ -17,7 +17,7 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 
 configure_cache()
 
@@ -56,7 +56,7 @@ def _add128(ah: Any, al: Any, bh: Any, bl: Any) -> tuple[Any, Any]:
     return ah + bh + (_ONE if lo < al else _ZERO), lo
 
 
-@nb.njit(cache=True)
+@njit
 def next_double(s: Any) -> float:
     """Step the generator and return the next double in [0, 1), as ``Generator.random``."""
     h, lo = _mul128(s[0], s[1], _MH, _ML)
@@ -67,7 +67,7 @@ def next_double(s: Any) -> float:
     return float(out >> _S11) * (1.0 / 9007199254740992.0)
 
 
-@nb.njit(cache=True)
+@njit
 def advance(s: Any, delta: int) -> None:
     """Jump ``delta`` steps ahead (``delta >= 0``) in O(log delta): the LCG's affine map
     composed with itself by repeated squaring."""
@@ -87,7 +87,7 @@ def advance(s: Any, delta: int) -> None:
     s[0], s[1] = _add128(h, lo, ch, cl)
 
 
-@nb.njit(cache=True)
+@njit
 def skip(s: Any, delta: int) -> None:
     """Skip ``delta`` draws: stepping for short gaps, jumping for long ones."""
     if delta < 48:

@@ -23,7 +23,7 @@ from numba.core import cgutils
 from numba.core.extending import intrinsic
 from numba.experimental.function_type import _get_jit_address, _get_wrapper_address
 
-from simulator.jit import configure_cache, njit_lazily
+from simulator.jit import configure_cache, njit, njit_lazily
 
 configure_cache()
 
@@ -100,7 +100,7 @@ def _kernel_at(typingctx: Any, handle: Any) -> Any:
     return _KERNEL_T(handle), codegen
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _skip_quiet_rounds(C: Any, M: Any, E: Any, shares: bool, round_s: float,
                        other: float) -> None:
     """Jump past the round boundaries before ``other`` (the next arrival, completion or
@@ -119,7 +119,7 @@ def _skip_quiet_rounds(C: Any, M: Any, E: Any, shares: bool, round_s: float,
         pcg64.skip(E.rng, k * cnt[N_ACTIVE] * C.device_node.shape[0])
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _event(C: Any, J: Any, M: Any, E: Any, shares: bool, round_s: float, mode: int,
            target: int) -> int:
     """Advance to the next event; finish and admit jobs there. -1, or a status to return."""
@@ -219,7 +219,7 @@ def _event(C: Any, J: Any, M: Any, E: Any, shares: bool, round_s: float, mode: i
     return DONE if hit else -1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _after_decision(J: Any, E: Any, short: bool, mode: int) -> int:
     """What the loop checks once a decision is in force: -1, or a status to return. With
     ``short`` rounds, a decision that leaves every GPU idle lasts until the next arrival."""
@@ -239,7 +239,7 @@ def _after_decision(J: Any, E: Any, short: bool, mode: int) -> int:
     return -1
 
 
-@nb.njit(cache=True)
+@njit
 def _decide(kernel: Any, C: Any, J: Any, M: Any, E: Any, shares: bool, short: bool,
             mode: int) -> int:
     """Ask the kernel and put its plan in force: -1, or a status to return."""
@@ -299,7 +299,7 @@ KERNELS = (run_loop, host_kernel)
 """The engine's own lazily compiled functions (:func:`simulator.jit.compiled`)."""
 
 
-@nb.njit(cache=True)
+@njit
 def fork(J: Any, M: Any, E: Any, J2: Any, M2: Any, E2: Any, short: bool) -> None:
     """Copy the active jobs' state (and the kernel's memory of them) into a workspace for a
     playout: remaining work becomes the estimate, no arrivals follow. A short round that

@@ -14,7 +14,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 
 configure_cache()
 
@@ -51,7 +51,7 @@ def speed(C: Any, m: int, g: float) -> float:
     return base + (g - lo) * (C.speedup[m, hi] - base)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def job_rate(C: Any, m: int, alloc: Any) -> float:
     """Rate of a job of model ``m`` holding ``alloc`` GPUs per node (``rounds.job_rates``)."""
     gpus, nodes, slowest = 0, 0, _INF
@@ -74,7 +74,7 @@ def _hold(E: Any, r: int) -> None:
         E.inhold[r] = True
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def index_devices(J: Any, E: Any) -> None:
     """The workers of the holding jobs by device: pool slots ``dev_rows[dev_start[d]:
     dev_start[d + 1]]``, in their jobs' arrival order."""
@@ -100,7 +100,7 @@ def index_devices(J: Any, E: Any) -> None:
             count[d] += 1
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _device_slowdowns(C: Any, J: Any, E: Any) -> None:
     """``E.wslow[slot]``: each worker's slowdown on its device, collisions included
     (``SharingModel.slowdowns`` before the max over a job's workers)."""
@@ -137,7 +137,7 @@ def _device_slowdowns(C: Any, J: Any, E: Any) -> None:
                     E.wslow[E.dev_rows[x]] = E.wslow[E.dev_rows[x]] + C.collision_slowdown
 
 
-@nb.njit(cache=True)
+@njit
 def _draw_surges(C: Any, J: Any, E: Any) -> None:
     """``Generator.random((active jobs, devices)) < surge_p`` on the placed workers, drawn
     only where two or more workers that can surge share a device (nowhere else can they
@@ -171,7 +171,7 @@ def _draw_surges(C: Any, J: Any, E: Any) -> None:
     pcg64.skip(E.rng, E.cnt[N_ACTIVE] * D - cur)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def rerate(C: Any, J: Any, E: Any, shares: bool) -> None:
     """Rates with sharing slowdowns (``base``) of the holding jobs, and the occupancy: GPUs
     (devices) in use and their utilization summed, capped at 1 per device if shared."""
@@ -202,7 +202,7 @@ def rerate(C: Any, J: Any, E: Any, shares: bool) -> None:
     E.clk[OCC_UTIL] = util if C.has_sharing else np.nan
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _changed_devices(J: Any, M: Any, r: int) -> bool:
     if M.out_nw[r] != J.nw[r]:
         return True
@@ -212,7 +212,7 @@ def _changed_devices(J: Any, M: Any, r: int) -> bool:
     return False
 
 
-@nb.njit(cache=True)
+@njit
 def apply_plan(C: Any, J: Any, M: Any, E: Any, shares: bool) -> None:
     """Adopt the plan's rewritten rows at ``now``: preemptions, restart pauses, first
     starts and rates (``_Run.apply``); then draw the surges and rerate."""
@@ -257,13 +257,13 @@ def apply_plan(C: Any, J: Any, M: Any, E: Any, shares: bool) -> None:
     rerate(C, J, E, shares)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _fail(E: Any, code: int, where: int, amount: float) -> int:
     E.cnt[ERR_A], E.cnt[ERR_B], E.clk[ERR_X] = code, where, amount
     return code
 
 
-@nb.njit(cache=True)
+@njit
 def check_plan(C: Any, J: Any, M: Any, E: Any, shares: bool) -> int:
     """``checked_plan`` for a kernel's rewritten rows: -1 if the plan holds, else the error
     code (:data:`OVER_NODE` ...), also in ``cnt[ERR_A]``, with where in ``cnt[ERR_B]`` and

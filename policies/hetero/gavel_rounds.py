@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
 
 from policies.gangs import gang_row
+from simulator.jit import njit
 from simulator.round_arrays import NXT, touch
 
 __all__ = ["FAILS", "MT_WORDS", "ORDERS", "bookkeeping", "gavel_grant", "place", "ran_at",
@@ -39,7 +39,7 @@ MT_WORDS = 625
 """Words of a Mersenne Twister state (Python's ``random``)."""
 
 
-@nb.njit(cache=True)
+@njit
 def ran_at(m: int) -> int:
     """Where this round's task list starts in ``gi``, after the type-order cursor and count,
     ``ORDERS`` type orders and the two generators' states (a layout that does not depend on
@@ -47,7 +47,7 @@ def ran_at(m: int) -> int:
     return 2 + ORDERS * m + 2 * MT_WORDS
 
 
-@nb.njit(cache=True)
+@njit
 def gavel_grant(x: Any, credit: Any, total: Any, deficit: Any, throughput: Any,
                 demand: Any, in_alloc: Any, order: Any, type_gpus: Any, fifo: bool) -> Any:
     """The type each job runs on this round (-1: none), Gavel's priority order.
@@ -87,7 +87,7 @@ def gavel_grant(x: Any, credit: Any, total: Any, deficit: Any, throughput: Any,
     return out
 
 
-@nb.njit(cache=True)
+@njit
 def throughput_of(C: Any, J: Any, active: Any) -> Any:
     """``(jobs, types)``: each active job's rate with its whole demand on one type."""
     top = C.speedup.shape[1] - 1
@@ -98,7 +98,7 @@ def throughput_of(C: Any, J: Any, active: Any) -> Any:
     return out
 
 
-@nb.njit(cache=True)
+@njit
 def _reset(M: Any, active: Any, now: float) -> None:
     """Settle deficits under the old allocation and restart the credits (module docstring)."""
     p, m = M.params, int(M.params[P_TYPES])
@@ -113,13 +113,13 @@ def _reset(M: Any, active: Any, now: float) -> None:
     M.g[G_RESET], M.g[G_STALE] = now, 0.0
 
 
-@nb.njit(cache=True)
+@njit
 def _due(M: Any, now: float) -> bool:
     """Whether a round at ``now`` resets the allocation."""
     return M.g[G_STALE] > 0 and (now - M.g[G_RESET] >= M.params[P_RESET] or M.g[G_RESET] == 0)
 
 
-@nb.njit(cache=True)
+@njit
 def bookkeeping(J: Any, M: Any, E: Any, active: Any, now: float) -> None:
     """Credit the round that just ended, admit arrivals, reset the allocation if due
     (module docstring); flag the host work this needs in ``g[G_HOST]``. A task whose job is
@@ -170,7 +170,7 @@ def bookkeeping(J: Any, M: Any, E: Any, active: Any, now: float) -> None:
     M.g[G_HOST] = host
 
 
-@nb.njit(cache=True)
+@njit
 def _stop(J: Any, r: int, end: float, now: float) -> None:
     """Take back what row ``r`` ran after its task's ``end``: the engine runs a granted job
     until the round ends at ``now``, where Gavel's stops after its whole steps (less than one
@@ -186,7 +186,7 @@ def _stop(J: Any, r: int, end: float, now: float) -> None:
     J.ran1[r] -= work / J.alone[r]
 
 
-@nb.njit(cache=True)
+@njit
 def scheduled(M: Any, active: Any) -> Any:
     """The active rows the scheduler still knows (not dropped)."""
     keep = np.empty(active.shape[0], dtype=np.int64)
@@ -198,7 +198,7 @@ def scheduled(M: Any, active: Any) -> Any:
     return keep[:k]
 
 
-@nb.njit(cache=True)
+@njit
 def _task(C: Any, J: Any, M: Any, r: int, t: int, now: float) -> tuple[bool, float]:
     """Row ``r``'s task on type ``t`` this round: whether it runs (or fails), and its end.
 
@@ -215,7 +215,7 @@ def _task(C: Any, J: Any, M: Any, r: int, t: int, now: float) -> tuple[bool, flo
     return steps >= J.demand[r], now + steps / (rate * per_s)
 
 
-@nb.njit(cache=True)
+@njit
 def place(C: Any, J: Any, M: Any, active: Any, grant: Any, now: float) -> tuple[float, int]:
     """Put the granted jobs in the allocation on their type's nodes (those already there
     first, keeping their GPUs; a failing task holds none), then dropped jobs on GPUs left

@@ -43,14 +43,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
 from policies.base import param, register
 from policies.hetero.hadar_dp import Round, price_table, round_search
 from policies.round_kernel import KernelRoundPolicy
-from simulator.jit import njit_lazily
+from simulator.jit import njit, njit_lazily
 from simulator.libm import pairwise_sum
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.round_plan import speed
@@ -67,7 +66,7 @@ UTILITIES = ("jct", "makespan", "ftf")
 _TINY = float(np.finfo(np.float64).tiny)
 
 
-@nb.njit(cache=True)
+@njit
 def price_bounds(rate_type: Any, remaining: Any, elapsed: Any, demand: Any, value: Any,
                  inter_node_factor: float, eta: float) -> tuple[Any, float]:
     """``U_max^r`` per type (eq. 6) and ``U_min`` (eq. 7), both per GPU-second.
@@ -99,7 +98,7 @@ def price_bounds(rate_type: Any, remaining: Any, elapsed: Any, demand: Any, valu
     return u_max, u_min / (4.0 * eta)
 
 
-@nb.njit(cache=True)
+@njit
 def _allocate(node_type: Any, capacity: Any, rate_type: Any, demand: Any, remaining: Any,
               elapsed: Any, value: Any, prev: Any, started: Any, inter_node_factor: float,
               restart_s: float, eta: float, budget: int) -> Any:

@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
-import numba as nb
 import numpy as np
 
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 
 configure_cache()  # before the @njit(cache=True) below
 
@@ -35,13 +34,13 @@ placement costs (0 for jobs not yet started), ``price[h, used]`` node ``h``'s pr
 _EPS = 1e-12
 
 
-@nb.njit(cache=True)
+@njit
 def node_prices(used: Any, capacity: Any, low: float, high: Any) -> Any:
     """Eq. 5: ``k = U_min (U_max / U_min)^(used / capacity)`` per node."""
     return low * (high / low) ** (used / capacity)
 
 
-@nb.njit(cache=True)
+@njit
 def price_table(capacity: Any, low: float, high: Any) -> Any:
     """Eq. 5 for every node (row) and every count of its GPUs in use (column), given
     ``U_min`` and per-node ``U_max``: the search looks prices up instead of raising powers."""
@@ -52,7 +51,7 @@ def price_table(capacity: Any, low: float, high: Any) -> Any:
     return table
 
 
-@nb.njit(cache=True)
+@njit
 def _add(cand: Any, k: int) -> int:
     """Keep ``cand[k]`` unless one of the first ``k`` candidates equals it; the new count."""
     for c in range(k):
@@ -66,7 +65,7 @@ def _add(cand: Any, k: int) -> int:
     return k + 1
 
 
-@nb.njit(cache=True)
+@njit
 def _free_order(free: Any, price: Any, speed: Any, order: Any) -> int:
     """The nodes with free GPUs into ``order``: cheapest, then fastest, then emptiest (stable
     insertion sort); their number."""
@@ -92,7 +91,7 @@ def _free_order(free: Any, price: Any, speed: Any, order: Any) -> int:
     return m
 
 
-@nb.njit(cache=True)
+@njit
 def find_alloc(R: Any, j: int, free: Any, total: int, cand: Any, payoff: Any, price: Any,
                order: Any) -> int:
     """FIND_ALLOC: candidate placements of job ``j``'s gang of ``w`` GPUs on the ``free``
@@ -184,7 +183,7 @@ def find_alloc(R: Any, j: int, free: Any, total: int, cand: Any, payoff: Any, pr
     return positive
 
 
-@nb.njit(cache=True)
+@njit
 def _take(free: Any, row: Any) -> int:
     """Hand ``row`` out of ``free``; the GPUs it takes."""
     gpus = 0
@@ -194,7 +193,7 @@ def _take(free: Any, row: Any) -> int:
     return gpus
 
 
-@nb.njit(cache=True)
+@njit
 def _record(out: Any, depth: int, job: Any, chosen: Any, nopt: Any, rows: Any) -> None:
     """The picks of the path's ``depth`` frames into ``out`` (other rows zero)."""
     out[:] = 0
@@ -203,7 +202,7 @@ def _record(out: Any, depth: int, job: Any, chosen: Any, nopt: Any, rows: Any) -
             out[job[d]] = rows[d, chosen[d]]
 
 
-@nb.njit(cache=True)
+@njit
 def round_search(R: Any, order: Any, budget: int, out: Any) -> float:
     """Algorithm 2 for jobs visited in ``order``: the best summed payoff found, its
     placements in ``out`` (``(jobs, nodes)``, zero for jobs left out).
@@ -269,7 +268,7 @@ def round_search(R: Any, order: Any, budget: int, out: Any) -> float:
             total -= _take(free, rows[d, chosen[d]])
 
 
-@nb.njit(cache=True)
+@njit
 def _record_greedy(R: Any, order: Any, i: int, free: Any, total: int, value: float,
                    best: float, out: Any, depth: int, job: Any, chosen: Any, nopt: Any,
                    rows: Any) -> float:

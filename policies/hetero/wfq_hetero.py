@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Self
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
@@ -33,7 +32,7 @@ from policies.pcs.wfq import class_weights, with_classes
 from policies.round_kernel import KernelRoundPolicy
 from simulator import libm
 from simulator.errors import InvalidPolicyParams
-from simulator.jit import njit_lazily
+from simulator.jit import njit, njit_lazily
 from simulator.profile import ClusterProfile
 from simulator.round_arrays import (
     PLAN,
@@ -53,7 +52,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-@nb.njit(cache=True)
+@njit
 def share_by_weight(capacity: float, weights: Any, demand: Any) -> Any:
     """Split ``capacity`` by weight, capped by demand; leftovers re-shared until none moves.
 
@@ -77,7 +76,7 @@ def share_by_weight(capacity: float, weights: Any, demand: Any) -> Any:
     return share
 
 
-@nb.njit(cache=True)
+@njit
 def _admit(J: Any, M: Any, r: int, free: Any, none: Any, row: Any) -> bool:
     """Place row ``r``'s whole gang on ``free`` (updated); False if it does not fit."""
     if not gang_row(free, J.demand[r], none, row):

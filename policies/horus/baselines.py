@@ -36,7 +36,7 @@ from policies.colocating import (
     pending_rows,
 )
 from policies.gangs import yarn_row
-from simulator.jit import njit_lazily
+from simulator.jit import njit, njit_lazily
 from simulator.round_arrays import (
     N_HOLD,
     PLAN,
@@ -129,7 +129,7 @@ _STATE, _SETTLED = range(2)
 _WAITING, _KEPT, _EVICTED = range(3)
 
 
-@nb.njit(cache=True)
+@njit
 def _mark(C: Any, J: Any, M: Any, E: Any, now: float, warmup_s: float) -> None:
     """Each active row's state and placement start; each holding row's settledness."""
     for r in active_rows(E):
@@ -151,7 +151,7 @@ def _mark(C: Any, J: Any, M: Any, E: Any, now: float, warmup_s: float) -> None:
                 M.i[r, _SETTLED] = 0
 
 
-@nb.njit(cache=True)
+@njit
 def _kept_slowdowns(C: Any, J: Any, M: Any, E: Any) -> None:
     """Each kept row's slowdown: its slowest worker's among the kept jobs, collisions aside
     (``SharingModel.slowdowns``)."""
@@ -196,7 +196,7 @@ def _later(M: Any, E: Any, r: int, q: int) -> bool:
     return E.pos[r] > E.pos[q]
 
 
-@nb.njit(cache=True)
+@njit
 def _evict(C: Any, J: Any, M: Any, E: Any, now: float, bound: float) -> None:
     """Evict settled jobs slowed past ``bound`` one at a time, re-checking after each: the
     latest placed first (then the most slowed, then the latest to arrive)."""
@@ -216,7 +216,7 @@ def _evict(C: Any, J: Any, M: Any, E: Any, now: float, bound: float) -> None:
         touch(M, worst)
 
 
-@nb.njit(cache=True)
+@njit
 def _queue(J: Any, M: Any, E: Any, now: float) -> Any:
     """The rows waiting to be placed, by when each (re)joined the queue: its arrival, or its
     latest eviction; rows evicted at ``now`` wait for the next decision."""

@@ -41,7 +41,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
@@ -56,7 +55,7 @@ from policies.colocating import (
     place,
 )
 from policies.horus.queues import cluster_queues, fair_buffer, queue_counts, queue_weights
-from simulator.jit import njit_lazily
+from simulator.jit import njit, njit_lazily
 from simulator.round_arrays import (
     PLAN,
     ROUND_KERNEL_SIG,
@@ -78,7 +77,7 @@ _LAST_STAMP, _CLUSTERED, _QUEUES = range(3)
 _W_MEM, _W_UTIL, _K_QUEUES, _BUFFER, _LIMIT = range(5)
 
 
-@nb.njit(cache=True)
+@njit
 def _matrix_worst(C: Any, J: Any, E: Any, load: Any, r: int, d: int) -> float:
     """The worst predicted worker slowdown on device ``d`` once row ``r`` joins it: each
     worker's pairwise slowdowns summed over its partners, in arrival order."""
@@ -109,7 +108,7 @@ def _matrix_worst(C: Any, J: Any, E: Any, load: Any, r: int, d: int) -> float:
     return worst
 
 
-@nb.njit(cache=True)
+@njit
 def _device_cost(C: Any, J: Any, E: Any, load: Any, r: int, d: int, w_mem: float,
                  w_util: float) -> float:
     """Eq. 7-10 on one device (:func:`horus_costs`)."""
@@ -122,7 +121,7 @@ def _device_cost(C: Any, J: Any, E: Any, load: Any, r: int, d: int, w_mem: float
     return w_mem * mem_cost + w_util * slow
 
 
-@nb.njit(cache=True)
+@njit
 def horus_costs(C: Any, J: Any, E: Any, load: Any, r: int, w_mem: float,
                 w_util: float) -> Any:
     """Eq. 7-10: ``w_mem (used_mem + mem_j) / cap + w_util f_type(used_util + util_j)`` on
@@ -135,7 +134,7 @@ def horus_costs(C: Any, J: Any, E: Any, load: Any, r: int, w_mem: float,
     return out
 
 
-@nb.njit(cache=True)
+@njit
 def _choose(C: Any, J: Any, M: Any, E: Any, load: Any, r: int, cost: Any, out: Any) -> bool:
     """Row ``r``'s ``demand`` cheapest devices among those passing the capacity check (memory,
     and cumulative utilization within the limit) into ``out``; False if too few pass."""
@@ -147,7 +146,7 @@ def _choose(C: Any, J: Any, M: Any, E: Any, load: Any, r: int, cost: Any, out: A
     return cheapest(cost, J.demand[r], out)
 
 
-@nb.njit(cache=True)
+@njit
 def _queues(J: Any, M: Any, pending: Any, k: int) -> Any:
     """Algorithm 1 line 2: the pending jobs' queues, kept while the pending jobs stay the
     same (the clustering depends on nothing else)."""

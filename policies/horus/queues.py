@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
 
 from simulator import pcg64
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 from simulator.libm import pairwise_sum
 
 configure_cache()
@@ -38,7 +37,7 @@ _KMEANS_ROUNDS = 20
 _U32 = np.uint64(0xFFFFFFFF)
 
 
-@nb.njit(cache=True)
+@njit
 def _next_u64(s: Any) -> Any:
     """The next 64-bit PCG64 output (XSL-RR of the stepped state)."""
     pcg64.skip(s, 1)
@@ -47,7 +46,7 @@ def _next_u64(s: Any) -> Any:
     return (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
 
 
-@nb.njit(cache=True)
+@njit
 def _integers(s: Any, n: int) -> Any:
     """``Generator.integers(n)`` for ``2 <= n <= 2**32``: Lemire's method on 32-bit draws,
     each 64-bit output giving its low half, then its high half."""
@@ -67,7 +66,7 @@ def _integers(s: Any, n: int) -> Any:
     return np.int64(m >> np.uint64(32))
 
 
-@nb.njit(cache=True)
+@njit
 def _sq_dist(a: Any, b: Any) -> float:
     out = 0.0
     for j in range(a.shape[0]):
@@ -76,7 +75,7 @@ def _sq_dist(a: Any, b: Any) -> float:
     return out
 
 
-@nb.njit(cache=True)
+@njit
 def _kmeans_pp(z: Any, k: int, s: Any) -> Any:
     """k-means++ centres (``scipy.cluster.vq._kpp``) drawn from generator state ``s``."""
     n = z.shape[0]
@@ -102,7 +101,7 @@ def _kmeans_pp(z: Any, k: int, s: Any) -> Any:
     return centres
 
 
-@nb.njit(cache=True)
+@njit
 def _kmeans_labels(z: Any, k: int) -> Any:
     """The labels ``kmeans2(z, k, iter=20, minit="++", seed=default_rng(0))`` returns."""
     n, m = z.shape
@@ -127,7 +126,7 @@ def _kmeans_labels(z: Any, k: int) -> Any:
     return labels
 
 
-@nb.njit(cache=True)
+@njit
 def _standardized(features: Any) -> Any:
     """``(f - f.mean(0)) / where(f.std(0) > 0, f.std(0), 1)`` as NumPy computes it."""
     n, m = features.shape
@@ -146,7 +145,7 @@ def _standardized(features: Any) -> Any:
     return (features - mean) / scale
 
 
-@nb.njit(cache=True)
+@njit
 def _distinct_rows(z: Any, cap: int) -> int:
     """How many distinct rows ``z`` has, counting no further than ``cap``."""
     reps = np.empty(cap, dtype=np.int64)
@@ -165,7 +164,7 @@ def _distinct_rows(z: Any, cap: int) -> int:
     return found
 
 
-@nb.njit(cache=True)
+@njit
 def cluster_queues(features: Any, k: int) -> Any:
     """Queue of each job: k-means (k-means++ seeded from a fixed generator, so deterministic)
     on standardized features; labels 0..k'-1 with k' <= k non-empty queues."""
@@ -182,7 +181,7 @@ def cluster_queues(features: Any, k: int) -> Any:
     return rank[labels]
 
 
-@nb.njit(cache=True)
+@njit
 def queue_weights(lengths: Any, median_wait_s: Any) -> Any:
     """§4.2.2: ``w_x = max(len, median wait x len)`` (waits in seconds)."""
     out = np.empty(lengths.shape[0])
@@ -191,7 +190,7 @@ def queue_weights(lengths: Any, median_wait_s: Any) -> Any:
     return out
 
 
-@nb.njit(cache=True)
+@njit
 def queue_counts(weights: Any, lengths: Any, beta: int) -> Any:
     """Jobs taken from each queue: ``round(beta w_x / sum w)`` (half up), within the queue's
     length and ``beta`` in all; spare slots go to queues with jobs left, heaviest first."""
@@ -208,7 +207,7 @@ def queue_counts(weights: Any, lengths: Any, beta: int) -> Any:
     return counts
 
 
-@nb.njit(cache=True)
+@njit
 def fair_buffer(labels: Any, wait_s: Any, beta: int) -> Any:
     """Algorithm 1 line 4: which pending jobs (given oldest first, with their queues) enter the
     buffer, as positions in arrival order."""

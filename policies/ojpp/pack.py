@@ -14,12 +14,11 @@ from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
 from policies.colocating import curve_slowdown
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 from simulator.sharing import SharingModel
 
 configure_cache()
@@ -49,7 +48,7 @@ and leave. ``buf`` (jobs) and ``vals`` (floats) are scratch, one more entry than
 
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def resum(P: Any, d: int) -> None:
     """Device ``d``'s sums, from its members in arrival order."""
     a, g, s = 0.0, 0.0, 0.0
@@ -61,7 +60,7 @@ def resum(P: Any, d: int) -> None:
     P.alpha[d], P.gamma[d], P.surge[d] = a, g, s
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _refresh(P: Any, d: int) -> None:
     """The cached slowdowns (``wsd``) of device ``d``'s workers."""
     for x in range(P.cnt[d]):
@@ -72,14 +71,14 @@ def _refresh(P: Any, d: int) -> None:
                 P.wsd[s] = v
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def cache_slowdowns(P: Any) -> None:
     """Every placed worker's slowdown into ``wsd`` (once, after building a pack)."""
     for d in range(P.cnt.shape[0]):
         _refresh(P, d)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def join(P: Any, j: int, d: int) -> None:
     """A worker of job ``j`` onto device ``d`` (lists and slowdowns; sums by
     :func:`resum`)."""
@@ -94,7 +93,7 @@ def join(P: Any, j: int, d: int) -> None:
     _refresh(P, d)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def leave(P: Any, j: int, d: int) -> None:
     """Job ``j``'s worker off device ``d`` (lists and slowdowns)."""
     x = 0
@@ -114,7 +113,7 @@ def leave(P: Any, j: int, d: int) -> None:
 """One worker joining or leaving a device, for kernels that move a placed job."""
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def on_device(P: Any, j: int, d: int) -> bool:
     for s in range(P.joff[j], P.joff[j] + P.jn[j]):  # noqa: SIM110 (compiled: no any())
         if P.jdev[s] == d:
@@ -122,7 +121,7 @@ def on_device(P: Any, j: int, d: int) -> bool:
     return False
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _with(P: Any, d: int, x: int) -> int:
     """Device ``d``'s members with job ``x`` joining (``x < 0``: none) into ``P.buf``, in
     arrival order; their number."""
@@ -140,7 +139,7 @@ def _with(P: Any, d: int, x: int) -> int:
     return m
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def slowdown(P: Any, i: int, d: int, x: int) -> float:
     """The slowdown of job ``i``'s worker on device ``d`` with job ``x``'s worker joining
     (``x < 0``: none; ``i == x``: the joining worker's), collisions left out
@@ -161,7 +160,7 @@ def slowdown(P: Any, i: int, d: int, x: int) -> float:
     return curve_slowdown(P, t, u)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _cached(P: Any, i: int, d: int) -> float:
     """The cached slowdown (``wsd``) of job ``i``'s worker on device ``d``, which it is on."""
     s = P.joff[i]
@@ -170,7 +169,7 @@ def _cached(P: Any, i: int, d: int) -> float:
     return P.wsd[s]
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def joined(P: Any, d: int, x: int) -> int:
     """Device ``d``'s workers with job ``x`` joining into ``P.buf`` (arrival order) and
     their slowdowns (:func:`slowdown` with ``x`` joining) into ``P.vals``; their number.
@@ -204,7 +203,7 @@ def joined(P: Any, d: int, x: int) -> int:
     return m
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def collision(P: Any, d: int, x: int) -> float:
     """Eq. 4 on device ``d`` with job ``x`` joining (``colocation.collision_probability`` over
     the workers that may surge, in arrival order; 0 with fewer than two). Uses ``P.vals``."""
@@ -232,7 +231,7 @@ def collision(P: Any, d: int, x: int) -> float:
     return max(0.0, 1.0 - none - one)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def spread(P: Any, i: int, skip: int) -> tuple[float, float, float]:
     """Job ``i``'s worker slowdowns: max and min over its devices other than ``skip``, and its
     imbalance (max - min over all of them, 0 with fewer than two workers)."""

@@ -48,7 +48,7 @@ from policies.ojpp.pack import (
     resum,
     spread,
 )
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 from simulator.sharing import SharingModel
 
 configure_cache()
@@ -123,7 +123,7 @@ def _crowd(P: Any, B: Any, j: int, d: int) -> bool:
     return True
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _candidates(P: Any, B: Any, j: int, allowed: Any, ok: Any, theta: Any, resid: Any,
                 own: Any) -> None:
     """For one more worker of ``j``: devices feasible but for balance (eq. 1, 3, 4, 6), the
@@ -150,7 +150,7 @@ def _candidates(P: Any, B: Any, j: int, allowed: Any, ok: Any, theta: Any, resid
             ok[d] = theta[d] <= B[THETA] + EPS
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _prune(B: Any, devices: Any, live: Any, own: Any, hi: float, lo: float) -> int:
     """Eq. 16's first half: ``devices`` where ``j``'s worker (slowdown ``own``) would spread
     ``j``'s workers (``hi``/``lo`` so far) past theta' leave ``live`` (``hi`` and ``lo`` only
@@ -165,7 +165,7 @@ def _prune(B: Any, devices: Any, live: Any, own: Any, hi: float, lo: float) -> i
     return n
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _first(P: Any, B: Any, j: int, devices: Any, live: Any) -> int:
     """The first of ``devices`` that is ``live`` and pushes no co-located job past eq. 16
     (:func:`_crowd`, checked there only); -1."""
@@ -187,7 +187,7 @@ def _span(P: Any, j: int, fallback: bool) -> tuple[float, float]:
     return hi, lo
 
 
-@nb.njit(cache=True)
+@njit
 def place_pack(P: Any, B: Any, j: int, workers: int, opening: Any, allowed: Any,
                prefer: Any, chosen: Any) -> bool:
     """Algorithm 2: devices for ``workers`` more workers of job ``j`` under bounds ``B``.
@@ -254,7 +254,7 @@ def place_pack(P: Any, B: Any, j: int, workers: int, opening: Any, allowed: Any,
 # ---------------------------------------------------------------- queues
 
 
-@nb.njit(cache=True)
+@njit
 def bfd_order(util: Any, mem: Any, sgib: Any, jobs: Any) -> Any:
     """Algorithm 1's queue: ``jobs`` by their workers' compute need, descending (ties: peak
     memory ``gamma + delta``, descending; then the given order)."""
@@ -263,7 +263,7 @@ def bfd_order(util: Any, mem: Any, sgib: Any, jobs: Any) -> Any:
     return by_peak[np.argsort(-util[by_peak], kind="mergesort")]
 
 
-@nb.njit(cache=True)
+@njit
 def gregarious_order(p: Any, queue: Any) -> Any:
     """Algorithm 3's order: before each pick, re-sort the remaining ``queue`` by gregariousness
     ``tau(i, V) = max_q p_i p_q`` (eq. 20: two workers collide with probability ``p_i p_q``)
@@ -300,7 +300,7 @@ def gregarious_order(p: Any, queue: Any) -> Any:
 # ---------------------------------------------------------------- Algorithm 4
 
 
-@nb.njit(cache=True)
+@njit
 def adjust_pack(P: Any, B: Any, score: Any, budget: float, opening: Any, moves: Any,
                 still: Any) -> tuple[int, float]:
     """Algorithm 4 on ``P``: migrate workers off the most interfered devices within
@@ -351,7 +351,7 @@ def adjust_pack(P: Any, B: Any, score: Any, budget: float, opening: Any, moves: 
     return n, spent
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _removal_balanced(P: Any, B: Any, members: Any, old: Any, gone: int) -> bool:
     """Whether the jobs left among ``members`` (imbalances ``old`` before ``gone`` left)
     stay within ``max(theta', old)``."""

@@ -50,7 +50,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
@@ -67,7 +66,7 @@ from policies.ojpp.placement import (
 )
 from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload
-from simulator.jit import configure_cache, njit_lazily
+from simulator.jit import configure_cache, njit, njit_lazily
 from simulator.round_arrays import (
     PLAN,
     ROUND_KERNEL_SIG,
@@ -101,7 +100,7 @@ moved nothing (``adjust_pack``'s ``still``)."""
 _INF = np.inf
 
 
-@nb.njit(cache=True)
+@njit
 def _pack(C: Any, J: Any, M: Any, E: Any) -> Any:
     """The plan in force as a :data:`Pack` over workload rows; a job's devices are its plan
     rows ``M.out_wdev``, so placements write the plan. A device holds at most one worker of
@@ -123,7 +122,7 @@ def _pack(C: Any, J: Any, M: Any, E: Any) -> Any:
     return P
 
 
-@nb.njit(cache=True)
+@njit
 def _observed(C: Any, J: Any, M: Any, E: Any, P: Any, now: float) -> Any:
     """``(devices,)`` the largest slowdown of the jobs on each device since the last decision:
     measured from progress (``alone rate x elapsed / work done - 1``) for jobs that kept
@@ -150,7 +149,7 @@ def _observed(C: Any, J: Any, M: Any, E: Any, P: Any, now: float) -> Any:
     return out
 
 
-@nb.njit(cache=True)
+@njit
 def _rearrange(C: Any, J: Any, M: Any, E: Any, P: Any, now: float, opening: Any) -> int:
     """``ojpp``'s online adjustment: update the interference EWMA (eq. 18); past
     ``theta_max`` anywhere, Algorithm 4. Returns the number of workers moved."""
@@ -170,7 +169,7 @@ def _rearrange(C: Any, J: Any, M: Any, E: Any, P: Any, now: float, opening: Any)
     return n
 
 
-@nb.njit(cache=True)
+@njit
 def _place_waiting(C: Any, J: Any, M: Any, E: Any, P: Any, opening: Any, same: bool) -> None:
     """Waiting jobs in the policy's order, each where Algorithm 2 puts it; a job that found
     no room last time is skipped while no worker has left a device since (``same``)."""
@@ -196,7 +195,7 @@ def _place_waiting(C: Any, J: Any, M: Any, E: Any, P: Any, opening: Any, same: b
             M.i[r, I_TOUCH] = 1
 
 
-@nb.njit(cache=True)
+@njit
 def _share(C: Any, J: Any, M: Any, E: Any, now: float, opening: Any) -> None:
     """A decision on shared devices (module docstring); writes the plan and the memory."""
     D = C.device_node.shape[0]
@@ -235,7 +234,7 @@ def _share(C: Any, J: Any, M: Any, E: Any, now: float, opening: Any) -> None:
         M.quiet[0] = _INF  # the same decision until a job arrives or finishes
 
 
-@nb.njit(cache=True)
+@njit
 def _dedicated(C: Any, J: Any, M: Any, E: Any, opening: Any) -> None:
     """Without sharing columns: waiting jobs in arrival order, each worker on an empty
     device of its own (those that hosted a job first)."""

@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, Self, TypeVar
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
@@ -37,7 +36,7 @@ from policies.pcs.baselines import water_fill
 from simulator import libm
 from simulator.engine import KERNEL_SIG, QUEUE_SIG
 from simulator.errors import InvalidPolicyParams
-from simulator.jit import njit_lazily
+from simulator.jit import njit, njit_lazily
 from simulator.scaling import ScalingTable
 from simulator.workload import Workload
 
@@ -124,7 +123,7 @@ def _cap_counts(scaling: ScalingTable, zeta: float, delta: float) -> FloatArray:
     return counts
 
 
-@nb.njit(cache=True)
+@njit
 def classify(params: Any, est_size: Any) -> Any:
     """Each job's class: the first whose threshold is >= its estimated size (``params``: the
     number of classes, then their thresholds; what follows is not read)."""
@@ -138,7 +137,7 @@ def classify(params: Any, est_size: Any) -> Any:
     return cls
 
 
-@nb.njit(cache=True)
+@njit
 def _serve(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt: Any,
            demand: Any, model: Any, pos: Any, val: Any) -> int:
     """Share the GPUs among the classes, then serve each class's queue in arrival order.

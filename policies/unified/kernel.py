@@ -34,14 +34,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
 
 from policies.gangs import gang_row
 from policies.hetero.wfq_hetero import share_by_weight
 from policies.ojpp.pack import Pack, cache_slowdowns, join, leave, resum
 from policies.ojpp.placement import place_pack
-from simulator.jit import configure_cache, njit_lazily
+from simulator.jit import configure_cache, njit, njit_lazily
 from simulator.round_arrays import NEXT_ROUND, PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.round_plan import speed
 from simulator.slo import SOFT, STRICT
@@ -68,7 +67,7 @@ QUIET_MARGIN_S = 1e-3
 _INF = np.inf
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _gang(C: Any, J: Any, r: int, zeta: float) -> int:
     """Largest gang of row ``r`` whose every step keeps ``speedup(g)/g >= zeta`` (at least
     its minimum)."""
@@ -79,7 +78,7 @@ def _gang(C: Any, J: Any, r: int, zeta: float) -> int:
     return max(J.min_gpus[r], d)
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _worth(C: Any, J: Any, p: Any, r: int, now: float) -> float:
     """Row ``r``'s reward for running now: ``slo_reward`` x its first reachable deadline
     step's reward / 100 (SLO jobs), else ``be_reward_scale x lease / (needed + lease)``;
@@ -103,7 +102,7 @@ def _worth(C: Any, J: Any, p: Any, r: int, now: float) -> float:
     return worth
 
 
-@nb.njit(cache=True)
+@njit
 def _current(C: Any, J: Any, r: int, t: int) -> Any:
     """Row ``r``'s devices of type ``t`` in the plan in force, ascending."""
     out = np.empty(J.nw[r], dtype=np.int64)
@@ -115,7 +114,7 @@ def _current(C: Any, J: Any, r: int, t: int) -> Any:
     return out[:k]
 
 
-@nb.njit(cache=True)
+@njit
 def _own_devices(C: Any, P: Any, g: int, on_t: Any, current: Any, chosen: Any) -> bool:
     """Without sharing: ``g`` devices of ``on_t`` that nobody holds in the plan into
     ``chosen`` - the job's ``current`` ones if they are ``g`` and free, else empty devices on as
@@ -145,7 +144,7 @@ def _own_devices(C: Any, P: Any, g: int, on_t: Any, current: Any, chosen: Any) -
     return True
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _hold(P: Any, r: int, devices: Any) -> None:
     """Without sharing: row ``r`` takes ``devices`` (counts and plan only)."""
     for d in devices:
@@ -154,7 +153,7 @@ def _hold(P: Any, r: int, devices: Any) -> None:
         P.jn[r] += 1
 
 
-@nb.njit(cache=True)
+@njit
 def _place(C: Any, J: Any, P: Any, B: Any, r: int, g: int, t: int, on_t: Any,
            opening: Any, chosen: Any) -> bool:
     """``g`` workers of row ``r`` (not in the plan) onto devices of type ``t``: within the
@@ -169,7 +168,7 @@ def _place(C: Any, J: Any, P: Any, B: Any, r: int, g: int, t: int, on_t: Any,
     return True
 
 
-@nb.njit(cache=True)
+@njit
 def _speed_up(C: Any, J: Any, P: Any, B: Any, r: int, tiers: Any, on: Any, opening: Any,
               chosen: Any) -> bool:
     """Move running row ``r`` to the fastest type with room for it where the time it saves
@@ -206,7 +205,7 @@ def _speed_up(C: Any, J: Any, P: Any, B: Any, r: int, tiers: Any, on: Any, openi
     return False
 
 
-@nb.njit(cache=True)
+@njit
 def _pack(C: Any, J: Any, M: Any, E: Any, locked: Any) -> Any:
     """The locked jobs' placements as a :data:`Pack` writing the plan (``M.out_nw``,
     ``M.out_wdev``); the other rows start with no devices."""
@@ -234,7 +233,7 @@ def _pack(C: Any, J: Any, M: Any, E: Any, locked: Any) -> Any:
     return P
 
 
-@nb.njit(cache=True)
+@njit
 def _shares(C: Any, J: Any, M: Any, rows: Any, locked: Any, cls: Any, P: Any) -> Any:
     """``(types, classes)``: GPUs of each type each class may still take (fastest type
     first): the type's capacity split by the class weights over what the classes hold and
@@ -262,7 +261,7 @@ def _shares(C: Any, J: Any, M: Any, rows: Any, locked: Any, cls: Any, P: Any) ->
     return share
 
 
-@nb.njit(cache=True)
+@njit
 def _write(J: Any, M: Any, rows: Any, fresh: Any, now: float) -> None:
     """List the rows whose devices changed; fresh placements start a lease (``slo_lease_
     multiple`` BE leases for SLO jobs)."""
@@ -281,7 +280,7 @@ def _write(J: Any, M: Any, rows: Any, fresh: Any, now: float) -> None:
             M.f[r, F_LEASE] = now + p[LEASE] * (p[MULTIPLE] if slo else 1.0)
 
 
-@nb.njit(cache=True)
+@njit
 def _decide(C: Any, J: Any, M: Any, E: Any, now: float, rows: Any, worth: Any, locked: Any,
             may: Any) -> bool:
     """Admit in order of worth (within the class shares, then relaxed), then move running
@@ -326,7 +325,7 @@ def _decide(C: Any, J: Any, M: Any, E: Any, now: float, rows: Any, worth: Any, l
     return settled
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _catch_up(J: Any, M: Any, E: Any, now: float) -> None:
     """Move the next boundary past those the engine skipped since the last decision (module
     docstring): the ones before the quiet stretch's end and before the event that ended the
@@ -344,7 +343,7 @@ def _catch_up(J: Any, M: Any, E: Any, now: float) -> None:
     M.g[G_QUIET] = -_INF
 
 
-@nb.njit(cache=True, _nrt=False)
+@njit(_nrt=False)
 def _declare_quiet(M: Any, E: Any, rows: Any, tried: Any) -> None:
     """After a settled boundary decision (module docstring): quiet until the earliest lease
     end of the jobs not offered a faster type (``tried``), if the engine's next round is the

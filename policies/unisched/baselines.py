@@ -18,20 +18,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numba as nb
 import numpy as np
 
 from policies.base import param, register
 from policies.gangs import priority_plan
 from policies.round_kernel import KernelRoundPolicy
-from simulator.jit import njit_lazily
+from simulator.jit import njit, njit_lazily
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.slo import SOFT, STRICT
 
 __all__ = ["LLF", "Hydra"]
 
 
-@nb.njit(cache=True)
+@njit
 def _remaining_s(C: Any, J: Any, r: int) -> float:
     """Row ``r``'s estimated remaining time at its full demand on the slowest GPU type it can
     run on (speed > 0)."""
@@ -44,7 +43,7 @@ def _remaining_s(C: Any, J: Any, r: int) -> float:
     return max(J.est[r], 0.0) / slowest
 
 
-@nb.njit(cache=True)
+@njit
 def _laxity(J: Any, r: int, now: float, remaining_s: float) -> float:
     """``deadline - now - remaining`` for an SLO job, with the first deadline step not yet
     passed (else the last one); infinite for a best-effort job."""
@@ -59,7 +58,7 @@ def _laxity(J: Any, r: int, now: float, remaining_s: float) -> float:
     return (due if np.isfinite(due) else last) - now - remaining_s
 
 
-@nb.njit(cache=True)
+@njit
 def _apply(C: Any, J: Any, M: Any, rows: Any, order: Any, keep: Any) -> int:
     """Write the whole-gang plan for ``order`` (positions in ``rows``), touching the rows
     whose placement changes."""

@@ -13,10 +13,9 @@ import math
 from math import comb
 from typing import Any
 
-import numba as nb
 import numpy as np
 
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 from simulator.slo import PROFILER, SOFT, STRICT
 
 configure_cache()
@@ -56,7 +55,7 @@ def expected_sr_overhead(n_leases: int, deadline_leases: int, t_sr: float, *,
                       for k in range(min(n - 1, m - n) + 1)) / total
 
 
-@nb.njit(cache=True)
+@njit
 def expected_suspensions(n: int, m: int) -> float:
     """Eq. 3 divided by ``t_sr``, in closed form: ``n (m - n + 1) / m - 1``.
 
@@ -66,7 +65,7 @@ def expected_suspensions(n: int, m: int) -> float:
     return n * (m - n + 1) / m - 1.0
 
 
-@nb.njit(cache=True)
+@njit
 def _gang_rate(C: Any, J: Any, r: int) -> float:
     """Reference work per second at the consolidated allocation on the slowest type the job
     can run on (speed > 0; eq. 8's ``A*``), spread over nodes if the gang exceeds every
@@ -83,7 +82,7 @@ def _gang_rate(C: Any, J: Any, r: int) -> float:
     return rate * (C.inter_node_factor if d > C.node_gpus.max() else 1.0)
 
 
-@nb.njit(cache=True)
+@njit
 def outlook(C: Any, J: Any, M: Any, active: Any, now: float, profiling: Any,
             locked: Any) -> tuple[Any, Any, Any, Any, Any]:
     """Rewards (§III-C2) and SR-aware durations (eqs. 1, 3) of the active jobs (by position).

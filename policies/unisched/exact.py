@@ -24,12 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
 from policies.cells import LEVELS, NEST, fits_cells
-from simulator.jit import configure_cache
+from simulator.jit import configure_cache, njit
 
 configure_cache()
 
@@ -128,7 +127,7 @@ def _step_gain(margin: FloatArray, scale: FloatArray, ok: Any, value: FloatArray
     return gain, step, False
 
 
-@nb.njit(cache=True)
+@njit
 def _bound(depth: int, order: Any, rank: Any, lists: Any, dens: Any, best: Any, cap: Any
            ) -> float:
     """Fractional knapsack on each cell level alone over the jobs not yet fixed; the least."""
@@ -149,7 +148,7 @@ def _bound(depth: int, order: Any, rank: Any, lists: Any, dens: Any, best: Any, 
     return out
 
 
-@nb.njit(cache=True)
+@njit
 def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float,
                       node_limit: int) -> tuple[Any, int]:
     """Options picked (indices into the option arrays, at most one per job, their weights

@@ -35,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
@@ -60,7 +59,7 @@ from policies.unisched.milp import (
     solve_selector,
 )
 from simulator import libm
-from simulator.jit import njit_lazily
+from simulator.jit import njit, njit_lazily
 from simulator.profile import ClusterProfile
 from simulator.round_arrays import (
     HOST,
@@ -95,7 +94,7 @@ I_PROFILED, I_CACHED, I_CACHE, I_RANK, I_PICK, I_GPUS, I_LOCKED, I_PROFILING = (
 G_NEXT, G_LAST, G_SOLVED, G_FALLBACKS, G_SOLVE_S = range(5)
 
 
-@nb.njit(cache=True)
+@njit
 def _trim(row: Any, gpus: int) -> Any:
     """A cell placement cut down to the gang's size (a round-up cell keeps its spare GPUs free)."""
     row = row.copy()
@@ -107,12 +106,12 @@ def _trim(row: Any, gpus: int) -> Any:
     return row
 
 
-@nb.njit(cache=True)
+@njit
 def _top_level(C: Any) -> int:
     return int(min(3, np.floor(np.log2(C.node_gpus.max()))))
 
 
-@nb.njit(cache=True)
+@njit
 def _select(C: Any, J: Any, M: Any, active: Any, now: float, gpus: Any, locked: Any,
             work: Any, order: Any, free: Any) -> bool:
     """Picks for this BE lease boundary (``memory.i`` rank and cells): everyone consolidated
@@ -151,7 +150,7 @@ def _select(C: Any, J: Any, M: Any, active: Any, now: float, gpus: Any, locked: 
     return False
 
 
-@nb.njit(cache=True)
+@njit
 def _consolidated(gpus: int, top: int) -> Any:
     """The smallest cell multiset holding the gang in one piece (``candidates(...)[0]``)."""
     out = np.zeros(4, dtype=np.int64)
@@ -163,7 +162,7 @@ def _consolidated(gpus: int, top: int) -> Any:
     return out
 
 
-@nb.njit(cache=True)
+@njit
 def _place(C: Any, J: Any, M: Any, active: Any, locked: Any, order: Any, free: Any) -> None:
     """Nodes for the picked cells; continuing jobs stay put; leftovers filled by reward."""
     gpus = M.i[:, I_GPUS]
