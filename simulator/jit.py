@@ -24,6 +24,15 @@ other policies keep their kernels.
 compile-and-save, so processes that need the same kernel at once (Dask workers on one node)
 compile it once: the others wait, then load it.
 
+**One copy.** numba compiles a callee for every distinct tuple of argument types its callers
+pass, and types a constant argument as its own literal type, so ``f(x, True)`` and
+``f(x, False)`` were two compilations of ``f``, and typing a caller compiled more for the
+transient types it tried. Helpers declared with :func:`njit` compile the non-literal
+signature once. Together with loops in place of array-to-slice copies (whose shape-mismatch
+message compiles numba's string formatting, 3-4 CPU-s) and :mod:`simulator.order` in place of
+numba's sorts, this took the fluid engine and WFQ from 38 to 16 CPU-s to compile
+(docs/startup.md).
+
 Helpers that allocate nothing are compiled with ``_nrt=False`` (no reference counting). numba
 otherwise increfs every array of a tuple argument on entry to a call and decrefs it on each
 exit - 22 arrays for an OJPP pack, 34 for the round engine's job arrays - and its pruning pass

@@ -23,10 +23,9 @@ from simulator.jit import cache_dir, compile_notice
 
 __all__ = ["add_compile_command", "compiling", "run_compile"]
 
-ENGINE_S = {"fluid": 50, "round": 110}
+ENGINE_S = {"fluid": 20, "round": 100}
 """Rough CPU-seconds to compile an engine's loop and one of its policies' kernels on a cold
-cache (WFQ and Hadar in benchmarks/bench_startup.py on a busy 2-core machine;
-docs/startup.md)."""
+cache (WFQ and Hadar in benchmarks/bench_startup.py on a 2-core machine; docs/startup.md)."""
 KERNEL_S = 10
 """Rough CPU-seconds for each further policy's kernel."""
 
