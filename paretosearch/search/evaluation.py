@@ -17,14 +17,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from paretosearch.search.objectives import MEASURES
 from policies import Domain, get_policy, make_policy
 from simulator import ClusterProfile, Workload, simulate, summary
 from simulator.errors import InvalidPolicyParams
 
-__all__ = ["MEASURES", "SearchSpace", "Task", "evaluate"]
-
-MEASURES = ("avg", "p50", "p90", "p99", "max")
-"""The measures every evaluation records for every metric."""
+__all__ = ["SearchSpace", "Task", "evaluate"]
 
 FloatArray = npt.NDArray[np.float64]
 

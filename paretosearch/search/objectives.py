@@ -12,13 +12,16 @@ from dataclasses import dataclass
 
 from simulator.metrics import METRICS, InvalidObjective, parse_measure
 
-__all__ = ["Objective", "parse_objectives"]
+__all__ = ["MEASURES", "Objective", "parse_objectives"]
 
+MEASURES = ("avg", "p50", "p90", "p99", "max")
+"""The measures every evaluation record holds for every metric: exactly what an objective, a
+``select --where`` constraint or its ``--minimize`` may name."""
 
 
 @dataclass(frozen=True)
 class Objective:
-    """One objective: ``metric`` reduced by ``measure`` (avg, max, min or pNN)."""
+    """One objective: ``metric`` reduced by ``measure`` (one of :data:`MEASURES`)."""
 
     metric: str
     measure: str = "avg"
@@ -27,7 +30,12 @@ class Objective:
         if self.metric not in METRICS:
             raise InvalidObjective(f"unknown metric {self.metric!r}; known metrics: "
                                    f"{', '.join(METRICS)}")
-        object.__setattr__(self, "measure", parse_measure(self.measure))
+        measure = parse_measure(self.measure)
+        if measure not in MEASURES:
+            raise InvalidObjective(f"measure {self.measure!r} of {self.metric!r} is not "
+                                   f"recorded: a search records {', '.join(MEASURES)} of "
+                                   "every metric")
+        object.__setattr__(self, "measure", measure)
 
     @classmethod
     def parse(cls, obj: object) -> Objective:

@@ -52,6 +52,9 @@ def test_objective_forms() -> None:
     ([], "no objectives"),
     (["latency:avg"], "unknown metric 'latency'"),
     (["jct:p101"], "unknown measure 'p101'"),
+    # valid measures no record holds: refused here, not by a KeyError after a generation
+    (["jct:p95"], "measure 'p95' of 'jct' is not recorded: a search records avg, p50"),
+    (["pred_err:min"], "measure 'min' of 'pred_err' is not recorded"),
     (["jct:avg", ("jct", "avg")], "given twice"),
     ([42], "cannot read objective 42"),
 ])
