@@ -14,7 +14,6 @@ from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numba as nb
 import numpy as np
 
 from policies.base import EventDriven
@@ -86,7 +85,7 @@ def device_load(C: Any, J: Any, E: Any, flags: Any, skip: int, extra: int) -> An
     return Load(mem, surge, util, count, head, nxt, who, size)
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def fits(C: Any, J: Any, load: Any, r: int, d: int) -> bool:
     """Whether device ``d`` can take a worker of row ``r``: memory (OJPP eq. 3) and, where
     others already run, a slowdown model for sharing."""
@@ -94,7 +93,7 @@ def fits(C: Any, J: Any, load: Any, r: int, d: int) -> bool:
     return peak <= C.device_mem[d] + 1e-10 and (load.count[d] == 0 or C.shareable[d])
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def curve_slowdown(C: Any, t: int, u: float) -> float:
     """Type ``t``'s utilization curve at cumulative utilization ``u`` (``SlowdownCurve``)."""
     a, b, c = C.curves[t, 0], C.curves[t, 1], C.curves[t, 2]

@@ -104,7 +104,7 @@ _JOBS = nb.types.NamedTuple((_CF1, _CF1, _CF1, _CI1, _CI1, _CI1), FluidJobs)
 _OUT = nb.types.NamedTuple((*[nb.types.float64[::1]] * 6, nb.types.int64[::1]), FluidOut)
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def speed_at(speedup: Any, m: int, g: float) -> float:
     """Model ``m``'s speed-up at ``g`` GPUs: linear between integer counts, flat above."""
     top = speedup.shape[1] - 1
@@ -134,7 +134,7 @@ def no_kernel(params: Any, aux: Any, now: float, gpus: float, arrival: Any, dema
     own kernel need not compile for a run that never calls it."""
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _holds(F: Any, i: int, now: float) -> bool:
     """Whether job ``i`` can progress, pause or end before the next decision."""
     return F[ALLOC, i] > 0.0 or F[PAUSE, i] > now or F[REM, i] <= 0.0

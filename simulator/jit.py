@@ -52,7 +52,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import numba
 from numba.core import caching, event
@@ -183,12 +183,20 @@ def _compile_unliteral(dispatcher: Any, sig: Any) -> Any:
     return type(dispatcher).compile(dispatcher, sig)
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@overload
+def njit(function: _F) -> _F: ...
+@overload
+def njit(function: None = None, **options: Any) -> Callable[[_F], _F]: ...
 def njit(function: Any = None, **options: Any) -> Any:
     """``numba.njit(cache=True, **options)`` that compiles one copy per signature its
     callers pass, not one per constant: numba types a constant argument (``True``, ``-1``, a
     variable's first value ``0``) as its own literal type and compiles the callee for it,
     even for the transient types it tries while typing the caller; this compiles the
-    non-literal signature, which every such call then converts to."""
+    non-literal signature, which every such call then converts to. Type checkers see the
+    function's own signature (a numba dispatcher at run time), as with :func:`njit_lazily`."""
     def wrap(function: Any) -> Any:
         dispatcher = numba.njit(cache=True, **options)(function)
         dispatcher.compile = functools.partial(_compile_unliteral, dispatcher)
@@ -196,7 +204,7 @@ def njit(function: Any = None, **options: Any) -> Any:
     return wrap if function is None else wrap(function)
 
 
-def njit_lazily(signature: Any, **options: Any) -> Callable[[Any], Any]:
+def njit_lazily(signature: Any, **options: Any) -> Callable[[_F], _F]:
     """``numba.njit(signature, cache=True, **options)`` that compiles when :func:`compiled`
     first asks for it, not at import."""
     def wrap(function: Any) -> Any:

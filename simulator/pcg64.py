@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
@@ -33,7 +32,7 @@ _S32, _S11, _S58, _ONE, _ZERO = (np.uint64(32), np.uint64(11), np.uint64(58), np
                                  np.uint64(0))
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _mul64(a: Any, b: Any) -> tuple[Any, Any]:
     """Full 128-bit product of two uint64 as (high, low)."""
     a0, a1 = a & _LO32, a >> _S32
@@ -43,14 +42,14 @@ def _mul64(a: Any, b: Any) -> tuple[Any, Any]:
     return p11 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32), (mid << _S32) | (p00 & _LO32)
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _mul128(ah: Any, al: Any, bh: Any, bl: Any) -> tuple[Any, Any]:
     """``a * b mod 2^128`` on (high, low) pairs."""
     hi, lo = _mul64(al, bl)
     return hi + al * bh + ah * bl, lo
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _add128(ah: Any, al: Any, bh: Any, bl: Any) -> tuple[Any, Any]:
     lo = al + bl
     return ah + bh + (_ONE if lo < al else _ZERO), lo

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numba as nb
 import numpy as np
 
-from simulator.jit import configure_cache, njit_lazily
+from simulator.jit import configure_cache, njit, njit_lazily
 from simulator.slo import BEST_EFFORT
 
 if TYPE_CHECKING:
@@ -112,14 +112,14 @@ EngineState = namedtuple("EngineState", [
 the busy-GPU series, GPUs in use per node, the workers per device, and scratch arrays."""
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def touch(memory: Any, row: int) -> None:
     """List ``row`` as rewritten in ``memory``'s plan (once per decision)."""
     memory.touched[memory.ntouched[0]] = row
     memory.ntouched[0] += 1
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def active_rows(state: Any) -> Any:
     """The active rows, in arrival order."""
     return state.active[:state.cnt[N_ACTIVE]]

@@ -87,7 +87,7 @@ def kernel_handle(kernel: Any) -> tuple[int, int, int]:
     return _get_wrapper_address(kernel, sig), id(kernel), _get_jit_address(kernel, sig)
 
 
-@intrinsic
+@intrinsic  # type: ignore[untyped-decorator]  # numba's own, untyped
 def _kernel_at(typingctx: Any, handle: Any) -> Any:
     """The kernel a :func:`kernel_handle` points at, as numba's first-class function value."""
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:

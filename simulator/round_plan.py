@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
 
 from simulator.jit import configure_cache, njit
@@ -40,7 +39,7 @@ BAD_COUNT, OVER_NODE, OVER_DEMAND, BAD_DEVICE, OVER_MEMORY, UNUSABLE_TYPE = rang
 _INF = np.inf
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def speed(C: Any, m: int, g: float) -> float:
     """``ScalingTable.speed`` for one job: linear between integer counts, flat above."""
     top = C.speedup.shape[1] - 1
@@ -66,7 +65,7 @@ def job_rate(C: Any, m: int, alloc: Any) -> float:
     return speed(C, m, float(gpus)) * slowest * locality
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _hold(E: Any, r: int) -> None:
     if not E.inhold[r]:
         E.hold[E.cnt[N_HOLD]] = r
@@ -230,7 +229,7 @@ def apply_plan(C: Any, J: Any, M: Any, E: Any, shares: bool) -> None:
                 J.used[J.wdev[s]] = 1.0
         else:
             row[:] = M.out_alloc[r]
-            changed = np.any(row != J.alloc[r])
+            changed = bool(np.any(row != J.alloc[r]))
         gpus = row.sum()
         if J.started[r]:
             if changed:

@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
@@ -183,7 +182,7 @@ def _kept_slowdowns(C: Any, J: Any, M: Any, E: Any) -> None:
             M.f[r, _SLOW] = max(M.f[r, _SLOW], w)
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _later(M: Any, E: Any, r: int, q: int) -> bool:
     """Whether row ``r`` goes before row ``q``: placed later, then slowed more, then arrived
     later."""

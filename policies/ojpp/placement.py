@@ -33,7 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
@@ -96,7 +95,7 @@ class Bounds:
 # ---------------------------------------------------------------- Algorithm 2
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _fits(P: Any, B: Any, j: int, d: int, allowed: Any) -> bool:
     """Compute and memory (eq. 1, 3) on ``d`` for one more worker of ``j``; unshareable
     devices only when empty, the compute cap only when shared."""
@@ -108,7 +107,7 @@ def _fits(P: Any, B: Any, j: int, d: int, allowed: Any) -> bool:
             and mem - P.dev_mem[d] <= EPS / 10 and (P.shareable[d] or empty))
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _crowd(P: Any, B: Any, j: int, d: int) -> bool:
     """Eq. 16's second half with ``j``'s worker on ``d``: no job already on ``d`` pushed past
     ``max(theta', its imbalance now)`` (slowdowns with ``j`` joining, :func:`joined`)."""
@@ -175,7 +174,7 @@ def _first(P: Any, B: Any, j: int, devices: Any, live: Any) -> int:
     return -1
 
 
-@nb.njit(cache=True, inline="always")
+@njit(inline="always")
 def _span(P: Any, j: int, fallback: bool) -> tuple[float, float]:
     """Max and min of ``j``'s worker slowdowns so far; with ``fallback``, 0 counts too
     (Algorithm 2 line 11)."""
