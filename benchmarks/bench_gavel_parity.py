@@ -117,7 +117,7 @@ def more_row(run: Run) -> dict[str, Any]:
     res = simulate(wl, profile, Gavel(**params))
     cpu = time.process_time() - t0
     kept = ref.jct_s.notna().to_numpy()
-    theirs = ref.jct_s.to_numpy()
+    theirs = twins_sorted(ref, ref.jct_s)
     ours = twins_sorted(ref, np.asarray(res.finish_s) - wl.arrival_s)
     rel = np.abs(ours - theirs)[kept] / theirs[kept]
     row = {"trace": run.trace, "cluster": run.cluster, "policy": run.policy, "jobs": len(wl),

@@ -91,12 +91,8 @@ def test_with_highs_the_average_jct_stays_within_one_percent(trace: str, name: s
     assert abs(ours.mean() / ref.jct_s.mean() - 1) <= 0.01
 
 
-# c14 under agnostic FIFO (24:24:24, multi-GPU, 200 jobs) does not match: every job ends
-# 3.8e-4 s later than Gavel's and some rounds later; not found yet (docs/fidelity/gavel.md)
-DIFFERS = {"c14-fifo"}
-FIFO_RUNS = [pytest.param(r, id=r.id, marks=[pytest.mark.xfail(
-    strict=True, reason="a difference in Gavel's agnostic FIFO not found yet")]
-    if r.id in DIFFERS else []) for r in more_runs() if POLICIES[r.policy]["objective"] == "fifo"]
+FIFO_RUNS = [pytest.param(r, id=r.id) for r in more_runs()
+             if POLICIES[r.policy]["objective"] == "fifo"]
 
 
 @pytest.mark.slow
