@@ -168,13 +168,16 @@ def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
         M.g[G_RETRY] = 1.0
 
 
-def _measured(rate: FloatArray, rows: IntArray, memory: PolicyMemory) -> FloatArray:
-    """The measured steps per second of the ``rows``' gangs on each type (Gavel's own
-    throughputs, which its programs are built from) where the workload has them, else
-    ``rate``."""
+def _throughputs(rate: FloatArray, rows: IntArray, memory: PolicyMemory) -> FloatArray:
+    """Gavel's throughputs of the ``rows``' gangs on each type, which its programs are built
+    from: the measured steps per second where the workload has them, else ``rate`` (reference
+    seconds per second) in steps per second where it counts steps, else ``rate``."""
     m = rate.shape[1]
     gang = memory.f[rows, 3 * m + F_GANG:4 * m + F_GANG]
-    return gang if (gang >= 0).all() else rate
+    if (gang >= 0).all():
+        return gang
+    per_s = memory.f[rows, 3 * m + F_STEPS]
+    return rate * np.where(per_s > 0, per_s, 1.0)[:, None]
 
 
 @register
@@ -247,7 +250,9 @@ class Gavel(KernelRoundPolicy):
         if self.objective == "finish_time":
             return self._finish_time(rate, demand, type_gpus, rows, memory, jobs, now)
         if self.objective != "fifo":
-            X = _measured(rate, rows, memory) if self.aware else np.ones_like(rate)
+            X = rate if self.objective == "max_sum" else _throughputs(rate, rows, memory)
+            if not self.aware:
+                X = np.ones_like(rate)
             return allocation(X.tobytes(), demand.tobytes(), type_gpus.tobytes(),
                                self.objective, self.lp)
         kept = memory.i[:, I_KEPT]
@@ -275,9 +280,8 @@ class Gavel(KernelRoundPolicy):
         docstring)."""
         f, at = memory.f, 3 * type_gpus.shape[0]
         per_s = f[rows, at + F_STEPS]
-        unit = np.where(per_s > 0, per_s, 1.0)
         left = np.where(per_s > 0, np.rint(jobs.rem[rows] * per_s), jobs.rem[rows])
-        X = _measured(rate * unit[:, None], rows, memory)
+        X = _throughputs(rate, rows, memory)
         if not self.aware:  # the first type's rate everywhere (its best where it has none)
             first = np.where(X[:, 0] > 0, X[:, 0], X.max(axis=1))
             X = np.repeat(first[:, None], X.shape[1], axis=1)
