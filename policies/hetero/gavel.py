@@ -54,7 +54,10 @@ Objectives (``objective``, with ``aware``; Gavel's ``_perf`` policies are the aw
   GPUs, which can overbook it; reproduced, draws included). Agnostic FIFO keeps earlier
   choices across resets.
 
-``X[j, t]`` is the job's progress rate with its gang on type ``t``. Gavel solves the LP with
+``X[j, t]`` is the job's throughput with its gang on type ``t``: Gavel's measured steps per
+second where the workload has them (Gavel's traces), else its progress rate (in steps per
+second where the workload counts steps; ``max_sum``: always the progress rate, in reference
+seconds per second). Gavel solves the LP with
 cvxpy's ECOS; so do we by default (``lp="ecos"``: the program cvxpy builds, built from
 Gavel's own throughputs where the workload has them, so its allocations to the last bit:
 :mod:`policies.hetero.gavel_lp`), since the LP rarely has one optimum and which one a solver
