@@ -26,8 +26,6 @@ the share exact with Gavel's allocations replayed. ``--csv FILE`` also writes th
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 import time
 from pathlib import Path
@@ -47,7 +45,9 @@ from tests.helpers.gavel import (  # noqa: E402  (after the path is set)
     TYPES,
     GavelsAllocations,
     Run,
+    gavels_allocations,
     more_runs,
+    recording,
     reference,
     twins_sorted,
     workload,
@@ -58,17 +58,7 @@ def run(trace: str, policy: Any) -> tuple[np.ndarray, float, list[tuple[float, d
     """JCTs, CPU seconds and the allocations computed at each reset (Gavel's policies)."""
     from simulator import load_profile, simulate
 
-    seen: list[tuple[float, dict[int, Any]]] = []
-    allocate = getattr(policy, "allocate", None)
-
-    def spy(rate: Any, demand: Any, gpus: Any, rows: Any, memory: Any, jobs: Any,
-            now: float) -> Any:
-        x = allocate(rate, demand, gpus, rows, memory, jobs, now)
-        seen.append((now, {int(r): x[a] for a, r in enumerate(rows)}))
-        return x
-
-    if allocate is not None:
-        object.__setattr__(policy, "allocate", spy)
+    seen = recording(policy) if hasattr(policy, "allocate") else []
     wl = workload(trace)
     t0 = time.process_time()
     res = simulate(wl, load_profile("gavel-108"), policy)
@@ -78,13 +68,11 @@ def run(trace: str, policy: Any) -> tuple[np.ndarray, float, list[tuple[float, d
 def first_difference(trace: str, name: str, ours: list[tuple[float, dict[int, Any]]],
                      jobs: int = 3) -> str:
     """The first reset whose allocation differs by more than 1e-3, both sides."""
-    with gzip.open(FIXTURES / f"{trace}__{name}.alloc.jsonl.gz", "rt") as f:
-        gavel = [json.loads(line) for line in f]
-    for (t, x), doc in zip(ours, gavel, strict=False):
-        if abs(t - doc["t"]) > 1e-6:
-            return (f"    resets part: ours at {t:.3f} s, Gavel at {doc['t']:.3f} s (every "
+    gavel = gavels_allocations(FIXTURES / f"{trace}__{name}.alloc.jsonl.gz")
+    for (t, x), (then, theirs) in zip(ours, gavel, strict=False):
+        if abs(t - then) > 1e-6:
+            return (f"    resets part: ours at {t:.3f} s, Gavel at {then:.3f} s (every "
                     "allocation until then within 1e-3 of Gavel's)")
-        theirs = {int(j): np.array([v[k] for k in TYPES]) for j, v in doc["alloc"].items()}
         gap = {j: np.abs(x[j] - theirs[j]).max() for j in x if j in theirs}
         if max(gap.values(), default=0.0) > 1e-3:
             worst = sorted(gap, key=lambda j: -gap[j])[:jobs]
@@ -117,7 +105,7 @@ def more_row(run: Run) -> dict[str, Any]:
     res = simulate(wl, profile, Gavel(**params))
     cpu = time.process_time() - t0
     kept = ref.jct_s.notna().to_numpy()
-    theirs = ref.jct_s.to_numpy()
+    theirs = twins_sorted(ref, ref.jct_s)
     ours = twins_sorted(ref, np.asarray(res.finish_s) - wl.arrival_s)
     rel = np.abs(ours - theirs)[kept] / theirs[kept]
     row = {"trace": run.trace, "cluster": run.cluster, "policy": run.policy, "jobs": len(wl),

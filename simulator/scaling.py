@@ -195,11 +195,17 @@ class TypeSpeeds:
         steps_per_s: ``(models,)`` training steps per second of reference-type work, where
             the work is counted in steps (Gavel's measurements, whose rounds run whole
             steps); None where it is not.
+        gang_steps_per_s: ``(models, types)`` steps per second of the model's gang on each
+            type as measured (Gavel's throughputs, each model one gang size), where known.
+            ``speedup x speed x steps_per_s`` is the same rate rounded three times: a last bit
+            that moves a whole step, or a round's end, and with it every later tie in Gavel's
+            priorities, so Gavel's rounds count steps with these.
     """
 
     types: tuple[str, ...]
     speed: FloatArray
     steps_per_s: FloatArray | None = None
+    gang_steps_per_s: FloatArray | None = None
 
     def __post_init__(self) -> None:
         k = self.steps_per_s
@@ -207,6 +213,11 @@ class TypeSpeeds:
                                                                        and (k > 0).all())):
             raise InvalidWorkload(f"type speeds: steps_per_s must be {self.speed.shape[0]} "
                                   f"positive numbers, one per model (got shape {k.shape})")
+        g = self.gang_steps_per_s
+        if g is not None and (g.shape != self.speed.shape or not (np.isfinite(g).all()
+                                                                  and (g >= 0).all())):
+            raise InvalidWorkload(f"type speeds: gang_steps_per_s must be a {self.speed.shape} "
+                                  f"array of numbers >= 0 (got shape {g.shape})")
         s = self.speed
         if s.ndim != 2 or s.shape[1] != len(self.types):
             raise InvalidWorkload(f"type speeds: expected a (models, {len(self.types)}) array "
@@ -233,3 +244,16 @@ class TypeSpeeds:
             raise InvalidWorkload(f"{source}: no speed for GPU type {missing[0]!r}; the table "
                                   f"covers {list(self.types)}")
         return self.speed[:, [self.types.index(t) for t in types]]
+
+    def gang_columns(self, speeds: FloatArray) -> FloatArray | None:
+        """``gang_steps_per_s`` in the columns of ``speeds`` (what :meth:`columns` gave for a
+        cluster: each of its columns is one of ``speed``'s, found by value), or None where
+        not measured (two types of equal speeds for every model: the first's rates)."""
+        if self.gang_steps_per_s is None:
+            return None
+        out = np.empty(speeds.shape)
+        for t in range(speeds.shape[1]):
+            k = next(k for k in range(self.speed.shape[1])
+                     if np.array_equal(self.speed[:, k], speeds[:, t]))
+            out[:, t] = self.gang_steps_per_s[:, k]
+        return out

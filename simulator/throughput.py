@@ -130,7 +130,8 @@ class ThroughputTable:
         reference]`` reference seconds per second: with ``service_s = steps / isolated[(job
         type, 1), reference]`` it runs ``steps / isolated[entry, t]`` seconds, as in Gavel's
         simulator. A speed of 0 (Gavel measured 0 steps/s) means the job cannot run there.
-        Work is counted in steps: ``isolated[(job type, 1), reference]`` per second of it.
+        Work is counted in steps: ``isolated[(job type, 1), reference]`` per second of it,
+        and ``gang_steps_per_s`` keeps ``isolated[entry, t]`` itself (the rates rounded once).
 
         Raises:
             InvalidWorkload: an entry is not in the table, or its throughput on ``reference``
@@ -141,7 +142,7 @@ class ThroughputTable:
                                   f"has {list(self.gpu_types)}")
         ref = self.gpu_types.index(reference)
         base = self.scaling(reference)
-        curves, speeds, steps = {}, [], []
+        curves, speeds, steps, gangs = {}, [], [], []
         for job, scale in entries:
             if (job, scale) not in self._index:
                 raise InvalidWorkload(f"throughput table: no entry {(job, scale)!r}")
@@ -155,8 +156,9 @@ class ThroughputTable:
             curves[model_name(job, scale)] = base.speedup[m, 1:base.max_gpus[m] + 1]
             speeds.append(iso / iso[ref])
             steps.append(self.isolated[self.index(job), ref])
-        return ScalingTable.from_points(curves), TypeSpeeds(self.gpu_types, np.array(speeds),
-                                                            np.array(steps))
+            gangs.append(iso)
+        return ScalingTable.from_points(curves), TypeSpeeds(
+            self.gpu_types, np.array(speeds), np.array(steps), np.array(gangs))
 
     @classmethod
     def from_gavel_json(cls, path: str | Path) -> ThroughputTable:

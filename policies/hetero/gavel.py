@@ -54,9 +54,13 @@ Objectives (``objective``, with ``aware``; Gavel's ``_perf`` policies are the aw
   GPUs, which can overbook it; reproduced, draws included). Agnostic FIFO keeps earlier
   choices across resets.
 
-``X[j, t]`` is the job's progress rate with its gang on type ``t``. Gavel solves the LP with
-cvxpy's ECOS; so do we by default (``lp="ecos"``: the same interior-point method on the same
-LP, its allocations to 1e-9), since the LP rarely has one optimum and which one a solver
+``X[j, t]`` is the job's throughput with its gang on type ``t``: Gavel's measured steps per
+second where the workload has them (Gavel's traces), else its progress rate (in steps per
+second where the workload counts steps; ``max_sum``: always the progress rate, in reference
+seconds per second). Gavel solves the LP with
+cvxpy's ECOS; so do we by default (``lp="ecos"``: the program cvxpy builds, built from
+Gavel's own throughputs where the workload has them, so its allocations to the last bit:
+:mod:`policies.hetero.gavel_lp`), since the LP rarely has one optimum and which one a solver
 returns moves every job. ``lp="highs"`` uses HiGHS's interior point without crossover
 instead (another optimum; README, fidelity table). Gavel's
 simulator has no restart cost and ignores placement; on a profile that charges them, a
@@ -79,6 +83,7 @@ from policies.base import param, register
 from policies.hetero.gavel_lp import allocation, fifo, finish_time_allocation, rng, save
 from policies.hetero.gavel_rounds import (
     F_ALONE,
+    F_GANG,
     F_LEFT,
     F_RATE,
     F_STEPS,
@@ -166,6 +171,18 @@ def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
         M.g[G_RETRY] = 1.0
 
 
+def _throughputs(rate: FloatArray, rows: IntArray, memory: PolicyMemory) -> FloatArray:
+    """Gavel's throughputs of the ``rows``' gangs on each type, which its programs are built
+    from: the measured steps per second where the workload has them, else ``rate`` (reference
+    seconds per second) in steps per second where it counts steps, else ``rate``."""
+    m = rate.shape[1]
+    gang = memory.f[rows, 3 * m + F_GANG:4 * m + F_GANG]
+    if (gang >= 0).all():
+        return gang
+    per_s = memory.f[rows, 3 * m + F_STEPS]
+    return rate * np.where(per_s > 0, per_s, 1.0)[:, None]
+
+
 @register
 @dataclass(frozen=True)
 class Gavel(KernelRoundPolicy):
@@ -200,8 +217,9 @@ class Gavel(KernelRoundPolicy):
         gpus = int(cluster.node_gpus.sum())  # a round has at most one task per GPU
         mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
             self.round_s, self.reset_s, self.aware, self.objective == "fifo", m],
-            f=3 * m + 4, i=5, g=G_TOTAL + m + gpus, gi=ran_at(m) + 1 + 2 * gpus)
+            f=4 * m + F_GANG, i=5, g=G_TOTAL + m + gpus, gi=ran_at(m) + 1 + 2 * gpus)
         mem.g[G_END] = np.nan
+        mem.f[:, 3 * m + F_GANG:] = -1.0  # unknown
         mem.i[:, I_KEPT] = -1
         states = mem.gi[2 + ORDERS * m:ran_at(m)]
         save(random.Random(self.seed + 5), states[:MT_WORDS])
@@ -215,11 +233,16 @@ class Gavel(KernelRoundPolicy):
     def round_kernel(self, cluster: ClusterArrays, jobs: JobArrays, workload: Any
                      ) -> tuple[Any, PolicyMemory] | None:
         """The kernel, with each row's steps per reference second where the workload counts
-        steps (Gavel's traces and workloads: whole-step rounds)."""
+        steps (Gavel's traces and workloads: whole-step rounds), and its gang's measured
+        steps per second on each type where the workload has them (Gavel's traces)."""
         made = super().round_kernel(cluster, jobs, workload)
-        steps = workload.type_speed.steps_per_s if workload.type_speed is not None else None
+        table, m = workload.type_speed, cluster.type_gpus.shape[0]
+        steps = table.steps_per_s if table is not None else None
         if made is not None and steps is not None:
-            made[1].f[:, 3 * cluster.type_gpus.shape[0] + F_STEPS] = steps[workload.model]
+            made[1].f[:, 3 * m + F_STEPS] = steps[workload.model]
+            gang = table.gang_columns(cluster.speeds)
+            if gang is not None:
+                made[1].f[:, 3 * m + F_GANG:4 * m + F_GANG] = gang[workload.model]
         return made
 
     def allocate(self, rate: FloatArray, demand: IntArray, type_gpus: IntArray,
@@ -230,7 +253,9 @@ class Gavel(KernelRoundPolicy):
         if self.objective == "finish_time":
             return self._finish_time(rate, demand, type_gpus, rows, memory, jobs, now)
         if self.objective != "fifo":
-            X = rate if self.aware else np.ones_like(rate)
+            X = rate if self.objective == "max_sum" else _throughputs(rate, rows, memory)
+            if not self.aware:
+                X = np.ones_like(rate)
             return allocation(X.tobytes(), demand.tobytes(), type_gpus.tobytes(),
                                self.objective, self.lp)
         kept = memory.i[:, I_KEPT]
@@ -258,12 +283,11 @@ class Gavel(KernelRoundPolicy):
         docstring)."""
         f, at = memory.f, 3 * type_gpus.shape[0]
         per_s = f[rows, at + F_STEPS]
-        unit = np.where(per_s > 0, per_s, 1.0)
         left = np.where(per_s > 0, np.rint(jobs.rem[rows] * per_s), jobs.rem[rows])
+        X = _throughputs(rate, rows, memory)
         if not self.aware:  # the first type's rate everywhere (its best where it has none)
-            first = np.where(rate[:, 0] > 0, rate[:, 0], rate.max(axis=1))
-            rate = np.repeat(first[:, None], rate.shape[1], axis=1)
-        X = rate * unit[:, None]
+            first = np.where(X[:, 0] > 0, X[:, 0], X.max(axis=1))
+            X = np.repeat(first[:, None], X.shape[1], axis=1)
         seen = memory.i[rows, I_ALLOC] > 0  # in the last allocation: it progressed since
         alone = f[rows, at + F_ALONE].copy()
         alone[seen] += (f[rows, at + F_LEFT][seen] - left[seen]) / f[rows, at + F_RATE][seen]

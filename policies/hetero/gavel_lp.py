@@ -1,10 +1,13 @@
 """Gavel's allocations: its LP (max-min fairness or max-sum throughput), its finish-time
 fairness program, and its FIFO.
 
-The LP is solved with ECOS, as Gavel's cvxpy does (on the same LP it returns Gavel's
-allocations to 1e-9), or with HiGHS's interior point. Finish-time fairness is a second-order
-cone program: ECOS gets it as cvxpy hands it over (the same variables, rows and cones in the
-same order, so it returns Gavel's allocations). :mod:`policies.hetero.gavel` realises an
+Max-min fairness is solved with ECOS as Gavel's cvxpy hands it over (:func:`cvxpy_max_min`),
+or with HiGHS's interior point; max-sum with ECOS or HiGHS on our own LP. Finish-time fairness
+is a second-order cone program: ECOS gets it as cvxpy hands it over. "As cvxpy hands it over"
+means the same variables, rows, cones and coefficients, each computed as Gavel computes it:
+given Gavel's measured throughputs (:class:`simulator.scaling.TypeSpeeds`'s
+``gang_steps_per_s``) ECOS gets Gavel's program to the last bit, so it returns Gavel's
+allocations to the last bit (ECOS is deterministic). :mod:`policies.hetero.gavel` realises an
 allocation in rounds. Python's ``random`` generators whose state the round kernel's memory
 carries (:func:`rng`, :func:`save`) make Gavel's seeded draws reproducible.
 """
@@ -21,8 +24,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
-__all__ = ["allocation", "fifo", "finish_time_allocation", "gavel_allocation", "isolated",
-           "rng", "save"]
+__all__ = ["allocation", "cvxpy_max_min", "fifo", "finish_time_allocation", "gavel_allocation",
+           "isolated", "rng", "save"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -60,7 +63,7 @@ def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArr
         demand: gang sizes.
         type_gpus: GPUs of each type.
         objective: ``"max_min"`` or ``"max_sum"`` (module docstring).
-        solver: ``"ecos"`` (what Gavel's cvxpy calls: its allocations to 1e-9) or
+        solver: ``"ecos"`` (what Gavel's cvxpy calls: its allocations, module docstring) or
             ``"highs"`` (HiGHS's interior point, another optimum where there are several).
 
     Raises:
@@ -69,6 +72,8 @@ def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArr
     n, m = throughput.shape
     if n == 0:
         return np.zeros((0, m))
+    if objective == "max_min" and solver == "ecos":
+        return cvxpy_max_min(throughput, demand, type_gpus)
     solve = _ecos if solver == "ecos" else _solve
     b_cap = np.concatenate([np.ones(n), type_gpus.astype(np.float64)])
     if objective == "max_sum":
@@ -83,6 +88,45 @@ def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArr
               np.concatenate([value, np.ones(n)]))
     x = solve(cost, with_z, np.concatenate([np.zeros(n), b_cap]), True)
     return x[:-1].reshape(n, m)
+
+
+def cvxpy_max_min(throughput: FloatArray, demand: IntArray, type_gpus: IntArray
+                  ) -> FloatArray:
+    """Gavel's max-min LP (``max_min_fairness`` and ``_perf``) solved by ECOS as cvxpy 1.x
+    hands it over from Gavel's expression, so that ECOS does the same arithmetic: the
+    allocation ``(jobs, types)``, types in the profile's order.
+
+    Gavel's types are in name order (k80 < p100 < v100: the reverse of the profile's), its
+    weights ``1 / P_j`` with ``P_j`` the job's throughput under ``x_prop = (gpus_t / n) /
+    sum_t (gpus_t / n)``, and its coefficients ``(X[j, t] (1 / P_j)) s_j``, each rounded as
+    numpy rounds them there. cvxpy's program: the variables ``z`` (minus the smallest
+    weighted rate), then ``x`` column by column; the ``<=`` rows ``-z - coefficient_j . x_j``
+    per job, ``-x`` per variable, ``sum_j s_j x[j, t]`` per type and ``sum_t x[j, t]`` per job.
+    The answer is ``x`` clipped to ``[0, 1]``, whatever ECOS's exit (Gavel only warns).
+    """
+    X = throughput[:, ::-1]
+    gpus = type_gpus[::-1].astype(np.float64)
+    n, m = X.shape
+    share = np.array([[g / n for g in type_gpus[::-1].tolist()]] * n)
+    share = share / np.sum(share, axis=1).max()
+    weight = 1.0 / np.sum(np.multiply(X, share), axis=1).reshape((n, 1))
+    coef = np.multiply(X * weight, np.repeat(demand.astype(np.float64)[:, None], m, axis=1))
+    job = np.tile(np.arange(n), m)  # x's columns, column by column: (type, job)
+    kind = np.repeat(np.arange(m), n)
+    rows = np.stack([job, n + np.arange(n * m), n + n * m + kind, n + n * m + m + job], axis=1)
+    values = np.stack([-coef.T.ravel(), -np.ones(n * m), np.tile(demand.astype(np.float64), m),
+                       np.ones(n * m)], axis=1)
+    indptr = np.concatenate([[0], n + 4 * np.arange(n * m + 1)]).astype(np.int32)
+    indices = np.concatenate([np.arange(n), rows.ravel()]).astype(np.int32)
+    data = np.concatenate([-np.ones(n), values.ravel()])
+    g = sparse.csc_matrix((data, indices, indptr), shape=(n + n * m + m + n, 1 + n * m))
+    g.eliminate_zeros()  # cvxpy leaves out a zero coefficient (a type a job cannot use)
+    h = np.concatenate([np.zeros(n + n * m), gpus, np.ones(n)])
+    cost = np.zeros(1 + n * m)
+    cost[0] = 1.0
+    sol = ecos.solve(cost, g, h, {"l": h.shape[0], "q": [], "e": 0}, verbose=False)
+    x = np.asarray(sol["x"], dtype=np.float64)[1:].reshape(m, n).T
+    return np.clip(x, 0.0, 1.0)[:, ::-1].copy()
 
 
 def isolated(demand: IntArray, type_gpus: IntArray) -> FloatArray:
@@ -109,9 +153,11 @@ def finish_time_allocation(throughput: FloatArray, demand: IntArray, type_gpus: 
 
     ECOS gets the cone program cvxpy builds from Gavel's expression: the variables ``t``
     (the epigraph of the largest ratio, absent for one job), ``x`` column by column, then
-    ``s_j >= 1 / (X_j . x_j)``; the rows ``t >= ratio_j``, ``x >= 0``, the types' GPUs, each
-    job's time, then per job the cone ``(X_j . x_j + s_j, X_j . x_j - s_j, 2)``. Where it
-    finds no solution, the isolated shares are the answer, as in Gavel.
+    ``s_j >= 1 / (X_j . x_j)`` (for one job cvxpy puts its ``s`` first); the rows ``t >=
+    ratio_j``, ``x >= 0``, the types' GPUs, each job's time, then per job the cone ``(X_j .
+    x_j + s_j, X_j . x_j - s_j, 2)``. Where it finds no solution, the isolated shares are
+    the answer, as in Gavel. Given Gavel's throughputs (steps per second, as measured) it
+    hands ECOS Gavel's program to the last bit.
     """
     n, m = throughput.shape
     if n == 0:
@@ -120,9 +166,9 @@ def finish_time_allocation(throughput: FloatArray, demand: IntArray, type_gpus: 
     rate = np.sum(np.multiply(throughput, share), axis=1)
     inverse = 1.0 / (cumulative + remaining / rate)  # cvxpy divides by multiplying
     top = 1 if n > 1 else 0  # t's column; one job has its ratio as the objective
-    xcol = top + (np.arange(m)[None, :] * n + np.arange(n)[:, None])  # x[j, t]'s column
-    scol = top + n * m + np.arange(n)
-    cols = scol[-1] + 1
+    xcol = 1 + (np.arange(m)[None, :] * n + np.arange(n)[:, None])  # x[j, t]'s column
+    scol = top + n * m + np.arange(n) if top else np.zeros(1, dtype=np.int64)
+    cols = top + n * m + n
     rows, vals, where = [], [], []
 
     def put(r: Any, c: Any, v: Any) -> None:

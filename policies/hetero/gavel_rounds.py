@@ -21,7 +21,9 @@ P_ROUND, P_RESET, P_AWARE, P_FIFO, P_TYPES = range(5)
 # memory (only the active rows' is carried into a playout, so the round's tasks live in the
 # global entries): per row (f) blocks of one column per type: allocation, credit, deficit,
 # then the steps per reference second and finish-time fairness's isolated time so far, steps
-# left and isolated rate at the last reset (the F_* offsets after the blocks); per row (i)
+# left and isolated rate at the last reset (the F_* offsets after the blocks), then from
+# F_GANG one column per type: the measured steps per second of the row's gang (0: unknown,
+# from the speeds); per row (i)
 # in the allocation, admitted, agnostic FIFO's kept type, failed tasks in a row, dropped;
 # globally (g) last reset, allocation stale, previous busy round's start and end, host work
 # pending (1 allocation, 2 type orders; -1 done), an idle round retried, per-type credit
@@ -29,7 +31,7 @@ P_ROUND, P_RESET, P_AWARE, P_FIFO, P_TYPES = range(5)
 # orders, the two generators' states, then the number of tasks and each task's row and type
 # (-1: it fails)
 I_ALLOC, I_KNOWN, I_KEPT, I_FAILS, I_DROP = range(5)
-F_STEPS, F_ALONE, F_LEFT, F_RATE = range(4)
+F_STEPS, F_ALONE, F_LEFT, F_RATE, F_GANG = range(5)
 G_RESET, G_STALE, G_START, G_END, G_HOST, G_RETRY, G_TOTAL = range(7)
 ORDERS = 1024
 """Type orders drawn per host step (agnostic policies)."""
@@ -211,8 +213,10 @@ def _task(C: Any, J: Any, M: Any, r: int, t: int, now: float) -> tuple[bool, flo
     per_s = M.f[r, 3 * m]
     if per_s <= 0.0:
         return True, now + min(round_s, J.rem[r] / rate)
-    steps = min(np.floor(rate * per_s * round_s), max(1.0, np.ceil(J.rem[r] * per_s - 1e-6)))
-    return steps >= J.demand[r], now + steps / (rate * per_s)
+    measured = M.f[r, 3 * m + F_GANG + t]  # Gavel's own steps/s, where the workload has it
+    steps_s = measured if measured > 0.0 else rate * per_s
+    steps = min(np.floor(steps_s * round_s), max(1.0, np.ceil(J.rem[r] * per_s - 1e-6)))
+    return steps >= J.demand[r], now + steps / steps_s
 
 
 @njit

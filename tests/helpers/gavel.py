@@ -101,3 +101,27 @@ def twins_sorted(ref: pd.DataFrame, jct: Any) -> np.ndarray:
         idx = rows.index.to_numpy()
         out[idx] = np.sort(out[idx])
     return out
+
+
+def recording(policy: Gavel) -> list[tuple[float, dict[int, Any]]]:
+    """The allocations ``policy`` computes from now on, at each reset: its clock then and
+    ``{workload row: x over the profile's types}``."""
+    seen: list[tuple[float, dict[int, Any]]] = []
+    allocate = policy.allocate
+
+    def spy(rate: Any, demand: Any, gpus: Any, rows: Any, memory: Any, jobs: Any,
+            now: float) -> Any:
+        x = allocate(rate, demand, gpus, rows, memory, jobs, now)
+        seen.append((now, {int(r): x[a] for a, r in enumerate(rows)}))
+        return x
+
+    object.__setattr__(policy, "allocate", spy)  # a frozen dataclass
+    return seen
+
+
+def gavels_allocations(path: Path) -> list[tuple[float, dict[int, Any]]]:
+    """Gavel's recorded allocations (an ``.alloc.jsonl.gz``), as :func:`recording` has them."""
+    with gzip.open(path, "rt") as f:
+        docs = [json.loads(line) for line in f]
+    return [(d["t"], {int(j): np.array([x[t] for t in TYPES]) for j, x in d["alloc"].items()})
+            for d in docs]

@@ -280,3 +280,22 @@ def test_read_trace_dispatches_dot_trace(tmp_path: Path, table: ThroughputTable)
         read_trace(path)
     with pytest.raises(InvalidWorkload, match="has no jobs"):
         read_gavel_trace(write(tmp_path, ["", ""], "empty.trace"), table)
+
+
+def test_a_trace_keeps_gavels_measured_rates_to_the_last_bit(tmp_path: Path,
+                                                             table: ThroughputTable) -> None:
+    # the rounds count steps with these (a speed-up x speed x steps/s product can be an ulp
+    # off, which moves round ends); a cluster's columns are found by their speeds
+    entries = [("LM (batch size 80)", 2), (RN50, 4), ("ResNet-18 (batch size 64)", 1)]
+    wl = read_gavel_trace(write(tmp_path, [line(j, 100, s) for j, s in entries]), table)
+    speeds = wl.type_speed
+    assert speeds is not None and speeds.gang_steps_per_s is not None
+    for row, (job, scale) in enumerate(entries):
+        got = speeds.gang_steps_per_s[wl.model[row]]
+        assert got.tolist() == [measured(job, scale, t) for t in speeds.types]
+    order = ("v100", "k80", "p100")
+    cols = speeds.gang_columns(speeds.columns(order, "test"))
+    assert cols is not None
+    assert cols[wl.model[1]].tolist() == [measured(RN50, 4, t) for t in order]
+    with pytest.raises(InvalidWorkload, match=r"gang_steps_per_s must be a \(1, 2\) array"):
+        TypeSpeeds(("a", "b"), np.ones((1, 2)), gang_steps_per_s=np.ones((2, 2)))
