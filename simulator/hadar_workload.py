@@ -22,7 +22,8 @@ Facts the paper does not give, and what this builder takes (each a keyword):
   ``H / g`` hours on ``g`` GPUs of ``reference`` (Gavel's generator times jobs on V100 too).
 - **Arrivals.** ``arrivals="trace"``: each job at its time of day minus the window's start
   (so 480 jobs from many days arrive within one window); ``"poisson"``: Poisson at
-  ``rate_per_h`` (the paper's λ, unstated); ``"static"``: all at 0.
+  ``rate_per_h`` (the paper's λ, unstated); ``"static"``: all at 0, queued in trace order
+  (``shuffle``: in a random one), which decides a FIFO scheduler's figures.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def hadar_workload(trace: str | Path, table: ThroughputTable, *, n_jobs: int = 4
                    rate_per_h: float | None = None,
                    sampling: Literal["random", "stratified"] = "random",
                    models: dict[str, tuple[str, ...]] | None = None,
-                   reference: str = "v100", seed: int = 0) -> Workload:
+                   reference: str = "v100", shuffle: bool = False, seed: int = 0) -> Workload:
     """Sample Hadar's workload from a PCS/Philly trace CSV (module docstring for the choices).
 
     Args:
@@ -84,6 +85,7 @@ def hadar_workload(trace: str | Path, table: ThroughputTable, *, n_jobs: int = 4
         sampling: ``random`` or ``stratified`` over the classes.
         models: class -> models to draw from uniformly; default :data:`TABLE2_MODELS`.
         reference: the GPU type the trace's durations are on.
+        shuffle: static arrivals only: queue the jobs in a random order, not the trace's.
         seed: the sample's, the models' and the arrivals' seed.
 
     Returns:
@@ -139,10 +141,11 @@ def hadar_workload(trace: str | Path, table: ThroughputTable, *, n_jobs: int = 4
     else:
         assert rate_per_h is not None
         arrival = np.cumsum(np.r_[0.0, rng.exponential(3600.0 / rate_per_h, len(picked) - 1)])
-    order = np.argsort(arrival, kind="stable")
+    order = (rng.permutation(len(picked)) if shuffle and arrivals == "static"
+             else np.argsort(arrival, kind="stable"))
     frame = pd.DataFrame({"arrival_s": arrival[order], "gpus": g[order], "model": model[order],
                           "service_s": (duration * scaling.speed(idx, g.astype(float)))[order]})
-    how = "all at 0" if arrivals == "static" else (
+    how = f"all at 0{', shuffled' if shuffle else ''}" if arrivals == "static" else (
         "trace times of day" if arrivals == "trace" else f"Poisson {rate_per_h:g}/h")
     wl = Workload.from_frame(frame, scaling=scaling,
                              source=f"hadar §V-A from {Path(src).name}: {len(picked)} jobs "

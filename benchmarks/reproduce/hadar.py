@@ -86,7 +86,7 @@ def workloads(args: argparse.Namespace, seed: int) -> dict[str, Workload]:
     table = ThroughputTable.from_gavel_json(SHARED / "gavel" / "simulation_throughputs.json")
     trace = SHARED / "pcs" / "traces" / f"trace_{args.trace}.csv"
     kw: dict[str, Any] = {"n_jobs": args.jobs, "sampling": args.sampling, "seed": seed}
-    return {"static": hadar_workload(trace, table, **kw),
+    return {"static": hadar_workload(trace, table, shuffle=args.shuffle, **kw),
             "continuous": hadar_workload(trace, table, arrivals=args.continuous,
                                          rate_per_h=args.rate, **kw)}
 
@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--eta", type=float, default=1.0, help="Hadar's eta (default 1)")
     p.add_argument("--etas", default="", help="comma-separated etas to sweep the static avg "
                    "JCT headline over (e.g. 1,100,1e4,1e6; default: none)")
+    p.add_argument("--shuffle", action="store_true", help="queue the static jobs in a random "
+                   "order, not the trace's (FIFO's figures depend on it)")
     p.add_argument("--seeds", default="0", help="comma-separated sample seeds (default 0)")
     args = p.parse_args(argv)
 
@@ -147,7 +149,8 @@ def main(argv: list[str] | None = None) -> None:
     seeds = [int(x) for x in args.seeds.split(",")]
     rate = f" --rate {args.rate:g}" if args.continuous == "poisson" else ""
     setup = (f"{args.trace} --jobs {args.jobs} --sampling {args.sampling} --continuous "
-             f"{args.continuous}{rate} --eta {args.eta:g} --seeds {args.seeds}; gavel-hetero-60")
+             f"{args.continuous}{rate}{' --shuffle' if args.shuffle else ''} --eta {args.eta:g} "
+             f"--seeds {args.seeds}; gavel-hetero-60")
     samples = {seed: workloads(args, seed) for seed in seeds}
     runs = [per_policy(wls, args.eta, profile) for wls in samples.values()]
     print("\n" + headline_table(runs, setup))

@@ -73,6 +73,11 @@ def test_continuous_arrivals(table: ThroughputTable) -> None:
     # the arrival pattern changes only the times: same jobs, same sample
     static = hadar_workload(TRACE, table, seed=2)
     assert sorted(static.service_s) == sorted(poisson.service_s)
+    # static jobs queue in trace order unless shuffled: the same jobs, another order
+    assert (static.service_s == poisson.service_s).all()
+    shuffled = hadar_workload(TRACE, table, shuffle=True, seed=2)
+    assert sorted(shuffled.service_s) == sorted(static.service_s)
+    assert not (shuffled.service_s == static.service_s).all()
 
 
 def test_bad_input_is_named(table: ThroughputTable, tmp_path: Path) -> None:
