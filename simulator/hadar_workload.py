@@ -18,6 +18,9 @@ Facts the paper does not give, and what this builder takes (each a keyword):
   of "uniformly sampled the job type from these categories"; a class with fewer jobs in
   the window than its share is drawn with replacement: 6214e9 has 104 XL jobs in hours 3-10).
 - **Batch sizes.** Gavel measured each model at several; :data:`TABLE2_MODELS` picks one.
+- **Big gangs.** Gavel measured gangs of up to 8 GPUs; larger ones (ee9e8c and b436b2 have
+  some) are not sampled. A model measured on one GPU only (CycleGAN) scales linearly, as
+  Gavel assumes (:meth:`ThroughputTable.scaling`).
 - **Which GPU the trace's durations are on.** A job of ``g`` GPUs and ``H`` GPU-hours runs
   ``H / g`` hours on ``g`` GPUs of ``reference`` (Gavel's generator times jobs on V100 too).
 - **Arrivals.** ``arrivals="trace"``: each job at its time of day minus the window's start
