@@ -40,7 +40,7 @@ import pandas as pd
 
 from simulator.errors import InvalidWorkload
 from simulator.throughput import ThroughputTable
-from simulator.traces import _integers, _numbers, _read
+from simulator.traces import integer_column, number_column, read_csv_columns
 from simulator.workload import Workload
 
 __all__ = ["CLASSES", "TABLE2_MODELS", "hadar_workload"]
@@ -121,10 +121,10 @@ def hadar_workload(trace: str | Path, table: ThroughputTable, *, n_jobs: int = 4
             raise InvalidWorkload(f"hadar_workload: model {name!r} is not in the throughput "
                                   f"table; it has {list(table.job_types)}")
 
-    df = _read(trace, ("submit_time", "service", "num_jobs"), "PCS/Philly trace")
-    submit = _numbers(df, "submit_time", src).to_numpy(dtype=np.float64)
-    service = _numbers(df, "service", src).to_numpy(dtype=np.float64)
-    gpus = _integers(df, "num_jobs", src, 1).to_numpy()
+    df = read_csv_columns(trace, ("submit_time", "service", "num_jobs"), "PCS/Philly trace")
+    submit = number_column(df, "submit_time", src).to_numpy(dtype=np.float64)
+    service = number_column(df, "service", src).to_numpy(dtype=np.float64)
+    gpus = integer_column(df, "num_jobs", src, 1).to_numpy()
     hour = np.mod(submit, 86400.0) / 3600.0
     kind = classify(service / 3600.0)
     pool = np.flatnonzero((hour >= hours[0]) & (hour < hours[1]) & (kind != "")

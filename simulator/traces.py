@@ -43,15 +43,17 @@ from simulator.scaling import ScalingTable, parametric_table
 from simulator.throughput import ThroughputTable, model_name
 from simulator.workload import PCS_TRACE_COLUMNS, Workload, read_pcs_trace, read_table
 
-__all__ = ["GAVEL_COLUMNS", "read_chronus", "read_gavel_trace", "read_helios",
-           "read_philly_jobs", "read_tiresias", "read_trace"]
+__all__ = ["GAVEL_COLUMNS", "integer_column", "number_column", "read_chronus",
+           "read_csv_columns", "read_gavel_trace", "read_helios", "read_philly_jobs",
+           "read_tiresias", "read_trace"]
 
 GAVEL_COLUMNS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir",
                  "total_steps", "scale_factor", "priority_weight", "SLO", "arrival_time")
 """The columns of a Gavel trace line (Gavel's ``utils.parse_trace``), tab-separated."""
 
 
-def _read(path: str | Path, required: tuple[str, ...], what: str) -> pd.DataFrame:
+def read_csv_columns(path: str | Path, required: tuple[str, ...], what: str) -> pd.DataFrame:
+    """A CSV ``what`` with its ``required`` columns, or an error naming the file and column."""
     try:
         df = pd.read_csv(path)
     except (OSError, ValueError) as exc:
@@ -64,7 +66,7 @@ def _read(path: str | Path, required: tuple[str, ...], what: str) -> pd.DataFram
     return df
 
 
-def _numbers(df: pd.DataFrame, column: str, src: str) -> pd.Series:
+def number_column(df: pd.DataFrame, column: str, src: str) -> pd.Series:
     values = to_numbers(df[column])
     bad = np.flatnonzero(values.isna().to_numpy())
     if bad.size:
@@ -74,10 +76,10 @@ def _numbers(df: pd.DataFrame, column: str, src: str) -> pd.Series:
     return values
 
 
-def _integers(df: pd.DataFrame, column: str, src: str, low: int, high: float = np.inf
+def integer_column(df: pd.DataFrame, column: str, src: str, low: int, high: float = np.inf
               ) -> pd.Series:
     """``column`` as whole numbers in ``[low, high]``, naming the first cell that is not."""
-    values = _numbers(df, column, src)
+    values = number_column(df, column, src)
     whole = np.isfinite(values) & (values == np.round(values))
     bad = np.flatnonzero(~(whole & (values >= low) & (values <= high)).to_numpy())
     if bad.size:
@@ -142,9 +144,9 @@ def read_chronus(path: str | Path, *, scaling: ScalingTable | None = None,
     src = str(path)
     if not time_unit_s > 0:
         raise InvalidWorkload(f"{src}: time_unit_s must be > 0 (got {time_unit_s})")
-    df = _read(path, ("job_id", "num_gpu", "submit_time", "duration", "expect_time_list",
+    df = read_csv_columns(path, ("job_id", "num_gpu", "submit_time", "duration", "expect_time_list",
                       "expect_value_list", "job_type"), "Chronus trace")
-    gpus = _numbers(df, "num_gpu", src)
+    gpus = number_column(df, "num_gpu", src)
     classes = df["job_type"].map({"strict": "strict", "soft": "soft", "best": "best_effort"})
     unknown = np.flatnonzero(classes.isna().to_numpy())
     if unknown.size:
@@ -159,8 +161,8 @@ def read_chronus(path: str | Path, *, scaling: ScalingTable | None = None,
     deadlines = [_scaled(cell, time_unit_s) if is_slo else ""
                  for cell, is_slo in zip(df["expect_time_list"], slo, strict=True)]
     frame = pd.DataFrame({
-        "job_id": df["job_id"], "arrival_s": _numbers(df, "submit_time", src) * time_unit_s,
-        "num_gpu": gpus, "duration": _numbers(df, "duration", src) * time_unit_s,
+        "job_id": df["job_id"], "arrival_s": number_column(df, "submit_time", src) * time_unit_s,
+        "num_gpu": gpus, "duration": number_column(df, "duration", src) * time_unit_s,
         "model": "linear", "job_class": classes, "deadlines_s": deadlines, "rewards": rewards,
     })
     return _build(frame, "num_gpu", "duration", src, scaling)
@@ -182,32 +184,33 @@ def _scaled(cell: object, factor: float | None) -> str:
 def read_philly_jobs(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
     """The Philly job CSV of the Pollux / Sia simulators (one row per job)."""
     src = str(path)
-    df = _read(path, ("timestamp", "duration", "num_gpus"), "Philly job CSV")
+    df = read_csv_columns(path, ("timestamp", "duration", "num_gpus"), "Philly job CSV")
     frame = pd.DataFrame({"arrival_s": _seconds(df, "timestamp", src),
-                          "num_gpus": _numbers(df, "num_gpus", src),
-                          "duration": _numbers(df, "duration", src), "model": "linear"})
+                          "num_gpus": number_column(df, "num_gpus", src),
+                          "duration": number_column(df, "duration", src), "model": "linear"})
     return _build(frame, "num_gpus", "duration", src, scaling)
 
 
 def read_helios(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
     """A Helios ``cluster_log.csv``: the GPU jobs that ran, by submit time (ids = file rows)."""
     src = str(path)
-    df = _read(path, ("job_id", "gpu_num", "submit_time", "duration"), "Helios cluster log")
+    df = read_csv_columns(path, ("job_id", "gpu_num", "submit_time", "duration"),
+                          "Helios cluster log")
     frame = pd.DataFrame({"job_id": np.arange(len(df)),
                           "arrival_s": _seconds(df, "submit_time", src),
-                          "gpu_num": _numbers(df, "gpu_num", src),
-                          "duration": _numbers(df, "duration", src), "model": "linear"})
+                          "gpu_num": number_column(df, "gpu_num", src),
+                          "duration": number_column(df, "duration", src), "model": "linear"})
     return _build(frame, "gpu_num", "duration", src, scaling)
 
 
 def read_tiresias(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
     """A trace of Tiresias's simulator: jobs by submit time (stably), ids from ``job_id``."""
     src = str(path)
-    df = _read(path, ("job_id", "num_gpu", "submit_time", "duration"), "Tiresias trace")
+    df = read_csv_columns(path, ("job_id", "num_gpu", "submit_time", "duration"), "Tiresias trace")
     frame = pd.DataFrame({"job_id": df["job_id"],
-                          "arrival_s": _numbers(df, "submit_time", src),
-                          "num_gpu": _numbers(df, "num_gpu", src),
-                          "duration": _numbers(df, "duration", src), "model": "linear"})
+                          "arrival_s": number_column(df, "submit_time", src),
+                          "num_gpu": number_column(df, "num_gpu", src),
+                          "duration": number_column(df, "duration", src), "model": "linear"})
     return _build(frame, "num_gpu", "duration", src, scaling)
 
 
@@ -271,12 +274,12 @@ def read_gavel_trace(path: str | Path, throughputs: ThroughputTable, *,
     """
     src = str(path)
     df = _gavel_lines(path)
-    steps = _integers(df, "total_steps", src, 1)
-    scale = _integers(df, "scale_factor", src, 1)
-    _integers(df, "needs_data_dir", src, 0, 1)
+    steps = integer_column(df, "total_steps", src, 1)
+    scale = integer_column(df, "scale_factor", src, 1)
+    integer_column(df, "needs_data_dir", src, 0, 1)
     for column in ("priority_weight", "SLO"):
-        _numbers(df, column, src)
-    arrival = _numbers(df, "arrival_time", src)
+        number_column(df, column, src)
+    arrival = number_column(df, "arrival_time", src)
     _check_entries(df, scale, throughputs, src)
     entries = [(str(j), int(s)) for j, s in zip(df["job_type"], scale, strict=True)]
     distinct = sorted(set(entries), key=lambda e: throughputs.index(*e))
