@@ -17,8 +17,8 @@ from typing import Any
 
 from paretosearch.io import check_plain, open_plain
 from paretosearch.runs.records import FrontEntry
-from paretosearch.runs.store import Evaluation, param_key
 from paretosearch.search.evaluation import SearchSpace
+from paretosearch.search.journal import Evaluation, param_key
 from paretosearch.search.objectives import Objective
 
 __all__ = ["OptunaCopy", "load_study"]

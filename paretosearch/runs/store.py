@@ -40,24 +40,17 @@ from paretosearch.io import (
 )
 from paretosearch.runs.records import ChosenConfig, FrontEntry, mark_dominated
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
+from paretosearch.search.journal import Evaluation, param_key
 from paretosearch.search.objectives import parse_objectives
 from simulator.errors import ParetoSearchError, located
 
-__all__ = ["Evaluation", "RunStore", "param_key"]
+__all__ = ["RunStore"]
 
 log = logging.getLogger(__name__)
 
-Evaluation = tuple[dict[str, Any], dict[str, float]]
-"""(parameters, record) of one finished evaluation."""
-
-
-def param_key(params: dict[str, Any]) -> str:
-    """The content key of a candidate: its parameters, exactly (floats by repr)."""
-    return json.dumps(params, sort_keys=True)
-
-
 class RunStore:
-    """Reads and writes one search's directory."""
+    """Reads and writes one search's directory (and keeps a search's
+    :class:`~paretosearch.search.journal.Journal` there)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

@@ -42,15 +42,15 @@ from pymoo.util.display.multi import MultiObjectiveOutput
 from pymoo.util.optimum import filter_optimum
 from scipy.stats import qmc
 
-from paretosearch.runs.store import Evaluation, RunStore, param_key
 from paretosearch.search.evaluation import SearchSpace, Task
+from paretosearch.search.journal import Evaluation, Journal, param_key
 from paretosearch.search.objectives import Objective
 from paretosearch.search.runners import Runner
 from paretosearch.search.settings import COVERED, MODES, SearchSettings
 from simulator.metrics import InvalidObjective
 
 __all__ = ["COVERED", "MODES", "HypervolumeBox", "Progress", "SearchOutcome", "SearchSettings",
-           "param_key", "run_spea2"]
+           "run_spea2"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -247,7 +247,7 @@ def _mixed(space: SearchSpace, n_obj: int) -> tuple[Problem, dict[str, Any]]:
 
 
 def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], runner: Runner,
-              settings: SearchSettings, *, store: RunStore | None = None,
+              settings: SearchSettings, *, store: Journal | None = None,
               on_generation: Callable[[Progress], None] | None = None,
               initial: Sequence[dict[str, Any]] = ()) -> SearchOutcome:
     """Search with SPEA2: a space-filling first sample (scrambled Halton), then generations
@@ -335,7 +335,7 @@ class _SteadyState:
     """
 
     def __init__(self, task: Task, space: SearchSpace, objectives: Sequence[Objective],
-                 runner: Runner, settings: SearchSettings, store: RunStore | None,
+                 runner: Runner, settings: SearchSettings, store: Journal | None,
                  on_generation: Callable[[Progress], None] | None,
                  initial: Sequence[dict[str, Any]]) -> None:
         self.task, self.space, self.objectives, self.runner = task, space, objectives, runner

@@ -59,8 +59,9 @@ from paretosearch.runs.retune_summary import (
 from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import EvaluationCache
 from paretosearch.search.cluster import ctrl_c
+from paretosearch.search.journal import param_key
 from paretosearch.search.objectives import Objective, dominates, parse_objectives
-from paretosearch.search.spea2 import Progress, param_key
+from paretosearch.search.spea2 import Progress
 from paretosearch.service.api import PolicySearch
 from paretosearch.service.retune_spec import RetuneSpec, TooFewJobs, Window, read_window
 from policies import REGISTRY, make_policy

@@ -1,0 +1,38 @@
+"""What a search keeps of its finished work, and where: the journal it replays on a resume.
+
+The search owns this contract; :class:`paretosearch.runs.store.RunStore` keeps it in a run
+folder (``evaluations.jsonl``, ``started.jsonl``). The search never imports the run store.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+__all__ = ["Evaluation", "Journal", "param_key"]
+
+Evaluation = tuple[dict[str, Any], dict[str, float]]
+"""(parameters, record) of one finished evaluation."""
+
+
+def param_key(params: dict[str, Any]) -> str:
+    """The content key of a candidate: its parameters, exactly (floats by repr)."""
+    return json.dumps(params, sort_keys=True)
+
+
+class Journal(Protocol):
+    """Where a search journals each evaluation the moment it finishes, so that a run killed
+    at any moment resumes without repeating finished work."""
+
+    def read_journal(self) -> dict[str, Evaluation]:
+        """Finished evaluations by key, in the order they finished."""
+
+    def append(self, key: str, params: dict[str, Any], record: dict[str, float]) -> None:
+        """Journal one finished evaluation, durably before returning."""
+
+    def read_started(self) -> list[tuple[int, dict[str, Any]]]:
+        """The asynchronous search's candidates in the order it started them: how many
+        evaluations had finished when each was bred, and its parameters."""
+
+    def append_started(self, after: int, params: dict[str, Any]) -> None:
+        """Record a candidate the asynchronous search starts, before it starts."""
