@@ -7,6 +7,8 @@ cases that predict) predicted start and finish within 1e-9 relative, preemptions
 the run's totals (busy and utilized GPU-seconds, devices used). A case pins its workload's
 digest, so a changed generator is told apart from a changed engine. Re-record only for a
 deliberate fix, in the commit that makes it, saying what was wrong and how the figures move.
+Every registered policy has golden runs (``test_golden.py`` checks it); ``quota``'s were
+recorded later, from the engine whose other policies all still matched theirs.
 
 Fluid-engine cases (the PCS family) run on ``pcs-64`` and, to exercise restart pauses, on
 48 GPUs with a 30 s restart; where they predict, estimates are noisy so that playouts differ
@@ -20,6 +22,7 @@ for the same reason.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -144,6 +147,10 @@ def _cases() -> dict[str, tuple[Case, ...]]:
         "maxmin": fluid_three(),
         "themis": fluid_three(({}, {"lease_s": 120.0}, {"lease_s": 3600.0})),
         "afs": fluid_three(),
+        "quota": fluid_three(({}, {"thresholds": [20000.0, math.inf], "quotas": [40, 24]},
+                              {"thresholds": [5000.0, 50000.0, math.inf],
+                               "quotas": [16, 16, 16], "weights": [1.0, 2.0, 4.0],
+                               "reclaim": False})),
         "unisched": three(slo, (u6,) * 3, ({}, {"opportunistic": False},
                                            {"be_lease_s": 120.0, "slo_lease_multiple": 3})),
         "llf": three(slo, (u6,) * 3),

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from policies import REGISTRY
 from tests.helpers.golden import CASES, GOLDEN, run_case
 
 RTOL = 1e-9
@@ -49,3 +50,9 @@ def test_policy_reproduces_its_golden_run(policy: str, index: int) -> None:
     util = np.nan if want["util_gpu_s"] is None else want["util_gpu_s"]
     np.testing.assert_allclose(r.util_gpu_s, util, rtol=RTOL)
     assert r.gpus_used == want["gpus_used"]
+
+
+def test_every_registered_policy_has_golden_runs() -> None:
+    """A policy added without golden cases (or cases left for a removed one) fails here."""
+    assert set(CASES) == set(REGISTRY)
+    assert all((GOLDEN / f"{policy}.json").is_file() for policy in CASES)
