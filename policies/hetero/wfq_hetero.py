@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from policies.base import param, register
 from policies.gangs import gang_row
-from policies.pcs.wfq import class_weights, with_classes
+from policies.pcs.wfq import class_cv, class_weights, tier_weight, with_classes
 from policies.round_kernel import KernelRoundPolicy
 from simulator import libm
 from simulator.errors import InvalidPolicyParams
@@ -151,12 +151,10 @@ class WFQHetero(KernelRoundPolicy):
 
     name = "wfq-hetero"
     summary = "WFQ classes with per-GPU-type weights, whole gangs in rounds (heterogeneous)"
-    T: float = param(1.0, low=0.001, high=1000.0, log=True,
-                     help="max squared coefficient of variation of sizes within a class")
-    W_1: float = param(1.0, low=-3.0, high=3.0, help="class weight exponent on the fastest type")
-    W_2: float = param(1.0, low=-3.0, high=3.0, help="class weight exponent on the second type")
-    W_3: float = param(1.0, low=-3.0, high=3.0,
-                       help="class weight exponent on the third and slower types")
+    T: float = class_cv()
+    W_1: float = tier_weight(1)
+    W_2: float = tier_weight(2)
+    W_3: float = tier_weight(3)
     round_s: float = param(360.0, low=30.0, high=3600.0, log=True,
                            help="seconds between decisions")
     thresholds: tuple[float, ...] = ()

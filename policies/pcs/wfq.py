@@ -209,6 +209,22 @@ def _wfq(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
         out[pos[j]] = val[j]
 
 
+def class_cv() -> Any:
+    """The ``T`` parameter of every policy with WFQ's size classes."""
+    return param(1.0, low=0.001, high=1000.0, log=True,
+                 help="max squared coefficient of variation of sizes within a class")
+
+
+TIER_WEIGHT_HELP = ("class weight exponent on the fastest type",
+                    "class weight exponent on the second type",
+                    "class weight exponent on the third and slower types")
+
+
+def tier_weight(tier: int) -> Any:
+    """``W_<tier>`` (1-3) of the policies with a class weight exponent per GPU-type tier."""
+    return param(1.0, low=-3.0, high=3.0, help=TIER_WEIGHT_HELP[tier - 1])
+
+
 @register
 @dataclass(frozen=True)
 class WFQ(KernelPolicy):
@@ -218,8 +234,7 @@ class WFQ(KernelPolicy):
     summary = "PCS weighted fair queueing: size classes, weights, demand clipping"
     kernel = staticmethod(_wfq)
     queue_kernel = staticmethod(_wfq_queue)
-    T: float = param(1.0, low=0.001, high=1000.0, log=True,
-                     help="max squared coefficient of variation of sizes within a class")
+    T: float = class_cv()
     W: float = param(1.0, low=-3.0, high=3.0, help="class weight exponent: w_i ∝ exp(-W·i)")
     zeta_min: float = param(0.5, low=0.0, high=1.0,
                             help="demand clipping: keep GPUs while speedup(g)/g >= zeta")

@@ -46,9 +46,10 @@ import numpy.typing as npt
 
 from policies.base import param, register
 from policies.ojpp.placement import Bounds
-from policies.pcs.wfq import class_weights, with_classes
+from policies.pcs.wfq import class_cv, class_weights, tier_weight, with_classes
 from policies.round_kernel import KernelRoundPolicy
 from policies.unified.kernel import F_LEASE, G_BOUNDARY, G_QUIET, LAYOUT, unified_kernel
+from policies.unisched.policy import be_reward_scale
 from simulator.errors import InvalidPolicyParams
 from simulator.profile import ClusterProfile
 from simulator.round_arrays import ClusterArrays, JobArrays, PolicyMemory, empty_memory
@@ -70,12 +71,10 @@ class Unified(KernelRoundPolicy):
     summary = "WFQ classes + leases + rewards + per-type weights + interference bounds"
     shares_gpus = True
     kernel = staticmethod(unified_kernel)
-    T: float = param(1.0, low=0.001, high=1000.0, log=True,
-                     help="max squared coefficient of variation of sizes within a class")
-    W_1: float = param(1.0, low=-3.0, high=3.0, help="class weight exponent on the fastest type")
-    W_2: float = param(1.0, low=-3.0, high=3.0, help="class weight exponent on the second type")
-    W_3: float = param(1.0, low=-3.0, high=3.0,
-                       help="class weight exponent on the third and slower types")
+    T: float = class_cv()
+    W_1: float = tier_weight(1)
+    W_2: float = tier_weight(2)
+    W_3: float = tier_weight(3)
     zeta_min: float = param(0.0, low=0.0, high=1.0,
                             help="cap a gang where speedup(g)/g falls below this")
     delta: float = param(0.2, low=0.0, high=1.0, help="cap relaxation for spare GPUs")
@@ -85,8 +84,7 @@ class Unified(KernelRoundPolicy):
                                     help="a running SLO job keeps its GPUs this many leases")
     slo_reward: float = param(100.0, low=1.0, high=1e4, log=True,
                               help="worth of an SLO job meeting its first deadline")
-    be_reward_scale: float = param(1.0, low=1e-3, high=100.0, log=True,
-                                   help="best-effort worth = scale x lease/(remaining + lease)")
+    be_reward_scale: float = be_reward_scale()
     preempt: bool = param(True, kind="choice", choices=(True, False),
                           help="displace running best-effort jobs at lease boundaries")
     tau_max: float = param(0.1, low=0.0, high=1.0,

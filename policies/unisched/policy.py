@@ -240,6 +240,12 @@ def _unisched(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     return PLAN
 
 
+
+def be_reward_scale() -> Any:
+    """``be_reward_scale`` of every policy with UniSched's rewards."""
+    return param(1.0, low=1e-3, high=100.0, log=True,
+                 help="best-effort reward = scale / (1 + leases left)")
+
 @register
 @dataclass(frozen=True)
 class UniSched(KernelRoundPolicy):
@@ -253,8 +259,7 @@ class UniSched(KernelRoundPolicy):
                                     help="SLO lease in BE leases (UniSched: 10 min = 2)")
     slo_reward: float = param(100.0, low=1.0, high=1e4, log=True,
                               help="reward of meeting an SLO job's first deadline")
-    be_reward_scale: float = param(1.0, low=1e-3, high=100.0, log=True,
-                                   help="best-effort reward = scale / (1 + leases left)")
+    be_reward_scale: float = be_reward_scale()
     profiler_reward: float = param(1.0, low=0.0, high=100.0,
                                    help="reward of a profiler job (above any BE job)")
     reward_decay: float = param(1.0, low=0.0, high=4.0,
