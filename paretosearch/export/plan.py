@@ -7,8 +7,9 @@ preemption, and every setting of the policy that no target can express. The rend
 :mod:`paretosearch.export.kube` and :mod:`paretosearch.export.hpc` only translate a plan.
 
 Which parts of a policy a plan carries is decided per policy class (``functools.singledispatch``
-over the policy's type, never its name); a policy without a handler becomes one queue holding
-every job, and all of its parameters go on the cannot-express list.
+over the policy's type, never its name); the policies no target can express are listed in
+:data:`ONE_QUEUE` and become one queue holding every job, all of their parameters on the
+cannot-express list. Every registered policy is one or the other (a test keeps it so).
 """
 
 from __future__ import annotations
@@ -22,8 +23,39 @@ from typing import Any
 
 import numpy as np
 
-from policies import REGISTRY, WFQ, Policy, Unified, UniSched, WFQHetero, make_policy
+from policies import (
+    AFS,
+    FIFO,
+    LAS,
+    LLF,
+    OBP,
+    OJPP,
+    PAB,
+    REGISTRY,
+    SRSF,
+    SRTF,
+    WFQ,
+    BestFit,
+    BGreedy,
+    CGreedy,
+    FifoExclusive,
+    Gavel,
+    Hadar,
+    Horus,
+    Hydra,
+    IGreedy,
+    MaxMin,
+    OJPPGreedy,
+    Policy,
+    Themis,
+    Unified,
+    UniSched,
+    WFQHetero,
+    YarnCS,
+    make_policy,
+)
 from policies.pcs.wfq import class_weights
+from policies.quota import Quota
 from simulator import list_profiles, load_profile
 from simulator.errors import InvalidPolicyParams, ParetoSearchError, located
 
@@ -172,10 +204,27 @@ LEASE_NOTE = ("leases become time limits: a job still running when its lease end
               "must checkpoint and be resubmitted")
 
 
+ONE_QUEUE: tuple[type[Policy], ...] = (
+    FIFO, SRSF, SRTF, LAS, MaxMin, Themis, AFS, LLF, Hydra, Hadar, Gavel, YarnCS, Horus,
+    FifoExclusive, OBP, PAB, OJPP, OJPPGreedy, BestFit, CGreedy, IGreedy, BGreedy, Quota)
+"""The policies no target can express: each is exported, by this decision, as one
+first-come first-served queue, with every setting on the cannot-express list. A policy that is
+neither here nor handled below cannot be exported until it is given one or the other."""
+
+
 @functools.singledispatch
 def _semantics(policy: Policy) -> _Semantics:
+    raise ExportError(f"{policy.name}: no export semantics are declared for it "
+                      "(paretosearch/export/plan.py: a handler, or ONE_QUEUE)")
+
+
+def _one_queue(policy: Policy) -> _Semantics:
     return _Semantics(notes=(f"{policy.name} ({type(policy).summary}) has no equivalent: it is "
                              "exported as one first-come first-served queue holding every job",))
+
+
+for _cls in ONE_QUEUE:
+    _semantics.register(_cls, _one_queue)
 
 
 @_semantics.register

@@ -22,8 +22,9 @@ from paretosearch.export import (
     build_plan,
     export,
 )
+from paretosearch.export.plan import _semantics
 from paretosearch.runs.records import ChosenConfig, FrontEntry
-from policies import WFQ, Unified, WFQHetero
+from policies import REGISTRY, WFQ, Unified, WFQHetero
 from tests.helpers.exports import (
     DOCS,
     HETERO,
@@ -253,6 +254,12 @@ def test_policies_without_classes_become_one_queue(policy: str, params: tuple[st
     assert not plan.tiers and not plan.reclaim
     assert "one first-come first-served queue" in plan.unexpressed[0]
     assert [item.split("=")[0] for item in plan.unexpressed[1:]] == list(params)
+
+
+def test_every_registered_policy_declares_how_it_is_exported() -> None:
+    """A handler of its own or, by decision, one queue (``ONE_QUEUE``): never by default."""
+    default = _semantics.dispatch(object)
+    assert [name for name, cls in REGISTRY.items() if _semantics.dispatch(cls) is default] == []
 
 
 @pytest.mark.parametrize(("change", "words"), [
