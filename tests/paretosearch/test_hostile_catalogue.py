@@ -240,6 +240,9 @@ IMPOSSIBLE: list[tuple[str, dict[str, Any], str]] = [
     ("descending thresholds", {"thresholds": [500.0, 100.0, None]}, "thresholds"),
     ("an infinite middle threshold", {"thresholds": [math.inf, 5.0, None]}, "thresholds"),
     ("threshold text", {"thresholds": ["a", None]}, "thresholds"),
+    ("a boolean threshold", {"thresholds": [True, None]}, "thresholds"),
+    ("a 2^63 threshold", {"thresholds": [2**63, None]}, "thresholds"),
+    ("a 10^400 threshold", {"thresholds": [10**400, None]}, "thresholds"),
     ("a NaN rate", {"rates": [math.nan, 0.2]}, "rates"),
     ("a negative rate", {"rates": [-0.8, 0.2]}, "rates"),
 ]
@@ -253,6 +256,13 @@ def test_exports_refuse_impossible_configs(change: dict[str, Any], field: str, f
         export(_chosen(**change), fmt, source="chosen.json")
     message = str(caught.value)
     assert "chosen.json" in message and (field in message or "fitted" in message), message
+
+
+@pytest.mark.parametrize("fmt", ["kueue", "volcano", "slurm", "yarn"])
+def test_integer_thresholds_export_as_the_same_bounds(fmt: str) -> None:
+    as_int, as_float = (export(_chosen(thresholds=[th, None]), fmt).files
+                        for th in (297779, 297779.0))
+    assert as_int == as_float  # JSON writes 297779.0 as 297779; both are one bound
 
 
 @pytest.mark.parametrize("change", [{"thresholds": [math.nan, None]}, {"gpus": {"V100": 10**30}}],
