@@ -213,7 +213,7 @@ class RunStore:
         made, or one that is not on this front)."""
         if not (self.path / "chosen.json").exists():
             return None
-        picked = self.read_json("chosen.json").get("params") or {}
+        picked = self.read_json("chosen.json", {"params": _PARAMS})["params"]
         return next((i for i, e in enumerate(front)
                      if all(picked.get(k) == v for k, v in e.params.items())), None)
 
@@ -267,7 +267,8 @@ class _Or:
 
 _NUMBER = _Or(int, float, None)  # null: NaN, as JSON stores it
 _RECORD = {str: _NUMBER}
-_FRONT = {"front": [{"params": {str: _Or(int, float, str, bool, None)}, "objectives": _RECORD,
+_PARAMS = {str: _Or(int, float, str, bool, None)}
+_FRONT = {"front": [{"params": _PARAMS, "objectives": _RECORD,
                      "metrics": _RECORD, "test_metrics": _Or(_RECORD, None),
                      "fitted": _Or(dict, None), "dominated_by?": _Or([str], None)}],
           "hypervolume?": [{"evaluations": int, "hypervolume": _NUMBER}],

@@ -373,6 +373,26 @@ def test_a_damaged_previous_run_means_a_named_cold_start(run_copy: Path, damage:
         assert _warm_seeds(run_copy, spec) == []
 
 
+CHOSEN = [("a list", "[]", "a JSON object expected"), ("not JSON", "{", "not valid JSON"),
+          ("no params", '{"policy": "wfq"}', "'params': missing"),
+          ("params as a list", '{"policy": "wfq", "params": [1, 2]}', "'params'"),
+          ("a params value as a list", '{"params": {"T": [1]}}', "'params.T'"),
+          ("deep nesting", '{"params": ' + "[" * 100_000 + "]" * 100_000 + "}", "not valid JSON")]
+
+
+@pytest.mark.parametrize(("content", "message"), [(c, m) for _, c, m in CHOSEN],
+                         ids=[n for n, _, _ in CHOSEN])
+@pytest.mark.parametrize("command", ["front", "report"])
+def test_front_and_report_name_a_malformed_chosen_config(run_copy: Path, command: str,
+                                                         content: str, message: str,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    (run_copy / "chosen.json").write_text(content)
+    assert main([command, str(run_copy)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{run_copy / 'chosen.json'}" in err and message in err, err
+
+
 # --- 8. options: a message, never a traceback -------------------------------------------------
 
 RUN = "{run}"
