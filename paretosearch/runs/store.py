@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import platform
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from paretosearch.io import (
 from paretosearch.runs.records import ChosenConfig, FrontEntry, mark_dominated
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
 from paretosearch.search.objectives import parse_objectives
+from paretosearch.search.trust import plain_record
 from simulator.errors import ParetoSearchError, located
 
 __all__ = ["Evaluation", "RunStore", "param_key"]
@@ -54,6 +55,10 @@ Evaluation = tuple[dict[str, Any], dict[str, float]]
 def param_key(params: dict[str, Any]) -> str:
     """The content key of a candidate: its parameters, exactly (floats by repr)."""
     return json.dumps(params, sort_keys=True)
+
+
+def _any(*_: Any) -> bool:
+    return True
 
 
 class RunStore:
@@ -86,32 +91,40 @@ class RunStore:
 
     # --- journal --------------------------------------------------------------------------
 
-    def read_journal(self) -> dict[str, Evaluation]:
-        """Finished evaluations by key, in the order they finished."""
+    def read_journal(self, fits: Callable[[dict[str, Any], dict[str, float]], bool] = _any
+                     ) -> dict[str, Evaluation]:
+        """Finished evaluations by key, in the order they finished. A line that is not one (cut
+        short by a crash, or damaged: its key not its parameters', its record not names with
+        numbers, or not what ``fits`` takes) is skipped with a warning naming it: that
+        evaluation runs again, it is never trusted."""
         out: dict[str, Evaluation] = {}
-        for line in self._lines("evaluations.jsonl"):
-            try:
-                row = json.loads(line)
-                if row["key"] == param_key(row["params"]):  # else damaged: it runs again
-                    out[row["key"]] = (row["params"], row["record"])
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue  # a line cut short by a crash: that evaluation runs again
+        for where, row in self._rows("evaluations.jsonl"):
+            params, record = row.get("params"), plain_record(row.get("record"))
+            if (isinstance(params, dict) and record is not None
+                    and row.get("key") == param_key(params) and fits(params, record)):
+                out[row["key"]] = (params, record)
+            else:
+                _skip(where, "not an evaluation of this search (its key, its parameters, "
+                             "a record of numbers); it is evaluated again")
         return out
 
     def append(self, key: str, params: dict[str, Any], record: dict[str, float]) -> None:
         """Journal one finished evaluation (flushed at once; survives a kill of this process)."""
         self._append("evaluations.jsonl", {"key": key, "params": params, "record": record})
 
-    def read_started(self) -> list[tuple[int, dict[str, Any]]]:
+    def read_started(self, fits: Callable[[dict[str, Any]], bool] = _any
+                     ) -> list[tuple[int, dict[str, Any]]]:
         """The asynchronous search's candidates in the order it started them: how many
-        evaluations had finished when each was bred, and its parameters."""
+        evaluations had finished when each was bred, and its parameters. A damaged line (or
+        one whose parameters ``fits`` refuses) is skipped with a warning naming it: that
+        candidate was never started, and is bred again."""
         out = []
-        for line in self._lines("started.jsonl"):
-            try:
-                row = json.loads(line)
-                out.append((int(row["after"]), dict(row["params"])))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                continue  # cut short by a crash: never started, it is bred again
+        for where, row in self._rows("started.jsonl"):
+            after, params = row.get("after"), row.get("params")
+            if type(after) is int and after >= 0 and isinstance(params, dict) and fits(params):
+                out.append((after, params))
+            else:
+                _skip(where, "not a candidate of this search; it is bred again")
         return out
 
     def append_started(self, after: int, params: dict[str, Any]) -> None:
@@ -247,15 +260,26 @@ class RunStore:
         _check_shape(doc, shape, str(self.path / name), "")
         return doc
 
-    def _lines(self, name: str) -> list[str]:
-        """The lines of a journal (none if it does not exist yet)."""
+    def _rows(self, name: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The JSON objects of a journal's lines, each with where it is (``FILE, line N``);
+        none if the journal does not exist yet. A line that is not one is skipped with a
+        warning naming it."""
         if not (self.path / name).exists():
-            return []
-        lines = []
-        for raw in self.read(name, MAX_TABLE).splitlines():
-            with contextlib.suppress(UnicodeDecodeError):  # a damaged line is no line
-                lines.append(raw.decode())
-        return lines
+            return
+        for n, raw in enumerate(self.read(name, MAX_TABLE).splitlines(), 1):
+            where = f"{self.path / name}, line {n}"
+            try:
+                row = json.loads(raw)
+            except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep
+                row = None
+            if isinstance(row, dict):
+                yield where, row
+            else:
+                _skip(where, "damaged (cut short by a crash, or altered); skipped")
+
+
+def _skip(where: str, why: str) -> None:
+    log.warning("%s: %s", where, why)
 
 
 class _Or:
