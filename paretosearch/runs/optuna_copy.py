@@ -42,7 +42,7 @@ class OptunaCopy:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         _repair(path)
-        self.objectives, self.dists = objectives, _distributions(space)
+        self.path, self.objectives, self.dists = path, objectives, _distributions(space)
         with warnings.catch_warnings():  # metric names are "experimental" in Optuna, and stable
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             try:
@@ -54,6 +54,8 @@ class OptunaCopy:
             except (AssertionError, KeyError, TypeError, ValueError, IndexError) as exc:
                 raise _damaged(path, f"Optuna cannot replay it: {type(exc).__name__}: "
                                      f"{exc}") from exc
+            except OSError as exc:
+                raise self._unwritable(exc) from exc
             if self.study.metric_names is None:
                 self.study.set_metric_names([o.label for o in objectives])
 
@@ -65,17 +67,25 @@ class OptunaCopy:
         recorded as the study's ``front`` attribute: each member's trial number and
         test-sample metrics."""
         done = len(self.study.get_trials(deepcopy=False))
-        self.study.add_trials([self._trial(params, record)
-                               for params, record in evaluations[done:]])
-        for key, value in about.items():
-            if self.study.user_attrs.get(key) != value:
-                self.study.set_user_attr(key, value)
-        if front:
-            number = {param_key(p): n for n, (p, _) in enumerate(evaluations)}
-            self.study.set_user_attr("front", [
-                {"trial": number[param_key(dict(e.params))],
-                 "test_metrics": _finite(e.test_metrics or {})} for e in front])
+        try:
+            self.study.add_trials([self._trial(params, record)
+                                   for params, record in evaluations[done:]])
+            for key, value in about.items():
+                if self.study.user_attrs.get(key) != value:
+                    self.study.set_user_attr(key, value)
+            if front:
+                number = {param_key(p): n for n, (p, _) in enumerate(evaluations)}
+                self.study.set_user_attr("front", [
+                    {"trial": number[param_key(dict(e.params))],
+                     "test_metrics": _finite(e.test_metrics or {})} for e in front])
+        except OSError as exc:
+            raise self._unwritable(exc) from exc
         return len(evaluations)
+
+    def _unwritable(self, exc: OSError) -> ParetoSearchError:
+        """A full disk or a quota: the journal holds every evaluation, a resume copies them."""
+        return ParetoSearchError(f"{self.path}: cannot write: {exc.strerror}; free some space "
+                                 "and resume the run (--resume)")
 
     def _trial(self, params: Mapping[str, Any], record: Mapping[str, float]) -> Any:
         import optuna

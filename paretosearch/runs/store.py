@@ -135,12 +135,16 @@ class RunStore:
         line = json.dumps(doc, allow_nan=True)
         self.path.mkdir(parents=True, exist_ok=True)
         fd = open_plain(self.path / name, os.O_RDWR | os.O_CREAT | os.O_APPEND)
-        with os.fdopen(fd, "a+b") as f:
-            end = f.seek(0, os.SEEK_END)
-            if end and (f.seek(end - 1), f.read(1))[1] != b"\n":
-                line = "\n" + line  # end a line cut short by a crash or a full disk
-            f.write(line.encode() + b"\n")
-            f.flush()
+        try:
+            with os.fdopen(fd, "a+b") as f:
+                end = f.seek(0, os.SEEK_END)
+                if end and (f.seek(end - 1), f.read(1))[1] != b"\n":
+                    line = "\n" + line  # end a line cut short by a crash or a full disk
+                f.write(line.encode() + b"\n")
+                f.flush()
+        except OSError as exc:  # a full disk, a quota, a file-size limit: what came before stays
+            raise ParetoSearchError(f"{self.path / name}: cannot write: {exc.strerror}; free "
+                                    "some space and resume the run (--resume)") from exc
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:

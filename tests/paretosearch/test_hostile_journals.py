@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +21,10 @@ from paretosearch.runs.store import RunStore, param_key
 from paretosearch.search.evaluation import SearchSpace
 from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.spea2 import _fits
+from paretosearch.service.retune import Exit
 from simulator.errors import ParetoSearchError
+from tests.helpers.data import ROOT
+from tests.helpers.runs import write_spec, write_trace
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -164,3 +169,52 @@ def test_a_resume_with_a_damaged_optuna_copy_stops_and_touches_nothing(
     after = {p.name: p.read_bytes() for p in run_copy.iterdir() if p.is_file()}
     assert {k: v for k, v in after.items() if k != "run.lock"} == \
         {k: v for k, v in before.items() if k != "run.lock"}
+
+
+# --- a full disk: a file-size limit (RLIMIT_FSIZE) in a child process, the kernel's own EFBIG ---
+
+LIMIT = ("import resource, sys\n"
+         "resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))\n")
+
+
+def _limited(limit: int, code: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """Python ``code`` with ``argv`` in a process that may not write a file past ``limit``
+    bytes (a write past it fails with EFBIG, as one on a full disk fails with ENOSPC)."""
+    return subprocess.run([sys.executable, "-c", LIMIT + code, str(limit), *argv], cwd=ROOT,
+                          capture_output=True, text=True, timeout=100)
+
+
+CLI = "from paretosearch.cli import main\nsys.exit(main(sys.argv[2:]))\n"
+
+
+def test_a_journal_append_past_the_disk_is_named_and_loses_nothing(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    store.append(param_key(GOOD), GOOD, RECORD)
+    size = (tmp_path / "evaluations.jsonl").stat().st_size
+    child = _limited(size + 100, "from paretosearch.runs.store import RunStore\n"
+                     "RunStore(sys.argv[2]).append('k', {}, {f'm{i}': 1.0 for i in range(99)})",
+                     str(tmp_path))
+    assert child.returncode == 1 and "ParetoSearchError" in child.stderr, child.stderr
+    assert f"{tmp_path / 'evaluations.jsonl'}: cannot write: File too large" in child.stderr
+    store.append(param_key({**GOOD, "T": 5.0}), {**GOOD, "T": 5.0}, RECORD)  # disk freed
+    assert list(store.read_journal().values()) == [(GOOD, RECORD), ({**GOOD, "T": 5.0}, RECORD)]
+
+
+@pytest.mark.slow
+def test_a_full_disk_during_a_search_is_named_and_a_resume_finishes(run_copy: Path) -> None:
+    journal = run_copy / "evaluations.jsonl"
+    journal.write_bytes(b"".join(journal.read_bytes().splitlines(keepends=True)[:4]))
+    child = _limited(60_000, CLI, "search", "--resume", str(run_copy), "--workers", "0")
+    assert child.returncode == 2 and "Traceback" not in child.stderr, child.stderr
+    assert "cannot write: File too large; free some space and resume the run" in child.stderr
+    assert main(["search", "--resume", str(run_copy), "--workers", "0"]) == 0
+    assert len(RunStore(run_copy).read_journal()) == 8
+    assert len(journal.read_bytes().splitlines()) == 8  # nothing evaluated twice
+
+
+def test_a_full_disk_at_the_retune_lock_exits_6(tmp_path: Path) -> None:
+    write_trace(tmp_path / "trace.csv", 200)
+    spec = write_spec(tmp_path)
+    child = _limited(0, CLI, "retune", "--spec", str(spec))
+    assert child.returncode == Exit.FAILED and "Traceback" not in child.stderr, child.stderr
+    assert "retune.lock: cannot write: File too large" in " ".join(child.stderr.split())
