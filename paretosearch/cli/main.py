@@ -28,8 +28,16 @@ from paretosearch.cli.runs import (
     error_console,
     parse_overrides,
     scaling_table,
+    seed_arg,
 )
-from paretosearch.io import MAX_DOCUMENT, json_text, read_bounded, regular_file, write_table
+from paretosearch.io import (
+    MAX_DOCUMENT,
+    json_text,
+    load_json,
+    read_bounded,
+    regular_file,
+    write_table,
+)
 from paretosearch.runs.units import MAXIMISED, column
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy, make_policy
 from simulator import (
@@ -102,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
                           "memory with surges) so that co-locating policies (horus, ojpp, "
                           "unified) can share GPUs; real ones come as workload columns")
     add_trace_options(src)
-    src.add_argument("--seed", type=int, default=0, help="seed of generated workloads")
+    src.add_argument("--seed", type=seed_arg, default=0, help="seed of generated workloads")
     pol = sim.add_argument_group("policy and cluster")
     add_profile_options(pol, "pcs-64")
     pol.add_argument("--policy", default="wfq",
@@ -162,8 +170,8 @@ def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
     """Read ``--config FILE[:KEY]`` into (policy name or None for PCS entries, params)."""
     path, _, key = spec.partition(":") if not Path(spec).exists() else (spec, "", "")
     try:
-        doc = json.loads(read_bounded(path, MAX_DOCUMENT))
-    except (ParetoSearchError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        doc = load_json(read_bounded(path, MAX_DOCUMENT))
+    except (ParetoSearchError, ValueError, RecursionError) as exc:
         raise ParetoSearchError(f"{path}: cannot read policy config: {exc}") from exc
     if key:
         entries = doc.get("configs", doc) if isinstance(doc, dict) else {}

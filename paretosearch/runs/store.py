@@ -33,6 +33,7 @@ from paretosearch.io import (
     MAX_TABLE,
     Busy,
     exclusive,
+    load_json,
     open_plain,
     read_bounded,
     write_json,
@@ -255,8 +256,8 @@ class RunStore:
             raise ParetoSearchError(f"{self.path}: no {name}; is this a run directory of "
                                     "'paretosearch search'?")
         try:
-            doc = json.loads(self.read(name))
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            doc = load_json(self.read(name))
+        except (ValueError, RecursionError) as exc:
             raise ParetoSearchError(f"{self.path / name}: not valid JSON ({exc})") from exc
         if not isinstance(doc, dict):
             raise ParetoSearchError(f"{self.path / name}: a JSON object expected, found "
@@ -273,7 +274,7 @@ class RunStore:
         for n, raw in enumerate(self.read(name, MAX_TABLE).splitlines(), 1):
             where = f"{self.path / name}, line {n}"
             try:
-                row = json.loads(raw)
+                row = load_json(raw)
             except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep
                 row = None
             if isinstance(row, dict):

@@ -14,6 +14,7 @@ from paretosearch.search.settings import SearchSettings
 from policies import make_policy
 from simulator import ClusterProfile, load_profile
 from simulator.errors import ParetoSearchError
+from simulator.generate import MAX_JOBS
 from simulator.slo import MIXES
 
 __all__ = ["GENERATED_REPLICATES", "SearchConfig"]
@@ -23,9 +24,6 @@ GENERATED_REPLICATES = 3
 sample): one 1,000-job draw of the heavy-tailed generator ranks configurations too unlike the
 next draw (docs/robust-fronts.md)."""
 
-MAX_JOBS = 10_000_000
-"""The most jobs a generated sample may have (each job is a few hundred bytes in every
-replicate; 10^12 would exhaust memory before anything is said)."""
 MAX_REPLICATES = 1_000
 MAX_LOAD = 100.0
 """The highest offered load of a generated sample (1 fills the cluster)."""

@@ -30,7 +30,7 @@ from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import EvaluationCache
 from paretosearch.service.retune import Exit, RetuneSpec, _read_production, _warm_seeds
 from simulator.errors import ParetoSearchError
-from tests.helpers.data import ROOT
+from tests.helpers.data import ROOT, SHARED
 from tests.helpers.runs import write_spec, write_trace
 
 pytestmark = pytest.mark.timeout(120)
@@ -426,6 +426,18 @@ OPTIONS: list[tuple[list[str], str]] = [
     (["search", "--objective", "nope:avg"], "nope"),
     (["search", "--profile", "nope"], "nope"),
     (["simulate", "--generate", "40", "--set", "W=[nan, inf]"], "[nan, inf]"),
+    (["search", "--seed", str(2**63)], "--seed"),
+    (["simulate", "--generate", "40", "--seed", "-1"], "--seed"),
+    (["simulate", "--generate", "40", "--seed", str(10**30)], "--seed"),
+    (["simulate", "--generate", str(10**12)], "jobs must be an integer from 1 to"),
+    (["simulate", "--generate", "0"], "jobs must be an integer from 1 to"),
+    (["simulate", "--gavel", str(SHARED / "data" / "gavel" / "simulation_throughputs.json"),
+      "--generate", str(10**12)], "jobs must be an integer from 1 to"),
+    (["search", "--set", f"W={10**400}"], "past int64's range"),
+    (["simulate", "--generate", "40", "--set", f"W={10**400}"], "past int64's range"),
+    (["simulate", "--generate", "40", "--set", "W=" + "[" * 100_000], "nested too deep"),
+    (["simulate", "--generate", "40", "--profile", "v100:10000000000000"], "at most 10,000,000"),
+    (["search", "--profile", "v100:10000000000000"], "at most 10,000,000"),
 ]
 
 
@@ -448,6 +460,52 @@ def test_a_bad_option_is_a_message(small_run: Path, tmp_path: Path, argv: list[s
     assert not (tmp_path / "run" / "evaluations.jsonl").exists()
 
 
+PROFILES = [("10^13 GPUs a node", "gpus_per_node: 64", "gpus_per_node: 10000000000000",
+             "node_groups[0].gpus_per_node"),
+            ("10^4 nodes of 10^4 GPUs", "count: 1, gpus_per_node: 64",
+             "count: 10000, gpus_per_node: 10000", "at most 10,000,000"),
+            ("a 400-digit count", "count: 1", "count: 1" + "0" * 400, "past int64's range"),
+            ("a name not its file's", "name: pcs-64", "name: other", "must match the file name")]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [p[1:] for p in PROFILES],
+                         ids=[p[0] for p in PROFILES])
+def test_an_absurd_or_misnamed_profile_is_refused_before_allocating(
+        tmp_path: Path, old: str, new: str, message: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pcs-64.yaml"
+    text = (ROOT / "cluster_profiles" / "pcs-64.yaml").read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    assert main(["simulate", "--generate", "40", "--profile", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert str(path) in err and message in err, err
+
+
+@pytest.mark.parametrize("document", ["config", "chosen", "production", "spec"])
+def test_a_400_digit_integer_in_a_document_is_named(tmp_path: Path, document: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _chosen()
+    doc["params"] = {**doc["params"], "W": 10**400}
+    config = tmp_path / "chosen.json"
+    config.write_text(json.dumps(doc))
+    if document == "production":
+        with pytest.raises(ParetoSearchError, match="past int64's range") as caught:
+            _read_production(config)
+        assert str(config) in str(caught.value)
+        return
+    if document == "spec":
+        write_trace(tmp_path / "trace.csv", 200)
+        config = write_spec(tmp_path, fixed={"W": 10**400})
+        argv = ["retune", "--spec", str(config)]
+    else:
+        argv = (["simulate", "--generate", "40", "--config", str(config)] if document == "config"
+                else ["export", str(config), "--format", "slurm"])
+    assert main(argv) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert str(config) in err and "past int64's range" in err, err
+
+
 # --- FIFOs and devices as inputs: refused at once, never waited on ---------------------------
 
 @pytest.mark.timeout(60)
@@ -458,14 +516,23 @@ def test_a_bad_option_is_a_message(small_run: Path, tmp_path: Path, argv: list[s
     ["simulate", "--generate", "40", "--profile", "{fifo}.yaml"], ["retune", "--spec", "{fifo}"],
     ["search", "--generate", "40", "--cluster-config", "{fifo}", "--run-dir", "{tmp}/r"],
     ["export", "{fifo}", "--format", "slurm"], ["simulate", "--trace", "/dev/zero"],
+    ["simulate", "--trace", "{folder}.csv"],
+    ["simulate", "--generate", "40", "--config", "{folder}"],
+    ["simulate", "--generate", "40", "--profile", "{folder}.yaml"],
+    ["retune", "--spec", "{folder}"],
+    ["search", "--generate", "40", "--cluster-config", "{folder}", "--run-dir", "{tmp}/r"],
 ], ids=["trace", "gavel trace", "parquet", "config", "profile", "spec", "cluster-config",
-        "export", "a device"])
+        "export", "a device", "a folder as trace", "a folder as config",
+        "a folder as profile", "a folder as spec", "a folder as cluster-config"])
 def test_a_fifo_as_input_is_refused_at_once(tmp_path: Path, argv: list[str],
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    argv = [a.replace("{fifo}", str(tmp_path / "input")).replace("{tmp}", str(tmp_path))
-            for a in argv]
+    folder = any("{folder}" in a for a in argv)
+    argv = [a.replace("{fifo}", str(tmp_path / "input")).replace("{folder}", str(
+        tmp_path / "input")).replace("{tmp}", str(tmp_path)) for a in argv]
     fifo = Path(next(a for a in argv if "input" in a or a == "/dev/zero"))
-    if fifo.parent == tmp_path:
+    if folder:
+        fifo.mkdir()
+    elif fifo.parent == tmp_path:
         os.mkfifo(fifo)
     assert main(argv) in (2, Exit.BAD_INPUT)
     err = " ".join(capsys.readouterr().err.split())
