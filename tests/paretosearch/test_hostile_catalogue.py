@@ -558,6 +558,20 @@ def test_select_json_is_json(small_run: Path, capsys: pytest.CaptureFixture[str]
     json.loads(out.read_text(), parse_constant=_no_constants)
 
 
+@pytest.mark.parametrize("how", [["--knee"], ["--weights", "1,1"], ["--weights", "1,0"],
+                                 ["--weights", "0,1"]], ids=" ".join)
+@pytest.mark.parametrize("entry", [0, 1, 2])
+def test_select_never_picks_an_entry_with_a_nan_objective(run_copy: Path, how: list[str],
+                                                          entry: int) -> None:
+    front = json.loads((run_copy / "front.json").read_text())
+    for part in ("objectives", "metrics"):
+        front["front"][entry][part]["jct:avg"] = None  # how JSON writes NaN
+    (run_copy / "front.json").write_text(json.dumps(front))
+    out = run_copy / "picked.json"
+    assert main(["select", str(run_copy), *how, "--include-dominated", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["front_index"] != entry
+
+
 # --- 10. errors keep their bracketed values ---------------------------------------------------
 
 @pytest.mark.parametrize("cell", ["[white on white]2", "[nan, inf]", "[/]", "[bold]x[/bold]"])
