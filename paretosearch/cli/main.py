@@ -39,7 +39,8 @@ from paretosearch.io import (
     write_table,
 )
 from paretosearch.runs.units import MAXIMISED, column
-from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy, make_policy
+from paretosearch.search.config import policy_of
+from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
 from simulator import (
     ClusterProfile,
     ParetoSearchError,
@@ -209,7 +210,7 @@ def _policy(args: argparse.Namespace, workload: Workload) -> KernelPolicy | Roun
         raise ParetoSearchError(f"--set {unknown[0]}=...: policy {family.name!r} has no "
                                 f"parameter {unknown[0]!r}; its parameters are "
                                 f"{', '.join(family.domains()) or 'none'}")
-    return make_policy(name, {**params, **overrides}).fit(workload)
+    return policy_of(name, {**params, **overrides}).fit(workload)
 
 
 def _simulate(args: argparse.Namespace, console: Console) -> None:

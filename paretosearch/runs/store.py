@@ -41,6 +41,7 @@ from paretosearch.io import (
 )
 from paretosearch.runs.records import ChosenConfig, FrontEntry, mark_dominated
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
+from paretosearch.search.config import policy_of
 from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.trust import plain_record
 from simulator.errors import ParetoSearchError, located
@@ -82,11 +83,12 @@ class RunStore:
         """The spec a run was started with (without the versions), its shape checked."""
         doc = self.read_json("run.json", _SPEC)
         where = str(self.path / "run.json")
-        try:
-            parse_objectives(doc["objectives"])
-        except ParetoSearchError as exc:
-            raise ParetoSearchError(located(where, column="objectives", value=doc["objectives"],
-                                            problem=str(exc))) from exc
+        for field, check in (("objectives", lambda: parse_objectives(doc["objectives"])),
+                             ("fixed", lambda: policy_of(doc["policy"], doc["fixed"]))):
+            try:
+                check()
+            except ParetoSearchError as exc:
+                raise ParetoSearchError(located(where, column=field, problem=str(exc))) from exc
         doc.pop("versions", None)
         return doc
 

@@ -393,6 +393,20 @@ def test_front_and_report_name_a_malformed_chosen_config(run_copy: Path, command
     assert f"{run_copy / 'chosen.json'}" in err and message in err, err
 
 
+@pytest.mark.parametrize("fixed", [{"evil": [1]}, {"W": "x"}, {"rates": [{}, 1],
+                                                             "thresholds": [1, None]}],
+                         ids=["an unknown name", "a value as text", "rates as an object"])
+def test_garbage_fixed_values_in_run_json_never_reach_chosen_json(
+        run_copy: Path, fixed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    spec = json.loads((run_copy / "run.json").read_text())
+    (run_copy / "run.json").write_text(json.dumps({**spec, "fixed": fixed}))
+    before = (run_copy / "chosen.json").read_bytes()
+    assert main(["select", str(run_copy), "--index", "0"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{run_copy / 'run.json'}, column 'fixed'" in err, err
+    assert (run_copy / "chosen.json").read_bytes() == before
+
+
 # --- 8. options: a message, never a traceback -------------------------------------------------
 
 RUN = "{run}"
@@ -438,6 +452,8 @@ OPTIONS: list[tuple[list[str], str]] = [
     (["simulate", "--generate", "40", "--set", "W=" + "[" * 100_000], "nested too deep"),
     (["simulate", "--generate", "40", "--profile", "v100:10000000000000"], "at most 10,000,000"),
     (["search", "--profile", "v100:10000000000000"], "at most 10,000,000"),
+    (["simulate", "--generate", "40", "--set", "thresholds=[1,null]", "--set", "rates=[{},1]"],
+     "parameters it cannot take"),
 ]
 
 
