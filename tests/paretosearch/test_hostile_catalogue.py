@@ -568,6 +568,18 @@ def test_simulate_json_is_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["jobs"] == 40
 
 
+@pytest.mark.parametrize(("row", "column"), [("0,1e308,1,10,linear", "arrival_s"),
+                                             ("0,0,1,1e308,linear", "service_s"),
+                                             ("0,0,1,1e13,linear", "service_s")])
+def test_times_past_the_simulators_range_are_named(tmp_path: Path, row: str, column: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "w.csv"
+    trace.write_text(f"job_id,arrival_s,gpus,service_s,model\n{row}\n")
+    assert main(["simulate", "--trace", str(trace), "--policy", "fifo", "--json"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{trace}, row 1, column '{column}'" in err and "at most 1e+12 s" in err, err
+
+
 def test_select_json_is_json(small_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = small_run.parent / "chosen-copy.json"
     assert main(["select", str(small_run), "--knee", "--out", str(out)]) == 0
