@@ -19,12 +19,11 @@ from typing import Any
 import pandas as pd
 
 from simulator.errors import ParetoSearchError
-from simulator.files import MAX_DOCUMENT
-from simulator.files import read_bounded as _read_bounded
+from simulator.files import MAX_DOCUMENT, read_bounded
 
 __all__ = ["MAX_DOCUMENT", "MAX_TABLE", "Busy", "atomic_write", "check_plain", "exclusive",
-           "json_text", "open_plain", "plain_dir", "read_bounded", "regular_file", "write_json",
-           "write_table", "write_text"]
+           "json_text", "load_json", "open_plain", "plain_dir", "read_bounded", "regular_file",
+           "write_json", "write_table", "write_text"]
 
 MAX_TABLE = 2 * 2**30
 """The most bytes a journal or table of a run may have."""
@@ -53,19 +52,6 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return path
-
-
-def read_bounded(path: str | Path, limit: int, *, inside: str | Path | None = None) -> bytes:
-    """:func:`simulator.files.read_bounded` (a regular file of at most ``limit`` bytes, inside
-    ``inside`` if given), a folder refused with the rest.
-
-    Raises:
-        ParetoSearchError: anything but such a file.
-    """
-    try:
-        return _read_bounded(path, limit, inside=inside)
-    except IsADirectoryError as exc:
-        raise ParetoSearchError(f"{path}: a folder, not a regular file; refused") from exc
 
 
 def regular_file(path: str | Path) -> Path:
@@ -204,6 +190,25 @@ def write_text(path: str | Path, text: str) -> Path:
         tmp.write_text(text)
 
     return atomic_write(path, write)
+
+
+def load_json(data: str | bytes) -> Any:
+    """``json.loads`` for a document paretosearch did not write: an integer past int64's range
+    (which no field holds, and which float() cannot take) is refused.
+
+    Raises:
+        ValueError: not UTF-8, not JSON, or such an integer (JSONDecodeError and
+            UnicodeDecodeError are ValueErrors).
+        RecursionError: nested too deep.
+    """
+    return json.loads(data, parse_int=_int64)
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"the integer {text[:24]}... is past int64's range")
+    return value
 
 
 def json_text(obj: Any) -> str:

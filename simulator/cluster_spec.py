@@ -19,7 +19,7 @@ import re
 from dataclasses import replace
 
 from simulator.errors import InvalidProfile
-from simulator.profile import ClusterProfile, NodeGroup, load_profile
+from simulator.profile import MAX_GPUS, ClusterProfile, NodeGroup, load_profile
 
 __all__ = ["SERVER_GPUS", "is_cluster_spec", "parse_cluster"]
 
@@ -35,9 +35,9 @@ def is_cluster_spec(name: str) -> bool:
 
 
 def _count(spec: str, what: str, text: str) -> int:
-    if not re.fullmatch(r"[0-9]+", text) or int(text) <= 0:
+    if not re.fullmatch(r"[0-9]{1,9}", text) or not 0 < int(text) <= MAX_GPUS:
         raise InvalidProfile(f"--cluster {spec!r}: {what} {text!r} must be a positive "
-                             f"integer ({_EXAMPLE})")
+                             f"integer of at most {MAX_GPUS:,} ({_EXAMPLE})")
     return int(text)
 
 

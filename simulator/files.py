@@ -35,10 +35,12 @@ def read_bounded(path: str | Path, limit: int, *, inside: str | Path | None = No
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO does not wait
     except OSError as exc:
         raise ParetoSearchError(f"{path}: cannot read: {exc.strerror}") from exc
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # before a file object: one of a folder raises
+        os.close(fd)
+        kind = "a folder, " if stat.S_ISDIR(info.st_mode) else ""
+        raise ParetoSearchError(f"{path}: {kind}not a regular file; refused")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ParetoSearchError(f"{path}: not a regular file; refused")
         if info.st_size > limit:
             raise ParetoSearchError(f"{path}: {info.st_size:,} bytes, more than the {limit:,} "
                                     "such a file may have; refused")
@@ -56,7 +58,7 @@ def read_yaml(path: str | Path, error: type[ParetoSearchError], what: str) -> An
     try:
         text = read_bounded(path, MAX_DOCUMENT).decode()
         _check_expansion(yaml.compose(text, Loader=yaml.SafeLoader), MAX_YAML_NODES)
-        return yaml.safe_load(text)
+        return _int64s(yaml.safe_load(text))
     except ParetoSearchError as exc:
         raise error(f"cannot read the {what}: {exc}") from exc
     except UnicodeDecodeError as exc:
@@ -81,6 +83,21 @@ def _check_expansion(root: yaml.Node | None, limit: int) -> None:
 
     if root is not None and size(root) > limit:
         raise ValueError(f"its aliases expand it past {limit:,} nodes (an alias bomb?)")
+
+
+def _int64s(doc: Any) -> Any:
+    """``doc``, if every integer in it fits int64 (no field holds more, and float() cannot
+    take 10^400), else ValueError naming the integer."""
+    todo = [doc]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, dict):
+            todo += [*value.keys(), *value.values()]
+        elif isinstance(value, list):
+            todo += value
+        elif isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise ValueError(f"the integer {str(value)[:24]}... is past int64's range")
+    return doc
 
 
 def to_numbers(raw: pd.Series) -> pd.Series:

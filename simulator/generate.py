@@ -23,8 +23,13 @@ from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
 from simulator.slo import JOB_CLASSES, MIXES, SOFT, STRICT, SLOs, deadline_steps, pad_steps
 from simulator.workload import Workload
 
-__all__ = ["EARLY_STOP_CUT", "PHILLY_GPU_MIX", "UTIL_CLASSES", "add_sharing", "add_slos",
-           "add_stopping_criteria", "generate", "generate_from_cdfs", "read_cdf"]
+__all__ = ["EARLY_STOP_CUT", "MAX_JOBS", "PHILLY_GPU_MIX", "UTIL_CLASSES", "add_sharing",
+           "add_slos", "add_stopping_criteria", "check_jobs", "generate", "generate_from_cdfs",
+           "read_cdf"]
+
+MAX_JOBS = 10_000_000
+"""The most jobs a generated workload may have (each job is a few hundred bytes in every
+replicate; 10^12 would exhaust memory before anything is said)."""
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -37,9 +42,15 @@ MODEL_MIX: dict[str, float] = {"linear": 0.2, "amdahl-0.99": 0.3, "amdahl-0.95":
 """Share of generated jobs following each built-in scaling behaviour."""
 
 
+def check_jobs(n_jobs: int, who: str = "generator") -> None:
+    """Refuse a job count outside 1 to :data:`MAX_JOBS` (before anything is allocated)."""
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= MAX_JOBS:
+        raise InvalidWorkload(f"{who}: jobs must be an integer from 1 to {MAX_JOBS:,} "
+                              f"(got {n_jobs!r})")
+
+
 def _check_common(n_jobs: int, load: float, gpus: int) -> None:
-    if n_jobs < 1:
-        raise InvalidWorkload(f"generator: n_jobs must be >= 1 (got {n_jobs})")
+    check_jobs(n_jobs)
     if not (np.isfinite(load) and load > 0):
         raise InvalidWorkload(f"generator: load must be > 0 (got {load})")
     if gpus < 1:

@@ -28,9 +28,13 @@ from simulator.colocation import SlowdownCurve
 from simulator.errors import InvalidProfile, located
 from simulator.files import read_yaml
 
-__all__ = ["PROFILE_DIR", "ClusterProfile", "NodeGroup", "list_profiles", "load_profile"]
+__all__ = ["MAX_GPUS", "PROFILE_DIR", "ClusterProfile", "NodeGroup", "list_profiles",
+           "load_profile"]
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "cluster_profiles"
+MAX_GPUS = 10**7
+"""The most GPUs a cluster may have: the simulator holds arrays of one entry per GPU, and no
+cluster has ten million (a bound, so that a typo of 10^13 is refused, not allocated)."""
 """Where the shipped profiles live (``cluster_profiles/`` at the project root)."""
 
 
@@ -134,10 +138,13 @@ def _parse(doc: object, source: str) -> ClusterProfile:
         if not isinstance(m.get("gpu_type"), str):
             raise c.fail(f"{field}.gpu_type", m.get("gpu_type"), "must be a GPU type name")
         groups.append(NodeGroup(
-            int(c.number(m, "count", field, low=0, integer=True)),
-            int(c.number(m, "gpus_per_node", field, low=0, integer=True)),
+            int(c.number(m, "count", field, low=0, high=MAX_GPUS, integer=True)),
+            int(c.number(m, "gpus_per_node", field, low=0, high=MAX_GPUS, integer=True)),
             m["gpu_type"],
             c.number(m, "gpu_memory_gib", field, low=0)))
+    total = sum(g.count * g.gpus_per_node for g in groups)
+    if total > MAX_GPUS:
+        raise c.fail("node_groups", f"{total:,} GPUs", f"a cluster has at most {MAX_GPUS:,}")
     types = c.mapping(top.get("gpu_types", {}), "gpu_types", {g.gpu_type for g in groups})
     speeds, curves = {}, {}
     for g in groups:
@@ -188,7 +195,7 @@ def load_profile(name_or_path: str | Path) -> ClusterProfile:
                                  f"profiles: {', '.join(list_profiles())} (or give a YAML path)")
     doc = read_yaml(path, InvalidProfile, "cluster profile")
     profile = _parse(doc, str(path))
-    if path.parent == PROFILE_DIR and profile.name != path.stem:
+    if profile.name != path.stem:  # runs and exports record the name: it must say which file
         raise InvalidProfile(located(str(path), column="name", value=profile.name,
                                      problem=f"must match the file name {path.stem!r}"))
     return profile

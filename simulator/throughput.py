@@ -210,7 +210,10 @@ def generate_gavel(table: ThroughputTable, n_jobs: int, *, jobs_per_hr: float,
     / 0.15 / 0.05; Poisson arrivals at ``jobs_per_hr``. The duration is the job's run time at
     its GPU count on the reference type, so ``service_s = duration x speedup(GPUs)``.
     """
-    if n_jobs < 1 or not jobs_per_hr > 0:
+    from simulator.generate import check_jobs  # it builds workloads; this, their speeds
+
+    check_jobs(n_jobs, "generate_gavel")
+    if not jobs_per_hr > 0:
         raise InvalidWorkload(f"generate_gavel: need n_jobs >= 1 and jobs_per_hr > 0 "
                               f"(got {n_jobs}, {jobs_per_hr})")
     rng = np.random.default_rng(seed)

@@ -47,7 +47,7 @@ from simulator.files import to_numbers
 from simulator.scaling import ScalingTable, TypeSpeeds, parametric_table
 from simulator.slo import SLOs
 
-__all__ = ["PCS_TRACE_COLUMNS", "Workload", "read_pcs_trace", "read_table"]
+__all__ = ["MAX_SECONDS", "PCS_TRACE_COLUMNS", "Workload", "read_pcs_trace", "read_table"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -170,7 +170,7 @@ class Workload:
         n = len(df)
         if n == 0:
             raise InvalidWorkload(f"{source}: the workload has no jobs")
-        arrival = col.floats("arrival_s", lambda a: a >= 0, ">= 0")
+        arrival = col.floats("arrival_s", lambda a: (a >= 0) & (a <= MAX_SECONDS), _UP_TO)
         bad = np.flatnonzero(np.diff(arrival) < 0) if not sort else np.zeros(0, np.int64)
         if bad.size:
             i = int(bad[0]) + 1
@@ -178,11 +178,12 @@ class Workload:
                 source, row=i + 1, column=names["arrival_s"], value=float(arrival[i]),
                 problem=f"arrivals must not decrease (previous row has {arrival[i - 1]!r})",
                 fix="sort the rows by arrival time"))
-        service = col.floats("service_s", lambda a: a > 0, "> 0")
+        service = col.floats("service_s", lambda a: (a > 0) & (a <= MAX_SECONDS), _ABOVE_0)
         gpus = col.ints("gpus", lambda a: a >= 1, ">= 1")
         min_gpus = (col.ints("min_gpus", lambda a: (a >= 1) & (a <= gpus), "in [1, gpus]")
                     if names["min_gpus"] in df else np.ones(n, np.int64))
-        estimated = (col.floats("estimated_service_s", lambda a: a > 0, "> 0")
+        estimated = (col.floats("estimated_service_s", lambda a: (a > 0) & (a <= MAX_SECONDS),
+                                _ABOVE_0)
                      if names["estimated_service_s"] in df else service.copy())
         job_id = (col.ints("job_id", lambda a: a >= 0, ">= 0")
                   if names["job_id"] in df else np.arange(n, dtype=np.int64))
@@ -198,6 +199,12 @@ class Workload:
                    slos.take(order) if slos is not None and sort else slos,
                    sharing=sharing.take(order) if sharing is not None else None)
 
+
+MAX_SECONDS = 1e12
+"""The latest arrival and the longest service a job may have, in seconds (31,700 years): a
+time past it (1e308, say) would overflow the simulator's sums to infinity."""
+_UP_TO = f">= 0 and at most {MAX_SECONDS:g} s"
+_ABOVE_0 = f"> 0 and at most {MAX_SECONDS:g} s"
 
 _SCHEMA = ("job_id", "arrival_s", "gpus", "min_gpus", "service_s", "estimated_service_s", "model",
            "job_class", "deadlines_s", "rewards", *SHARING_COLUMNS)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from paretosearch.export import (
     write_export,
 )
 from paretosearch.export.plan import deployed_config
-from paretosearch.io import MAX_DOCUMENT, plain_dir, read_bounded
+from paretosearch.io import MAX_DOCUMENT, load_json, plain_dir, read_bounded
 from paretosearch.runs.store import RunStore
 from paretosearch.runs.units import column
 from simulator.errors import ParetoSearchError
@@ -85,8 +84,8 @@ def _document(run: Path, index: int | None) -> dict[str, Any]:
         raise ExportError(f"{run}: no chosen.json: run 'paretosearch select {run}' first or "
                           "pass --index N")
     try:
-        doc = json.loads(read_bounded(path, MAX_DOCUMENT, inside=run if run.is_dir() else None))
-    except (ParetoSearchError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        doc = load_json(read_bounded(path, MAX_DOCUMENT, inside=run if run.is_dir() else None))
+    except (ParetoSearchError, ValueError, RecursionError) as exc:
         raise ExportError(f"{path}: cannot read a config document: {exc}") from exc
     if not isinstance(doc, dict):
         raise ExportError(f"{path}: a config document is a JSON object, not "

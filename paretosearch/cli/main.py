@@ -28,10 +28,19 @@ from paretosearch.cli.runs import (
     error_console,
     parse_overrides,
     scaling_table,
+    seed_arg,
 )
-from paretosearch.io import MAX_DOCUMENT, json_text, read_bounded, regular_file, write_table
+from paretosearch.io import (
+    MAX_DOCUMENT,
+    json_text,
+    load_json,
+    read_bounded,
+    regular_file,
+    write_table,
+)
 from paretosearch.runs.units import MAXIMISED, column
-from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy, make_policy
+from paretosearch.search.config import policy_of
+from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
 from simulator import (
     ClusterProfile,
     ParetoSearchError,
@@ -102,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
                           "memory with surges) so that co-locating policies (horus, ojpp, "
                           "unified) can share GPUs; real ones come as workload columns")
     add_trace_options(src)
-    src.add_argument("--seed", type=int, default=0, help="seed of generated workloads")
+    src.add_argument("--seed", type=seed_arg, default=0, help="seed of generated workloads")
     pol = sim.add_argument_group("policy and cluster")
     add_profile_options(pol, "pcs-64")
     pol.add_argument("--policy", default="wfq",
@@ -162,8 +171,8 @@ def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
     """Read ``--config FILE[:KEY]`` into (policy name or None for PCS entries, params)."""
     path, _, key = spec.partition(":") if not Path(spec).exists() else (spec, "", "")
     try:
-        doc = json.loads(read_bounded(path, MAX_DOCUMENT))
-    except (ParetoSearchError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        doc = load_json(read_bounded(path, MAX_DOCUMENT))
+    except (ParetoSearchError, ValueError, RecursionError) as exc:
         raise ParetoSearchError(f"{path}: cannot read policy config: {exc}") from exc
     if key:
         entries = doc.get("configs", doc) if isinstance(doc, dict) else {}
@@ -201,7 +210,7 @@ def _policy(args: argparse.Namespace, workload: Workload) -> KernelPolicy | Roun
         raise ParetoSearchError(f"--set {unknown[0]}=...: policy {family.name!r} has no "
                                 f"parameter {unknown[0]!r}; its parameters are "
                                 f"{', '.join(family.domains()) or 'none'}")
-    return make_policy(name, {**params, **overrides}).fit(workload)
+    return policy_of(name, {**params, **overrides}).fit(workload)
 
 
 def _simulate(args: argparse.Namespace, console: Console) -> None:

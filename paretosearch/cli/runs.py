@@ -21,7 +21,7 @@ from paretosearch.io import regular_file, write_json
 from paretosearch.runs.records import BaselineWarning, ChosenConfig, FrontEntry, front_warnings
 from paretosearch.runs.store import RunStore
 from paretosearch.search.config import GENERATED_REPLICATES, SearchConfig
-from paretosearch.search.settings import MODES, SearchSettings
+from paretosearch.search.settings import MAX_SEED, MODES, SearchSettings
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 from simulator.slo import MIXES
@@ -46,10 +46,32 @@ def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
         if not sep or not name:
             raise InvalidPolicyParams(f"--set {pair!r}: expected NAME=VALUE, e.g. --set W=1.5")
         try:
-            out[name] = json.loads(text)
+            out[name] = json.loads(text, parse_int=functools.partial(_int64, pair))
         except json.JSONDecodeError:
             out[name] = text
+        except RecursionError as exc:
+            raise InvalidPolicyParams(f"--set {pair[:80]!r}...: nested too deep") from exc
     return out
+
+
+def _int64(pair: str, text: str) -> int:
+    """An integer of ``--set``'s JSON, if it fits int64 (a policy's integers do)."""
+    if not -MAX_SEED - 1 <= int(text) <= MAX_SEED:
+        raise InvalidPolicyParams(f"--set {pair!r}: the integer {text} is past int64's range "
+                                  f"(±{MAX_SEED:,})")
+    return int(text)
+
+
+def seed_arg(text: str) -> int:
+    """``--seed``: an integer from 0 to 2^63 - 1 (argparse's type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to {MAX_SEED:,}, got "
+                                         f"{text!r}")
+    return value
 
 
 TRACE_OPTIONS = ("trace", "scaling_table", "jobs")
@@ -136,7 +158,7 @@ def _search_parser(sub: Any) -> None:
                         "settings: --pop-size 70 --offspring 105)")
     p.add_argument("--offspring", type=int, default=SearchSettings.n_offsprings,
                    help="candidates per generation (default: as --pop-size)")
-    p.add_argument("--seed", type=int, default=SearchSettings.seed,
+    p.add_argument("--seed", type=seed_arg, default=SearchSettings.seed,
                    help="search seed (default: %(default)s)")
     p.add_argument("--mode", choices=MODES, default=SearchSettings.mode,
                    help="generational: a generation at a time, the same front for the same seed "

@@ -68,6 +68,8 @@ _GPU_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 MAX_GPUS = 10**7
 """The most GPUs of one type an export takes (more than any cluster has; a scheduler's
 quota arithmetic overflows long before 10**30)."""
+MAX_BOUND = 2**63
+"""Class bounds in GPU-seconds stay below this (a scheduler holds them as int64)."""
 
 
 class ExportError(ParetoSearchError, ValueError):
@@ -322,12 +324,15 @@ def _check_semantics(sem: _Semantics, source: str) -> None:
     bounds that are not positive and ascending (the last may be unbounded), and weights that
     are not finite and non-negative (a NaN or negative value a policy let through)."""
     bounds = list(sem.thresholds)
-    if not all(isinstance(b, int | float) and b > 0 for b in bounds) or any(
-            not math.isfinite(b) for b in bounds[:-1]) or bounds != sorted(bounds):
+    numbers = all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+    if not (numbers and bounds and all(0 < b < MAX_BOUND for b in bounds[:-1])
+            and (0 < bounds[-1] < MAX_BOUND or bounds[-1] == math.inf)
+            and bounds == sorted(bounds)):
         raise InvalidConfigDocument(located(
             source, column="fitted.thresholds", value=bounds,
-            problem="expected positive, ascending class bounds in GPU-seconds (the last may "
-                    "be null: unbounded)", fix="re-select from a run of this version"))
+            problem="expected positive, ascending class bounds in GPU-seconds, below 2^63 "
+                    "(the last may be null: unbounded)",
+            fix="re-select from a run of this version"))
     for row in sem.weights:
         if not all(isinstance(w, int | float) and math.isfinite(w) and w >= 0 for w in row):
             raise InvalidConfigDocument(located(

@@ -102,7 +102,7 @@ def size_bound(value: float) -> str:
     """A class's size bound written exactly (routing must not round it), or ``unbounded``."""
     if not math.isfinite(value):
         return "unbounded"
-    return str(int(value)) if value.is_integer() else repr(value)
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _size_range(low: float, high: float) -> str:

@@ -7,6 +7,7 @@ per-attribute rows (so copying a 385-evaluation search cost more than the search
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import warnings
@@ -15,11 +16,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from paretosearch.io import check_plain, open_plain
+from paretosearch.io import MAX_TABLE, check_plain, open_plain
 from paretosearch.runs.records import FrontEntry
 from paretosearch.search.evaluation import SearchSpace
 from paretosearch.search.journal import Evaluation, param_key
 from paretosearch.search.objectives import Objective
+from simulator.errors import ParetoSearchError
 
 __all__ = ["OptunaCopy", "load_study"]
 
@@ -40,12 +42,20 @@ class OptunaCopy:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         _repair(path)
-        self.objectives, self.dists = objectives, _distributions(space)
+        self.path, self.objectives, self.dists = path, objectives, _distributions(space)
         with warnings.catch_warnings():  # metric names are "experimental" in Optuna, and stable
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            self.study = optuna.create_study(
-                storage=_storage(path), study_name=study_name, load_if_exists=True,
-                directions=["maximize" if o.maximize else "minimize" for o in objectives])
+            try:
+                self.study = optuna.create_study(
+                    storage=_storage(path), study_name=study_name, load_if_exists=True,
+                    directions=["maximize" if o.maximize else "minimize" for o in objectives])
+            # each line is a JSON object (checked), but one Optuna cannot replay: Optuna
+            # asserts on an unknown operation and indexes the fields of the others
+            except (AssertionError, KeyError, TypeError, ValueError, IndexError) as exc:
+                raise _damaged(path, f"Optuna cannot replay it: {type(exc).__name__}: "
+                                     f"{exc}") from exc
+            except OSError as exc:
+                raise self._unwritable(exc) from exc
             if self.study.metric_names is None:
                 self.study.set_metric_names([o.label for o in objectives])
 
@@ -57,17 +67,25 @@ class OptunaCopy:
         recorded as the study's ``front`` attribute: each member's trial number and
         test-sample metrics."""
         done = len(self.study.get_trials(deepcopy=False))
-        self.study.add_trials([self._trial(params, record)
-                               for params, record in evaluations[done:]])
-        for key, value in about.items():
-            if self.study.user_attrs.get(key) != value:
-                self.study.set_user_attr(key, value)
-        if front:
-            number = {param_key(p): n for n, (p, _) in enumerate(evaluations)}
-            self.study.set_user_attr("front", [
-                {"trial": number[param_key(dict(e.params))],
-                 "test_metrics": _finite(e.test_metrics or {})} for e in front])
+        try:
+            self.study.add_trials([self._trial(params, record)
+                                   for params, record in evaluations[done:]])
+            for key, value in about.items():
+                if self.study.user_attrs.get(key) != value:
+                    self.study.set_user_attr(key, value)
+            if front:
+                number = {param_key(p): n for n, (p, _) in enumerate(evaluations)}
+                self.study.set_user_attr("front", [
+                    {"trial": number[param_key(dict(e.params))],
+                     "test_metrics": _finite(e.test_metrics or {})} for e in front])
+        except OSError as exc:
+            raise self._unwritable(exc) from exc
         return len(evaluations)
+
+    def _unwritable(self, exc: OSError) -> ParetoSearchError:
+        """A full disk or a quota: the journal holds every evaluation, a resume copies them."""
+        return ParetoSearchError(f"{self.path}: cannot write: {exc.strerror}; free some space "
+                                 "and resume the run (--resume)")
 
     def _trial(self, params: Mapping[str, Any], record: Mapping[str, float]) -> Any:
         import optuna
@@ -95,14 +113,37 @@ def _repair(path: Path) -> None:
     """Undo what a run killed while copying left: a last line cut short (the next append
     would join it and make the file unreadable) and the writer's lock (each run directory
     has one writer). A link or anything but a plain file there is refused: Optuna would
-    write through it."""
+    write through it. So is a file of more than :data:`MAX_TABLE` bytes, or with a line
+    before the last that is not a JSON object with an integer ``op_code`` (Optuna's
+    operations): the copy was altered."""
     path.with_name(path.name + ".lock").unlink(missing_ok=True)
     check_plain(path)
     if path.exists() and path.stat().st_size:
         with os.fdopen(open_plain(path, os.O_RDWR), "rb+") as f:
+            if os.fstat(f.fileno()).st_size > MAX_TABLE:
+                raise _damaged(path, f"larger than {MAX_TABLE:,} bytes")
             data = f.read()
-            if not data.endswith(b"\n"):
-                f.truncate(data.rfind(b"\n") + 1)
+            end = data.rfind(b"\n") + 1
+            for n, line in enumerate(data[:end].splitlines(), 1):
+                _check_operation(path, n, line)
+            if end < len(data):
+                f.truncate(end)
+
+
+def _check_operation(path: Path, n: int, line: bytes) -> None:
+    try:
+        op = json.loads(line)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
+        raise _damaged(path, f"line {n} is not JSON ({type(exc).__name__})") from exc
+    if not isinstance(op, dict) or type(op.get("op_code")) is not int:
+        raise _damaged(path, f"line {n} is not an Optuna operation (a JSON object with an "
+                             "integer op_code)")
+
+
+def _damaged(path: Path, why: str) -> ParetoSearchError:
+    return ParetoSearchError(f"{path}: the run's Optuna copy is damaged ({why}); move it "
+                             "aside or delete it, and the resume copies every evaluation into "
+                             "a new one")
 
 
 def _storage(path: Path) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -58,9 +59,9 @@ class FrontEntry:
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> FrontEntry:
         """The entry a JSON object holds (``front.json``; its shape checked by the reader)."""
-        beaten = doc.get("dominated_by")
-        return cls(dict(doc["params"]), dict(doc["objectives"]), dict(doc["metrics"]),
-                   doc.get("test_metrics"), doc.get("fitted"),
+        beaten, test = doc.get("dominated_by"), doc.get("test_metrics")
+        return cls(dict(doc["params"]), _numbers(doc["objectives"]), _numbers(doc["metrics"]),
+                   None if test is None else _numbers(test), doc.get("fitted"),
                    None if beaten is None else tuple(beaten))
 
     @property
@@ -168,3 +169,8 @@ def config_hash(config: Mapping[str, Any]) -> str:
     """SHA-256 of a config's ``policy``, ``params`` and ``fitted`` (what is deployed)."""
     deployed = {k: config.get(k) for k in ("policy", "params", "fitted")}
     return hashlib.sha256(json.dumps(deployed, sort_keys=True).encode()).hexdigest()
+
+
+def _numbers(record: Mapping[str, Any]) -> dict[str, float]:
+    """A record as JSON holds it, as numbers: null (how JSON writes NaN) back to NaN."""
+    return {k: math.nan if v is None else float(v) for k, v in record.items()}

@@ -56,14 +56,21 @@ def by_index(front: Sequence[Entry], index: int) -> int:
 
 def knee(front: Sequence[Entry], objectives: Sequence[Objective]) -> int:
     """The entry closest to the ideal point once each objective is scaled to [0, 1]."""
+    scored, F = _scored(front, objectives)
+    span = np.where(np.ptp(F, axis=0) > 0, np.ptp(F, axis=0), 1.0)
+    return int(scored[np.argmin(np.linalg.norm((F - F.min(axis=0)) / span, axis=1))])
+
+
+def _scored(front: Sequence[Entry], objectives: Sequence[Objective]
+            ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """The indices of the entries with a finite value for every objective, and their losses
+    (an entry with a NaN is no knee and no trade-off)."""
     F = _losses(front, objectives)
-    scored = np.flatnonzero(np.isfinite(F).all(axis=1))  # an entry with a NaN is no knee
+    scored = np.flatnonzero(np.isfinite(F).all(axis=1))
     if not len(scored):
         raise ParetoSearchError("no entry of the front has a finite value for every objective; "
                                 "choose one with --index")
-    F = F[scored]
-    span = np.where(np.ptp(F, axis=0) > 0, np.ptp(F, axis=0), 1.0)
-    return int(scored[np.argmin(np.linalg.norm((F - F.min(axis=0)) / span, axis=1))])
+    return scored, F[scored]
 
 
 def by_weights(front: Sequence[Entry], objectives: Sequence[Objective],
@@ -76,10 +83,10 @@ def by_weights(front: Sequence[Entry], objectives: Sequence[Objective],
             or w.sum() <= 0):
         raise ParetoSearchError(f"weights {list(weights)}: give one non-negative weight per "
                                 f"objective ({', '.join(o.label for o in objectives)})")
-    F = _losses(front, objectives)
-    if len(front) == 1:
-        return 0
-    return int(PseudoWeights(w / w.sum()).do(F))
+    scored, F = _scored(front, objectives)
+    if len(scored) == 1:
+        return int(scored[0])
+    return int(scored[PseudoWeights(w / w.sum()).do(F)])
 
 
 def parse_constraint(text: str) -> tuple[str, Callable[[float, float], bool], float]:

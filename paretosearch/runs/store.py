@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import platform
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from paretosearch.io import (
     MAX_TABLE,
     Busy,
     exclusive,
+    load_json,
     open_plain,
     read_bounded,
     write_json,
@@ -40,13 +41,19 @@ from paretosearch.io import (
 )
 from paretosearch.runs.records import ChosenConfig, FrontEntry, mark_dominated
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
+from paretosearch.search.config import policy_of
 from paretosearch.search.journal import Evaluation, param_key
 from paretosearch.search.objectives import parse_objectives
+from paretosearch.search.trust import plain_record
 from simulator.errors import ParetoSearchError, located
 
 __all__ = ["RunStore"]
 
 log = logging.getLogger(__name__)
+
+def _any(*_: Any) -> bool:
+    return True
+
 
 class RunStore:
     """Reads and writes one search's directory (and keeps a search's
@@ -69,42 +76,51 @@ class RunStore:
         """The spec a run was started with (without the versions), its shape checked."""
         doc = self.read_json("run.json", _SPEC)
         where = str(self.path / "run.json")
-        try:
-            parse_objectives(doc["objectives"])
-        except ParetoSearchError as exc:
-            raise ParetoSearchError(located(where, column="objectives", value=doc["objectives"],
-                                            problem=str(exc))) from exc
+        for field, check in (("objectives", lambda: parse_objectives(doc["objectives"])),
+                             ("fixed", lambda: policy_of(doc["policy"], doc["fixed"]))):
+            try:
+                check()
+            except ParetoSearchError as exc:
+                raise ParetoSearchError(located(where, column=field, problem=str(exc))) from exc
         doc.pop("versions", None)
         return doc
 
     # --- journal --------------------------------------------------------------------------
 
-    def read_journal(self) -> dict[str, Evaluation]:
-        """Finished evaluations by key, in the order they finished."""
+    def read_journal(self, fits: Callable[[dict[str, Any], dict[str, float]], bool] = _any
+                     ) -> dict[str, Evaluation]:
+        """Finished evaluations by key, in the order they finished. A line that is not one (cut
+        short by a crash, or damaged: its key not its parameters', its record not names with
+        numbers, or not what ``fits`` takes) is skipped with a warning naming it: that
+        evaluation runs again, it is never trusted."""
         out: dict[str, Evaluation] = {}
-        for line in self._lines("evaluations.jsonl"):
-            try:
-                row = json.loads(line)
-                if row["key"] == param_key(row["params"]):  # else damaged: it runs again
-                    out[row["key"]] = (row["params"], row["record"])
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue  # a line cut short by a crash: that evaluation runs again
+        for where, row in self._rows("evaluations.jsonl"):
+            params, record = row.get("params"), plain_record(row.get("record"))
+            if (isinstance(params, dict) and record is not None
+                    and row.get("key") == param_key(params) and fits(params, record)):
+                out[row["key"]] = (params, record)
+            else:
+                _skip(where, "not an evaluation of this search (its key, its parameters, "
+                             "a record of numbers); it is evaluated again")
         return out
 
     def append(self, key: str, params: dict[str, Any], record: dict[str, float]) -> None:
         """Journal one finished evaluation (flushed at once; survives a kill of this process)."""
         self._append("evaluations.jsonl", {"key": key, "params": params, "record": record})
 
-    def read_started(self) -> list[tuple[int, dict[str, Any]]]:
+    def read_started(self, fits: Callable[[dict[str, Any]], bool] = _any
+                     ) -> list[tuple[int, dict[str, Any]]]:
         """The asynchronous search's candidates in the order it started them: how many
-        evaluations had finished when each was bred, and its parameters."""
+        evaluations had finished when each was bred, and its parameters. A damaged line (or
+        one whose parameters ``fits`` refuses) is skipped with a warning naming it: that
+        candidate was never started, and is bred again."""
         out = []
-        for line in self._lines("started.jsonl"):
-            try:
-                row = json.loads(line)
-                out.append((int(row["after"]), dict(row["params"])))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                continue  # cut short by a crash: never started, it is bred again
+        for where, row in self._rows("started.jsonl"):
+            after, params = row.get("after"), row.get("params")
+            if type(after) is int and after >= 0 and isinstance(params, dict) and fits(params):
+                out.append((after, params))
+            else:
+                _skip(where, "not a candidate of this search; it is bred again")
         return out
 
     def append_started(self, after: int, params: dict[str, Any]) -> None:
@@ -115,12 +131,16 @@ class RunStore:
         line = json.dumps(doc, allow_nan=True)
         self.path.mkdir(parents=True, exist_ok=True)
         fd = open_plain(self.path / name, os.O_RDWR | os.O_CREAT | os.O_APPEND)
-        with os.fdopen(fd, "a+b") as f:
-            end = f.seek(0, os.SEEK_END)
-            if end and (f.seek(end - 1), f.read(1))[1] != b"\n":
-                line = "\n" + line  # end a line cut short by a crash or a full disk
-            f.write(line.encode() + b"\n")
-            f.flush()
+        try:
+            with os.fdopen(fd, "a+b") as f:
+                end = f.seek(0, os.SEEK_END)
+                if end and (f.seek(end - 1), f.read(1))[1] != b"\n":
+                    line = "\n" + line  # end a line cut short by a crash or a full disk
+                f.write(line.encode() + b"\n")
+                f.flush()
+        except OSError as exc:  # a full disk, a quota, a file-size limit: what came before stays
+            raise ParetoSearchError(f"{self.path / name}: cannot write: {exc.strerror}; free "
+                                    "some space and resume the run (--resume)") from exc
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
@@ -206,7 +226,7 @@ class RunStore:
         made, or one that is not on this front)."""
         if not (self.path / "chosen.json").exists():
             return None
-        picked = self.read_json("chosen.json").get("params") or {}
+        picked = self.read_json("chosen.json", {"params": _PARAMS})["params"]
         return next((i for i, e in enumerate(front)
                      if all(picked.get(k) == v for k, v in e.params.items())), None)
 
@@ -231,8 +251,8 @@ class RunStore:
             raise ParetoSearchError(f"{self.path}: no {name}; is this a run directory of "
                                     "'paretosearch search'?")
         try:
-            doc = json.loads(self.read(name))
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            doc = load_json(self.read(name))
+        except (ValueError, RecursionError) as exc:
             raise ParetoSearchError(f"{self.path / name}: not valid JSON ({exc})") from exc
         if not isinstance(doc, dict):
             raise ParetoSearchError(f"{self.path / name}: a JSON object expected, found "
@@ -240,15 +260,26 @@ class RunStore:
         _check_shape(doc, shape, str(self.path / name), "")
         return doc
 
-    def _lines(self, name: str) -> list[str]:
-        """The lines of a journal (none if it does not exist yet)."""
+    def _rows(self, name: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The JSON objects of a journal's lines, each with where it is (``FILE, line N``);
+        none if the journal does not exist yet. A line that is not one is skipped with a
+        warning naming it."""
         if not (self.path / name).exists():
-            return []
-        lines = []
-        for raw in self.read(name, MAX_TABLE).splitlines():
-            with contextlib.suppress(UnicodeDecodeError):  # a damaged line is no line
-                lines.append(raw.decode())
-        return lines
+            return
+        for n, raw in enumerate(self.read(name, MAX_TABLE).splitlines(), 1):
+            where = f"{self.path / name}, line {n}"
+            try:
+                row = load_json(raw)
+            except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep
+                row = None
+            if isinstance(row, dict):
+                yield where, row
+            else:
+                _skip(where, "damaged (cut short by a crash, or altered); skipped")
+
+
+def _skip(where: str, why: str) -> None:
+    log.warning("%s: %s", where, why)
 
 
 class _Or:
@@ -260,7 +291,8 @@ class _Or:
 
 _NUMBER = _Or(int, float, None)  # null: NaN, as JSON stores it
 _RECORD = {str: _NUMBER}
-_FRONT = {"front": [{"params": {str: _Or(int, float, str, bool, None)}, "objectives": _RECORD,
+_PARAMS = {str: _Or(int, float, str, bool, None)}
+_FRONT = {"front": [{"params": _PARAMS, "objectives": _RECORD,
                      "metrics": _RECORD, "test_metrics": _Or(_RECORD, None),
                      "fitted": _Or(dict, None), "dominated_by?": _Or([str], None)}],
           "hypervolume?": [{"evaluations": int, "hypervolume": _NUMBER}],

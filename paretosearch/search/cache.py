@@ -16,7 +16,6 @@ import functools
 import hashlib
 import json
 import logging
-import math
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from paretosearch.io import check_plain
 from paretosearch.search.evaluation import Task
 from paretosearch.search.runners import Next, OnResult, Params, Runner
+from paretosearch.search.trust import plain_record
 from simulator import Workload
 from simulator.errors import ParetoSearchError
 from simulator.jit import source_digest
@@ -100,11 +100,7 @@ def _record(text: object) -> dict[str, float] | None:
         doc = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(doc, dict) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and not math.isinf(v)
-            for v in doc.values()):
-        return None
-    return {str(k): float(v) for k, v in doc.items()}
+    return plain_record(doc)
 
 
 class CachedRunner:

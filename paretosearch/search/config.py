@@ -11,24 +11,38 @@ from typing import Any
 
 from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.settings import SearchSettings
-from policies import make_policy
+from policies import KernelPolicy, RoundPolicy, make_policy
 from simulator import ClusterProfile, load_profile
-from simulator.errors import ParetoSearchError
+from simulator.errors import InvalidPolicyParams, ParetoSearchError
+from simulator.generate import MAX_JOBS
 from simulator.slo import MIXES
 
-__all__ = ["GENERATED_REPLICATES", "SearchConfig"]
+__all__ = ["GENERATED_REPLICATES", "SearchConfig", "policy_of"]
 
 GENERATED_REPLICATES = 3
 """Generated samples averaged per evaluation unless told otherwise (and as many for the test
 sample): one 1,000-job draw of the heavy-tailed generator ranks configurations too unlike the
 next draw (docs/robust-fronts.md)."""
 
-MAX_JOBS = 10_000_000
-"""The most jobs a generated sample may have (each job is a few hundred bytes in every
-replicate; 10^12 would exhaust memory before anything is said)."""
 MAX_REPLICATES = 1_000
 MAX_LOAD = 100.0
 """The highest offered load of a generated sample (1 fills the cluster)."""
+
+
+
+def policy_of(name: str, params: Mapping[str, Any]) -> KernelPolicy | RoundPolicy:
+    """:func:`policies.make_policy` for parameters from a file or an option: one of a type the
+    policy cannot compare (``rates: [{}, 1]``) is refused as the out-of-range ones are.
+
+    Raises:
+        ParetoSearchError: an unknown policy, or parameters it cannot take.
+    """
+    try:
+        return make_policy(name, params)
+    except ParetoSearchError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise InvalidPolicyParams(f"policy {name!r}: parameters it cannot take ({exc})") from exc
 
 
 @dataclass(frozen=True)
@@ -72,7 +86,7 @@ class SearchConfig:
         object.__setattr__(self, "fixed", dict(self.fixed))
         object.__setattr__(self, "cluster", self.profile if isinstance(
             self.profile, ClusterProfile) else load_profile(self.profile))
-        make_policy(self.policy, self.fixed)  # unknown family or bad fixed values fail here
+        policy_of(self.policy, self.fixed)  # unknown family or bad fixed values fail here
         for name, low, high in (("jobs", 1, MAX_JOBS), ("replicates", 1, MAX_REPLICATES)):
             value = getattr(self, name)
             if name == "replicates" and value is None:

@@ -139,6 +139,18 @@ class SearchSpace:
                 codes.append((v - dom.low) / (dom.high - dom.low))
         return codes
 
+    def holds(self, params: Mapping[str, Any]) -> bool:
+        """Whether ``params`` is a point of this space: every searched parameter, each in its
+        domain, and no other (a candidate read back from a run's journal)."""
+        if set(params) != set(self.names):
+            return False
+        try:
+            for name, dom in zip(self.names, self.domains, strict=True):
+                dom.check(name, params[name])
+        except (InvalidPolicyParams, OverflowError):  # an integer past a float's range
+            return False
+        return True
+
     def unit_codes(self, u: Sequence[float] | FloatArray) -> list[float]:
         """The codes of a point of the unit cube: a number's code is its coordinate, a
         choice's the option whose k-th of [0, 1) the coordinate is in."""

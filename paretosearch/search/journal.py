@@ -7,6 +7,7 @@ folder (``evaluations.jsonl``, ``started.jsonl``). The search never imports the 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 __all__ = ["Evaluation", "Journal", "param_key"]
@@ -24,15 +25,19 @@ class Journal(Protocol):
     """Where a search journals each evaluation the moment it finishes, so that a run killed
     at any moment resumes without repeating finished work."""
 
-    def read_journal(self) -> dict[str, Evaluation]:
-        """Finished evaluations by key, in the order they finished."""
+    def read_journal(self, fits: Callable[[dict[str, Any], dict[str, float]], bool]
+                     ) -> dict[str, Evaluation]:
+        """Finished evaluations by key, in the order they finished; a line whose parameters
+        and record do not ``fit`` the search is left out (it runs again)."""
 
     def append(self, key: str, params: dict[str, Any], record: dict[str, float]) -> None:
         """Journal one finished evaluation, durably before returning."""
 
-    def read_started(self) -> list[tuple[int, dict[str, Any]]]:
+    def read_started(self, fits: Callable[[dict[str, Any]], bool]
+                     ) -> list[tuple[int, dict[str, Any]]]:
         """The asynchronous search's candidates in the order it started them: how many
-        evaluations had finished when each was bred, and its parameters."""
+        evaluations had finished when each was bred, and its parameters (those that ``fit``
+        the search's space)."""
 
     def append_started(self, after: int, params: dict[str, Any]) -> None:
         """Record a candidate the asynchronous search starts, before it starts."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from simulator.errors import ParetoSearchError
 
-__all__ = ["COVERED", "MODES", "SearchSettings"]
+__all__ = ["COVERED", "MAX_SEED", "MODES", "SearchSettings"]
 
 COVERED = 8
 """Spaces of up to this many parameters open with a larger space-filling sample
@@ -15,6 +15,8 @@ COVERED = 8
 
 MODES = ("generational", "async")
 """How the search waits for evaluations (:class:`SearchSettings`)."""
+MAX_SEED = 2**63 - 1
+"""The largest seed: runs record it as an int64."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,9 @@ class SearchSettings:
             if getattr(self, name) < low:
                 raise ParetoSearchError(f"search {name} must be >= {low} "
                                         f"(got {getattr(self, name)})")
+        if self.seed > MAX_SEED:
+            raise ParetoSearchError(f"search seed must be at most {MAX_SEED:,} (int64; got "
+                                    f"{self.seed})")
 
     # sizes left out stay 0 (saved and read back, settings are the same settings); these
     # give the sizes a search uses

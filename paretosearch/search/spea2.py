@@ -170,6 +170,14 @@ IMMIGRANTS = 0.25
 bred: the sequence goes on covering the space while the rest exploit the archive."""
 
 
+def _fits(space: SearchSpace, objectives: Sequence[Objective]
+          ) -> Callable[[dict[str, Any], dict[str, float]], bool]:
+    """Whether a journaled evaluation is one of this search: a point of its space, scored on
+    its objectives (a damaged or altered line is evaluated again, never trusted)."""
+    return lambda params, record: space.holds(params) and all(o.label in record
+                                                              for o in objectives)
+
+
 def _algorithm(space: SearchSpace, n_obj: int, s: SearchSettings,
                initial: Sequence[dict[str, Any]] = ()) -> SPEA2:
     # every component fresh: pymoo's default arguments are shared instances, and SPEA2's
@@ -269,7 +277,8 @@ def run_spea2(task: Task, space: SearchSpace, objectives: Sequence[Objective], r
                             initial).run()
     # a resumed run replays its journal: each generation asks for the same candidates as
     # before (same seed), those evaluated are answered from the journal, the rest run
-    journal: dict[str, Evaluation] = store.read_journal() if store else {}
+    journal: dict[str, Evaluation] = store.read_journal(_fits(space, objectives)) if store \
+        else {}
     algorithm = _algorithm(space, len(objectives), settings, initial)
     history: list[tuple[int, float]] = []
     box: HypervolumeBox | None = None
@@ -354,9 +363,10 @@ class _SteadyState:
     def run(self) -> SearchOutcome:
         restart: list[dict[str, Any]] = []
         if self.store:
-            for params, record in self.store.read_journal().values():  # in finishing order
+            fits = _fits(self.space, self.objectives)
+            for params, record in self.store.read_journal(fits).values():  # finishing order
                 self._absorb(params, record)
-            self.started = self.store.read_started()
+            self.started = self.store.read_started(self.space.holds)
             restart = [p for _, p in self.started if param_key(p) not in self.journal]
             self.running = {param_key(p) for p in restart}
             self._publish()

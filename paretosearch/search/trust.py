@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from simulator.errors import ParetoSearchError
 
 __all__ = ["DESERIALIZERS", "MAX_RECORD_FIELDS", "UntrustedResult", "check_address",
-           "guarded_unpickling", "plain_records", "plain_work"]
+           "guarded_unpickling", "plain_record", "plain_records", "plain_work"]
 
 DESERIALIZERS = ("msgpack",)
 """What the search's Dask clients decode from workers: msgpack, which builds only plain
@@ -72,15 +72,27 @@ def plain_records(result: Any, expected: int) -> list[dict[str, float]]:
         raise UntrustedResult(f"{_shape(result)}, not {expected} records")
     out = []
     for record in records:
-        if not isinstance(record, dict) or not 0 < len(record) <= MAX_RECORD_FIELDS:
-            raise UntrustedResult(f"a record that is {_shape(record)}")
-        for key, value in record.items():
-            if (not isinstance(key, str) or isinstance(value, bool)
-                    or not isinstance(value, int | float) or math.isinf(value)):
-                raise UntrustedResult(f"{_shape(key)}: {_shape(value)} in a record (records "
-                                      "hold finite numbers)")
-        out.append({k: float(v) for k, v in record.items()})
+        checked = plain_record(record)
+        if checked is None:
+            raise UntrustedResult(f"a record that is {_shape(record)} (records map names to "
+                                  "finite numbers)")
+        out.append(checked)
     return out
+
+
+def plain_record(value: Any) -> dict[str, float] | None:
+    """``value`` as a record if it is one (a mapping of at most :data:`MAX_RECORD_FIELDS`
+    names to numbers, finite or NaN), else None: for records read back from a worker, a
+    journal or the cache."""
+    if not isinstance(value, dict) or not 0 < len(value) <= MAX_RECORD_FIELDS or not all(
+            isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)
+            for k, v in value.items()):
+        return None
+    try:
+        record = {k: float(v) for k, v in value.items()}
+    except OverflowError:  # an integer past a float's range
+        return None
+    return None if any(math.isinf(v) for v in record.values()) else record
 
 
 def _shape(value: Any) -> str:

@@ -40,7 +40,15 @@ import pandas as pd
 from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from paretosearch.io import MAX_DOCUMENT, MAX_TABLE, Busy, exclusive, read_bounded, write_json
+from paretosearch.io import (
+    MAX_DOCUMENT,
+    MAX_TABLE,
+    Busy,
+    exclusive,
+    load_json,
+    read_bounded,
+    write_json,
+)
 from paretosearch.runs.records import FrontEntry, config_hash
 from paretosearch.runs.report import write_retune_report
 from paretosearch.runs.report_html import write_html_report
@@ -363,14 +371,14 @@ def _read_production(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        doc = json.loads(read_bounded(path, MAX_DOCUMENT).decode())
+        doc = load_json(read_bounded(path, MAX_DOCUMENT))
     except ParetoSearchError as exc:
         raise ParetoSearchError(f"cannot read the production config: {exc}; fix the spec's "
                                 "'production' field") from exc
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
         raise ParetoSearchError(f"{path}: not a chosen config (not JSON: "
-                                f"{type(exc).__name__}); write it with 'paretosearch select "
-                                "RUN --out FILE'") from exc
+                                f"{type(exc).__name__}: {str(exc)[:120]}); write it with "
+                                "'paretosearch select RUN --out FILE'") from exc
     policy = doc.get("policy") if isinstance(doc, dict) else None
     field = "fitted" if isinstance(doc, dict) and doc.get("fitted") else "params"
     config = doc.get(field) if isinstance(doc, dict) else None

@@ -12,10 +12,10 @@ from typing import Any
 import pandas as pd
 
 from paretosearch.io import regular_file
-from paretosearch.search.config import SearchConfig
+from paretosearch.search.config import SearchConfig, policy_of
 from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.settings import MODES, SearchSettings
-from policies import get_policy, make_policy
+from policies import get_policy
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located
 from simulator.files import read_yaml
@@ -82,7 +82,7 @@ class RetuneSpec:
         for key, value, check in (
                 ("objectives", objectives, lambda: parse_objectives(objectives)),
                 ("policy", policy, lambda: get_policy(policy)),
-                ("fixed", fixed, lambda: make_policy(policy, fixed)),
+                ("fixed", fixed, lambda: policy_of(policy, fixed)),
                 ("profile", profile, lambda: load_profile(profile))):
             try:
                 check()

@@ -30,7 +30,7 @@ from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import EvaluationCache
 from paretosearch.service.retune import Exit, RetuneSpec, _read_production, _warm_seeds
 from simulator.errors import ParetoSearchError
-from tests.helpers.data import ROOT
+from tests.helpers.data import ROOT, SHARED
 from tests.helpers.runs import write_spec, write_trace
 
 pytestmark = pytest.mark.timeout(120)
@@ -240,6 +240,9 @@ IMPOSSIBLE: list[tuple[str, dict[str, Any], str]] = [
     ("descending thresholds", {"thresholds": [500.0, 100.0, None]}, "thresholds"),
     ("an infinite middle threshold", {"thresholds": [math.inf, 5.0, None]}, "thresholds"),
     ("threshold text", {"thresholds": ["a", None]}, "thresholds"),
+    ("a boolean threshold", {"thresholds": [True, None]}, "thresholds"),
+    ("a 2^63 threshold", {"thresholds": [2**63, None]}, "thresholds"),
+    ("a 10^400 threshold", {"thresholds": [10**400, None]}, "thresholds"),
     ("a NaN rate", {"rates": [math.nan, 0.2]}, "rates"),
     ("a negative rate", {"rates": [-0.8, 0.2]}, "rates"),
 ]
@@ -253,6 +256,13 @@ def test_exports_refuse_impossible_configs(change: dict[str, Any], field: str, f
         export(_chosen(**change), fmt, source="chosen.json")
     message = str(caught.value)
     assert "chosen.json" in message and (field in message or "fitted" in message), message
+
+
+@pytest.mark.parametrize("fmt", ["kueue", "volcano", "slurm", "yarn"])
+def test_integer_thresholds_export_as_the_same_bounds(fmt: str) -> None:
+    as_int, as_float = (export(_chosen(thresholds=[th, None]), fmt).files
+                        for th in (297779, 297779.0))
+    assert as_int == as_float  # JSON writes 297779.0 as 297779; both are one bound
 
 
 @pytest.mark.parametrize("change", [{"thresholds": [math.nan, None]}, {"gpus": {"V100": 10**30}}],
@@ -363,6 +373,40 @@ def test_a_damaged_previous_run_means_a_named_cold_start(run_copy: Path, damage:
         assert _warm_seeds(run_copy, spec) == []
 
 
+CHOSEN = [("a list", "[]", "a JSON object expected"), ("not JSON", "{", "not valid JSON"),
+          ("no params", '{"policy": "wfq"}', "'params': missing"),
+          ("params as a list", '{"policy": "wfq", "params": [1, 2]}', "'params'"),
+          ("a params value as a list", '{"params": {"T": [1]}}', "'params.T'"),
+          ("deep nesting", '{"params": ' + "[" * 100_000 + "]" * 100_000 + "}", "not valid JSON")]
+
+
+@pytest.mark.parametrize(("content", "message"), [(c, m) for _, c, m in CHOSEN],
+                         ids=[n for n, _, _ in CHOSEN])
+@pytest.mark.parametrize("command", ["front", "report"])
+def test_front_and_report_name_a_malformed_chosen_config(run_copy: Path, command: str,
+                                                         content: str, message: str,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    (run_copy / "chosen.json").write_text(content)
+    assert main([command, str(run_copy)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{run_copy / 'chosen.json'}" in err and message in err, err
+
+
+@pytest.mark.parametrize("fixed", [{"evil": [1]}, {"W": "x"}, {"rates": [{}, 1],
+                                                             "thresholds": [1, None]}],
+                         ids=["an unknown name", "a value as text", "rates as an object"])
+def test_garbage_fixed_values_in_run_json_never_reach_chosen_json(
+        run_copy: Path, fixed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    spec = json.loads((run_copy / "run.json").read_text())
+    (run_copy / "run.json").write_text(json.dumps({**spec, "fixed": fixed}))
+    before = (run_copy / "chosen.json").read_bytes()
+    assert main(["select", str(run_copy), "--index", "0"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{run_copy / 'run.json'}, column 'fixed'" in err, err
+    assert (run_copy / "chosen.json").read_bytes() == before
+
+
 # --- 8. options: a message, never a traceback -------------------------------------------------
 
 RUN = "{run}"
@@ -396,6 +440,20 @@ OPTIONS: list[tuple[list[str], str]] = [
     (["search", "--objective", "nope:avg"], "nope"),
     (["search", "--profile", "nope"], "nope"),
     (["simulate", "--generate", "40", "--set", "W=[nan, inf]"], "[nan, inf]"),
+    (["search", "--seed", str(2**63)], "--seed"),
+    (["simulate", "--generate", "40", "--seed", "-1"], "--seed"),
+    (["simulate", "--generate", "40", "--seed", str(10**30)], "--seed"),
+    (["simulate", "--generate", str(10**12)], "jobs must be an integer from 1 to"),
+    (["simulate", "--generate", "0"], "jobs must be an integer from 1 to"),
+    (["simulate", "--gavel", str(SHARED / "data" / "gavel" / "simulation_throughputs.json"),
+      "--generate", str(10**12)], "jobs must be an integer from 1 to"),
+    (["search", "--set", f"W={10**400}"], "past int64's range"),
+    (["simulate", "--generate", "40", "--set", f"W={10**400}"], "past int64's range"),
+    (["simulate", "--generate", "40", "--set", "W=" + "[" * 100_000], "nested too deep"),
+    (["simulate", "--generate", "40", "--profile", "v100:10000000000000"], "at most 10,000,000"),
+    (["search", "--profile", "v100:10000000000000"], "at most 10,000,000"),
+    (["simulate", "--generate", "40", "--set", "thresholds=[1,null]", "--set", "rates=[{},1]"],
+     "parameters it cannot take"),
 ]
 
 
@@ -418,6 +476,52 @@ def test_a_bad_option_is_a_message(small_run: Path, tmp_path: Path, argv: list[s
     assert not (tmp_path / "run" / "evaluations.jsonl").exists()
 
 
+PROFILES = [("10^13 GPUs a node", "gpus_per_node: 64", "gpus_per_node: 10000000000000",
+             "node_groups[0].gpus_per_node"),
+            ("10^4 nodes of 10^4 GPUs", "count: 1, gpus_per_node: 64",
+             "count: 10000, gpus_per_node: 10000", "at most 10,000,000"),
+            ("a 400-digit count", "count: 1", "count: 1" + "0" * 400, "past int64's range"),
+            ("a name not its file's", "name: pcs-64", "name: other", "must match the file name")]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [p[1:] for p in PROFILES],
+                         ids=[p[0] for p in PROFILES])
+def test_an_absurd_or_misnamed_profile_is_refused_before_allocating(
+        tmp_path: Path, old: str, new: str, message: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pcs-64.yaml"
+    text = (ROOT / "cluster_profiles" / "pcs-64.yaml").read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    assert main(["simulate", "--generate", "40", "--profile", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert str(path) in err and message in err, err
+
+
+@pytest.mark.parametrize("document", ["config", "chosen", "production", "spec"])
+def test_a_400_digit_integer_in_a_document_is_named(tmp_path: Path, document: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _chosen()
+    doc["params"] = {**doc["params"], "W": 10**400}
+    config = tmp_path / "chosen.json"
+    config.write_text(json.dumps(doc))
+    if document == "production":
+        with pytest.raises(ParetoSearchError, match="past int64's range") as caught:
+            _read_production(config)
+        assert str(config) in str(caught.value)
+        return
+    if document == "spec":
+        write_trace(tmp_path / "trace.csv", 200)
+        config = write_spec(tmp_path, fixed={"W": 10**400})
+        argv = ["retune", "--spec", str(config)]
+    else:
+        argv = (["simulate", "--generate", "40", "--config", str(config)] if document == "config"
+                else ["export", str(config), "--format", "slurm"])
+    assert main(argv) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert str(config) in err and "past int64's range" in err, err
+
+
 # --- FIFOs and devices as inputs: refused at once, never waited on ---------------------------
 
 @pytest.mark.timeout(60)
@@ -428,14 +532,23 @@ def test_a_bad_option_is_a_message(small_run: Path, tmp_path: Path, argv: list[s
     ["simulate", "--generate", "40", "--profile", "{fifo}.yaml"], ["retune", "--spec", "{fifo}"],
     ["search", "--generate", "40", "--cluster-config", "{fifo}", "--run-dir", "{tmp}/r"],
     ["export", "{fifo}", "--format", "slurm"], ["simulate", "--trace", "/dev/zero"],
+    ["simulate", "--trace", "{folder}.csv"],
+    ["simulate", "--generate", "40", "--config", "{folder}"],
+    ["simulate", "--generate", "40", "--profile", "{folder}.yaml"],
+    ["retune", "--spec", "{folder}"],
+    ["search", "--generate", "40", "--cluster-config", "{folder}", "--run-dir", "{tmp}/r"],
 ], ids=["trace", "gavel trace", "parquet", "config", "profile", "spec", "cluster-config",
-        "export", "a device"])
+        "export", "a device", "a folder as trace", "a folder as config",
+        "a folder as profile", "a folder as spec", "a folder as cluster-config"])
 def test_a_fifo_as_input_is_refused_at_once(tmp_path: Path, argv: list[str],
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    argv = [a.replace("{fifo}", str(tmp_path / "input")).replace("{tmp}", str(tmp_path))
-            for a in argv]
+    folder = any("{folder}" in a for a in argv)
+    argv = [a.replace("{fifo}", str(tmp_path / "input")).replace("{folder}", str(
+        tmp_path / "input")).replace("{tmp}", str(tmp_path)) for a in argv]
     fifo = Path(next(a for a in argv if "input" in a or a == "/dev/zero"))
-    if fifo.parent == tmp_path:
+    if folder:
+        fifo.mkdir()
+    elif fifo.parent == tmp_path:
         os.mkfifo(fifo)
     assert main(argv) in (2, Exit.BAD_INPUT)
     err = " ".join(capsys.readouterr().err.split())
@@ -455,10 +568,36 @@ def test_simulate_json_is_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["jobs"] == 40
 
 
+@pytest.mark.parametrize(("row", "column"), [("0,1e308,1,10,linear", "arrival_s"),
+                                             ("0,0,1,1e308,linear", "service_s"),
+                                             ("0,0,1,1e13,linear", "service_s")])
+def test_times_past_the_simulators_range_are_named(tmp_path: Path, row: str, column: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "w.csv"
+    trace.write_text(f"job_id,arrival_s,gpus,service_s,model\n{row}\n")
+    assert main(["simulate", "--trace", str(trace), "--policy", "fifo", "--json"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{trace}, row 1, column '{column}'" in err and "at most 1e+12 s" in err, err
+
+
 def test_select_json_is_json(small_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = small_run.parent / "chosen-copy.json"
     assert main(["select", str(small_run), "--knee", "--out", str(out)]) == 0
     json.loads(out.read_text(), parse_constant=_no_constants)
+
+
+@pytest.mark.parametrize("how", [["--knee"], ["--weights", "1,1"], ["--weights", "1,0"],
+                                 ["--weights", "0,1"]], ids=" ".join)
+@pytest.mark.parametrize("entry", [0, 1, 2])
+def test_select_never_picks_an_entry_with_a_nan_objective(run_copy: Path, how: list[str],
+                                                          entry: int) -> None:
+    front = json.loads((run_copy / "front.json").read_text())
+    for part in ("objectives", "metrics"):
+        front["front"][entry][part]["jct:avg"] = None  # how JSON writes NaN
+    (run_copy / "front.json").write_text(json.dumps(front))
+    out = run_copy / "picked.json"
+    assert main(["select", str(run_copy), *how, "--include-dominated", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["front_index"] != entry
 
 
 # --- 10. errors keep their bracketed values ---------------------------------------------------

@@ -22,7 +22,7 @@ from simulator.profile import PROFILE_DIR
 def two_jobs(restart_s: float, tmp_path: Path) -> tuple[Workload, ClusterProfile]:
     doc = yaml.safe_load((PROFILE_DIR / "pcs-64.yaml").read_text())
     doc["overheads"]["restart_overhead_s"] = restart_s
-    path = tmp_path / "p.yaml"
+    path = tmp_path / "pcs-64.yaml"  # a profile is named as its file
     path.write_text(yaml.safe_dump(doc))
     frame = pd.DataFrame({"arrival_s": [0.0, 10.0], "gpus": [64, 64],
                           "service_s": [64_000.0, 6_400.0], "model": ["linear", "linear"]})

@@ -71,7 +71,7 @@ def _seeds() -> dict[str, tuple[str, str, Callable[[Path], Any]]]:
         "gavel": ("jobs.trace", _head(ROOT / "tests" / "fixtures" / "gavel" /
                                       "continuous_multi.trace", 15),
                   lambda p: read_trace(p, throughputs=GAVEL)),
-        "profile": ("profile.yaml", (ROOT / "cluster_profiles" / "pcs-64.yaml").read_text(),
+        "profile": ("pcs-64.yaml", (ROOT / "cluster_profiles" / "pcs-64.yaml").read_text(),
                     load_profile),
         "spec": ("retune.yaml", yaml.safe_dump(spec), RetuneSpec.load),
         "cluster": ("cluster.yaml", (ROOT / "dask-cluster.yaml").read_text(),
