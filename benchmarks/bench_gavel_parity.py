@@ -20,7 +20,9 @@ generator made, three cluster shapes, six policies; its README): per run, our av
 over the jobs we kept against Gavel's over the jobs it kept, whether we dropped the same
 jobs, the share of jobs within 5 % and exactly (1e-6) Gavel's, and, for the solved policies,
 the share exact with Gavel's allocations replayed. ``--csv FILE`` also writes that table
-(docs/fidelity/gavel.md shows it).
+(docs/fidelity/gavel.md shows it). ``--makespan`` prints the same table for the runs of
+``tests/fixtures/gavel/makespan`` (Gavel's ``min_total_duration`` and ``_perf`` on the
+traces of both sets).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.helpers.gavel import (  # noqa: E402  (after the path is set)
     FIXTURES,
+    MAKESPAN,
     MORE,
     POLICIES,
     TRACES,
@@ -98,9 +101,9 @@ def more_row(run: Run) -> dict[str, Any]:
     from policies.hetero.gavel import Gavel
     from simulator import load_profile, simulate, summary
 
-    wl, profile = workload(run.trace, MORE), load_profile(run.cluster)
-    ref = reference(run.trace, run.policy, MORE)
-    params = POLICIES[run.policy]
+    wl, profile = workload(run.trace, run.traces), load_profile(run.cluster)
+    ref = reference(run.trace, run.policy, run.where)
+    params = run.params
     t0 = time.process_time()
     res = simulate(wl, profile, Gavel(**params))
     cpu = time.process_time() - t0
@@ -115,7 +118,7 @@ def more_row(run: Run) -> dict[str, Any]:
            "exact": 100 * float((rel <= 1e-6).mean()), "worst_pct": 100 * float(rel.max()),
            "replayed_exact": np.nan, "cpu_s": cpu}
     row["avg_diff_pct"] = 100 * (row["avg_jct_s"] / run.avg_jct_s - 1)
-    source = MORE / f"{run.trace}__{run.policy}.alloc.jsonl.gz"
+    source = run.where / f"{run.trace}__{run.policy}.alloc.jsonl.gz"
     if params["objective"] != "fifo":
         again = simulate(wl, profile, GavelsAllocations(**params, source=str(source)))
         got = twins_sorted(ref, np.asarray(again.finish_s) - wl.arrival_s)
@@ -124,13 +127,13 @@ def more_row(run: Run) -> dict[str, Any]:
     return row
 
 
-def more(csv: Path | None) -> None:
+def more(csv: Path | None, where: Path = MORE) -> None:
     """The ``--more`` table (module docstring)."""
     print(f"{'trace':<5} {'cluster':<22} {'Gavel policy':<26} {'jobs':>4} {'drop':>4} "
           f"{'avg JCT s':>9} {'Gavel s':>9} {'diff %':>7} {'<=5 %':>6} {'exact':>6} "
           f"{'worst %':>7} {'replay':>6} {'CPU s':>6}")
     rows = []
-    for run in more_runs():
+    for run in more_runs(where):
         r = more_row(run)
         rows.append(r)
         drop = f"{r['dropped']}{'' if r['same_dropped'] else '!'}"
@@ -145,10 +148,12 @@ def more(csv: Path | None) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--more", action="store_true", help="the runs of tests/fixtures/gavel/more")
-    ap.add_argument("--csv", type=Path, help="with --more: also write the table here")
+    ap.add_argument("--makespan", action="store_true",
+                    help="the runs of tests/fixtures/gavel/makespan (Gavel's makespan policy)")
+    ap.add_argument("--csv", type=Path, help="with --more or --makespan: also write the table")
     args = ap.parse_args()
-    if args.more:
-        more(args.csv)
+    if args.more or args.makespan:
+        more(args.csv, MAKESPAN if args.makespan else MORE)
         return
     from policies.hetero.gavel import Gavel
     from policies.hetero.yarn import YarnCS

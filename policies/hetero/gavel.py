@@ -48,6 +48,12 @@ Objectives (``objective``, with ``aware``; Gavel's ``_perf`` policies are the aw
   types in Gavel's name order (the reverse of the profile's: k80 < p100 < v100). Agnostic:
   every type at the job's rate on the profile's first (Gavel: V100; a job that cannot run
   there, which Gavel's measurements never have, at its best rate).
+- ``makespan`` (Gavel's ``min_total_duration``): the allocation under which every job can
+  finish its remaining steps at ``sum_t x[j, t] X[j, t]`` within the shortest makespan ``T``
+  Gavel's search finds (halving ``[100 s, 1e6 s]`` to within 5 %, then the next decade while
+  none is feasible: one feasibility LP per try, solved with ECOS as cvxpy hands it over, so
+  ``lp`` does not apply). Agnostic: every type at the job's first-type rate, as for
+  ``finish_time``.
 - ``fifo``: jobs in arrival order each get one type for all their time (``x = 1``) while some
   type has room for the gang: the fastest (aware), or, agnostic, Gavel's own choice (it draws a
   random index, ``random.Random(seed)``, but takes the last type in name order that has free
@@ -183,6 +189,20 @@ def _throughputs(rate: FloatArray, rows: IntArray, memory: PolicyMemory) -> Floa
     return rate * np.where(per_s > 0, per_s, 1.0)[:, None]
 
 
+def _agnostic(X: FloatArray) -> FloatArray:
+    """The heterogeneity-agnostic programs' throughputs: each job's rate on the profile's
+    first type everywhere (Gavel: V100; its best where it has none there)."""
+    first = np.where(X[:, 0] > 0, X[:, 0], X.max(axis=1))
+    return np.repeat(first[:, None], X.shape[1], axis=1)
+
+
+def _left(rows: IntArray, memory: PolicyMemory, jobs: JobArrays, m: int) -> FloatArray:
+    """The work the ``rows`` have left (``m`` types): whole steps where the workload counts
+    them (Gavel's ``num_steps_remaining``), else reference seconds."""
+    per_s = memory.f[rows, 3 * m + F_STEPS]
+    return np.where(per_s > 0, np.rint(jobs.rem[rows] * per_s), jobs.rem[rows])
+
+
 @register
 @dataclass(frozen=True)
 class Gavel(KernelRoundPolicy):
@@ -193,9 +213,10 @@ class Gavel(KernelRoundPolicy):
 
     round_s: float = param(360.0, low=60.0, high=1800.0, help="round length (s)")
     objective: str = param("max_min", kind="choice",
-                           choices=("max_min", "max_sum", "finish_time", "fifo"),
+                           choices=("max_min", "max_sum", "finish_time", "fifo", "makespan"),
                            help="allocation: max-min fairness (LAS), max-sum throughput, "
-                                "finish-time fairness, FIFO")
+                                "finish-time fairness, FIFO, or the shortest makespan "
+                                "(Gavel's min_total_duration; always ECOS)")
     aware: bool = param(True, kind="choice", choices=(True, False),
                         help="heterogeneity-aware (Gavel's _perf policies) or agnostic")
     reset_s: float = param(1920.0, low=0.0, high=7200.0,
@@ -252,6 +273,11 @@ class Gavel(KernelRoundPolicy):
         these rates and gangs, at an allocation reset at ``now`` (module docstring)."""
         if self.objective == "finish_time":
             return self._finish_time(rate, demand, type_gpus, rows, memory, jobs, now)
+        if self.objective == "makespan":
+            X = _throughputs(rate, rows, memory)
+            return allocation((X if self.aware else _agnostic(X)).tobytes(), demand.tobytes(),
+                              type_gpus.tobytes(), "makespan", "ecos",
+                              _left(rows, memory, jobs, rate.shape[1]).tobytes())
         if self.objective != "fifo":
             X = rate if self.objective == "max_sum" else _throughputs(rate, rows, memory)
             if not self.aware:
@@ -282,12 +308,10 @@ class Gavel(KernelRoundPolicy):
         keeps each job's isolated time so far, steps left and isolated rate (module
         docstring)."""
         f, at = memory.f, 3 * type_gpus.shape[0]
-        per_s = f[rows, at + F_STEPS]
-        left = np.where(per_s > 0, np.rint(jobs.rem[rows] * per_s), jobs.rem[rows])
+        left = _left(rows, memory, jobs, type_gpus.shape[0])
         X = _throughputs(rate, rows, memory)
-        if not self.aware:  # the first type's rate everywhere (its best where it has none)
-            first = np.where(X[:, 0] > 0, X[:, 0], X.max(axis=1))
-            X = np.repeat(first[:, None], X.shape[1], axis=1)
+        if not self.aware:
+            X = _agnostic(X)
         seen = memory.i[rows, I_ALLOC] > 0  # in the last allocation: it progressed since
         alone = f[rows, at + F_ALONE].copy()
         alone[seen] += (f[rows, at + F_LEFT][seen] - left[seen]) / f[rows, at + F_RATE][seen]

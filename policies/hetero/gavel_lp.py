@@ -1,9 +1,11 @@
 """Gavel's allocations: its LP (max-min fairness or max-sum throughput), its finish-time
-fairness program, and its FIFO.
+fairness program, its makespan search, and its FIFO.
 
 Max-min fairness is solved with ECOS as Gavel's cvxpy hands it over (:func:`cvxpy_max_min`),
 or with HiGHS's interior point; max-sum with ECOS or HiGHS on our own LP. Finish-time fairness
-is a second-order cone program: ECOS gets it as cvxpy hands it over. "As cvxpy hands it over"
+is a second-order cone program: ECOS gets it as cvxpy hands it over. The makespan policy
+(:func:`cvxpy_min_total_duration`) searches for the shortest feasible makespan, one ECOS
+feasibility LP per try, each as cvxpy hands it over. "As cvxpy hands it over"
 means the same variables, rows, cones and coefficients, each computed as Gavel computes it:
 given Gavel's measured throughputs (:class:`simulator.scaling.TypeSpeeds`'s
 ``gang_steps_per_s``) ECOS gets Gavel's program to the last bit, so it returns Gavel's
@@ -24,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
-__all__ = ["allocation", "cvxpy_max_min", "fifo", "finish_time_allocation", "gavel_allocation",
-           "isolated", "rng", "save"]
+__all__ = ["allocation", "cvxpy_max_min", "cvxpy_min_total_duration", "fifo",
+           "finish_time_allocation", "gavel_allocation", "isolated", "rng", "save"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -54,7 +56,8 @@ def _matrix(demand: IntArray, m: int, ratio: FloatArray | None = None) -> _Csc:
 
 
 def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArray,
-                     objective: str = "max_min", solver: str = "ecos") -> FloatArray:
+                     objective: str = "max_min", solver: str = "ecos",
+                     steps: FloatArray | None = None) -> FloatArray:
     """Gavel's LP: the time fraction ``x[j, t]`` each job should run on each type.
 
     Args:
@@ -62,9 +65,12 @@ def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArr
             the heterogeneity-agnostic policies).
         demand: gang sizes.
         type_gpus: GPUs of each type.
-        objective: ``"max_min"`` or ``"max_sum"`` (module docstring).
+        objective: ``"max_min"``, ``"max_sum"`` or ``"makespan"`` (module docstring).
         solver: ``"ecos"`` (what Gavel's cvxpy calls: its allocations, module docstring) or
-            ``"highs"`` (HiGHS's interior point, another optimum where there are several).
+            ``"highs"`` (HiGHS's interior point, another optimum where there are several;
+            not for ``"makespan"``, which is ECOS's alone).
+        steps: ``"makespan"``: the work each job has left, in ``throughput``'s units times
+            seconds.
 
     Raises:
         RuntimeError: the solver found no optimum (cannot happen: ``x = 0`` is feasible).
@@ -72,6 +78,9 @@ def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArr
     n, m = throughput.shape
     if n == 0:
         return np.zeros((0, m))
+    if objective == "makespan":
+        assert steps is not None
+        return cvxpy_min_total_duration(throughput, demand, type_gpus, steps)
     if objective == "max_min" and solver == "ecos":
         return cvxpy_max_min(throughput, demand, type_gpus)
     solve = _ecos if solver == "ecos" else _solve
@@ -127,6 +136,66 @@ def cvxpy_max_min(throughput: FloatArray, demand: IntArray, type_gpus: IntArray
     sol = ecos.solve(cost, g, h, {"l": h.shape[0], "q": [], "e": 0}, verbose=False)
     x = np.asarray(sol["x"], dtype=np.float64)[1:].reshape(m, n).T
     return np.clip(x, 0.0, 1.0)[:, ::-1].copy()
+
+
+def cvxpy_min_total_duration(throughput: FloatArray, demand: IntArray, type_gpus: IntArray,
+                             steps: FloatArray) -> FloatArray:
+    """Gavel's makespan policy (``min_total_duration`` and ``_perf``): the allocation
+    ``(jobs, types)``, types in the profile's order, under which every job can finish its
+    ``steps`` left within the shortest makespan ``T`` Gavel's search finds.
+
+    Gavel searches ``T`` in seconds: halving ``[100, 1e6]`` while its upper end is more than
+    1.05 times its lower, keeping the upper end at every ``T`` that is feasible (ECOS says
+    optimal: exit 0; any other answer counts as infeasible), and, if none was, the next
+    decade ``[1e6, 1e7]`` likewise, and so on. The answer is the ``x`` of the last feasible
+    ``T``, clipped to ``[0, 1]``. Each try is the feasibility LP (a constant objective) cvxpy
+    1.x hands ECOS from Gavel's expression, over the types in Gavel's name order (k80 < p100
+    < v100): the variables ``x`` column by column; the ``<=`` rows ``-x`` per variable,
+    ``sum_j s_j x[j, t]`` per type, ``sum_t x[j, t]`` per job, then ``-X_j . x_j <=
+    -steps_j / T`` per job (exact zeros left out).
+
+    Raises:
+        RuntimeError: ECOS failed (Gavel's cvxpy raises then too), or no ``T`` up to 1e30 s
+            is feasible (a job that can run nowhere).
+    """
+    X = throughput[:, ::-1]
+    n, m = X.shape
+    job = np.tile(np.arange(n), m)  # x's columns, column by column: (type, job)
+    kind = np.repeat(np.arange(m), n)
+    rows = np.stack([np.arange(n * m), n * m + kind, n * m + m + job, n * m + m + n + job],
+                    axis=1)
+    values = np.stack([-np.ones(n * m), demand.astype(np.float64)[job], np.ones(n * m),
+                       -X.T.ravel()], axis=1)
+    g = sparse.csc_matrix((values.ravel(), rows.ravel().astype(np.int32),
+                           (4 * np.arange(n * m + 1)).astype(np.int32)),
+                          shape=(n * m + m + 2 * n, n * m))
+    g.eliminate_zeros()
+    fixed = np.concatenate([np.zeros(n * m), type_gpus[::-1].astype(np.float64), np.ones(n)])
+    cost = np.zeros(n * m)
+    dims = {"l": g.shape[0], "q": [], "e": 0}
+
+    def feasible(T: float) -> FloatArray | None:
+        sol = ecos.solve(cost, g.copy(), np.concatenate([fixed, -(steps / T)]), dims,
+                         verbose=False)
+        flag = sol["info"]["exitFlag"]
+        if flag in (-2, -3, -4, -7):
+            raise RuntimeError(f"Gavel makespan LP: ECOS returned {sol['info']['infostring']}")
+        return np.asarray(sol["x"], dtype=np.float64) if flag == 0 else None
+
+    low, high, found = 100.0, 1e6, None
+    while found is None:
+        if high > 1e30:
+            raise RuntimeError("Gavel makespan LP: no makespan up to 1e30 s is feasible")
+        top = high
+        while 1.05 * low < high:
+            T = (low + high) / 2.0
+            x = feasible(T)
+            if x is None:
+                low = T
+            else:
+                found, high = x, T
+        low, high = top, top * 10.0
+    return np.clip(found.reshape(m, n).T, 0.0, 1.0)[:, ::-1].copy()
 
 
 def isolated(demand: IntArray, type_gpus: IntArray) -> FloatArray:
@@ -281,13 +350,15 @@ def _highs() -> tuple[Any, Any]:
 
 @functools.lru_cache(maxsize=4096)
 def allocation(throughput: bytes, demand: bytes, type_gpus: bytes, objective: str,
-                solver: str) -> FloatArray:
-    """:func:`gavel_allocation` of the float64 rates and int64 gang sizes and GPUs these bytes
-    hold, read-only. The same inputs hand the solver the same model, hence get the same
-    answer, so each is solved once (playouts meet the active sets the run met)."""
+                solver: str, steps: bytes = b"") -> FloatArray:
+    """:func:`gavel_allocation` of the float64 rates (and work left, for ``"makespan"``) and
+    int64 gang sizes and GPUs these bytes hold, read-only. The same inputs hand the solver
+    the same model, hence get the same answer, so each is solved once (playouts meet the
+    active sets the run met)."""
     gpus = np.frombuffer(type_gpus, dtype=np.int64)
     x = gavel_allocation(np.frombuffer(throughput).reshape(-1, gpus.shape[0]),
-                         np.frombuffer(demand, dtype=np.int64), gpus, objective, solver)
+                         np.frombuffer(demand, dtype=np.int64), gpus, objective, solver,
+                         np.frombuffer(steps) if steps else None)
     x.flags.writeable = False
     return x
 

@@ -30,29 +30,45 @@ POLICIES = {  # Gavel's policy -> our gavel's parameters
     "finish_time_fairness": {"objective": "finish_time", "aware": False},
     "finish_time_fairness_perf": {"objective": "finish_time", "aware": True},
 }
+MAKESPAN_POLICIES = {  # Gavel's makespan policies, whose runs are in MAKESPAN
+    "min_total_duration": {"objective": "makespan", "aware": False},
+    "min_total_duration_perf": {"objective": "makespan", "aware": True},
+}
 TYPES = ("v100", "p100", "k80")  # gavel-108's order
 MORE = FIXTURES / "more"
+MAKESPAN = FIXTURES / "makespan"
 
 
 @dataclass(frozen=True)
 class Run:
-    """One of Gavel's runs in ``more/``: trace, policy and the cluster (``-c``, as
-    ``--cluster`` reads it), with Gavel's average JCT over the jobs it kept."""
+    """One of Gavel's runs in ``more/`` (or ``where``): trace, policy and the cluster
+    (``-c``, as ``--cluster`` reads it), with Gavel's average JCT over the jobs it kept."""
 
     trace: str
     policy: str
     cluster: str
     avg_jct_s: float
+    where: Path = MORE
 
     @property
     def id(self) -> str:
         return f"{self.trace}-{self.policy}"
 
+    @property
+    def traces(self) -> Path:
+        """The folder of the run's trace: ``more/`` or the first set's."""
+        return MORE if (MORE / f"{self.trace}.trace").exists() else FIXTURES
 
-def more_runs() -> list[Run]:
-    """Every run of ``more/summary.csv``, in its order."""
-    doc = pd.read_csv(MORE / "summary.csv")
-    return [Run(r.trace, r.policy, r.cluster, r.avg_jct_s) for r in doc.itertuples()]
+    @property
+    def params(self) -> dict[str, Any]:
+        """Our ``gavel``'s parameters for the run's policy."""
+        return {**POLICIES, **MAKESPAN_POLICIES}[self.policy]
+
+
+def more_runs(where: Path = MORE) -> list[Run]:
+    """Every run of ``where``'s ``summary.csv``, in its order."""
+    doc = pd.read_csv(where / "summary.csv")
+    return [Run(r.trace, r.policy, r.cluster, r.avg_jct_s, where) for r in doc.itertuples()]
 
 
 @cache

@@ -13,6 +13,9 @@ in ``more/`` 16 traces of Gavel's generator on three cluster shapes, 6 policies 
   last bit and every job must match; with HiGHS, which returns other optima, the average JCT
   must stay within 1 % (``benchmarks/bench_gavel_parity.py`` shows where the allocations
   part).
+- Gavel's makespan policy (``min_total_duration`` and ``_perf``, in ``makespan/``) searches
+  for the shortest feasible makespan, one ECOS LP per try: with ECOS handed each try as
+  cvxpy builds it, every allocation must be Gavel's to the last bit and every job must match.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from policies.hetero.gavel import Gavel
 from simulator import load_profile, simulate, summary
 from tests.helpers.gavel import (
     FIXTURES,
+    MAKESPAN,
     MORE,
     POLICIES,
     TRACES,
@@ -116,8 +120,8 @@ SOLVED_RUNS = [pytest.param(r, id=r.id) for r in more_runs()
 def _matches_gavel(run: Run, policy: Gavel) -> None:
     """Every job Gavel keeps ends when Gavel's does (identical jobs as a set), we drop the
     jobs it drops, and the average over the rest is Gavel's."""
-    ref = reference(run.trace, run.policy, MORE)
-    wl = workload(run.trace, MORE)
+    ref = reference(run.trace, run.policy, run.where)
+    wl = workload(run.trace, run.traces)
     res = simulate(wl, load_profile(run.cluster), policy)
     kept = ref.jct_s.notna().to_numpy()
     np.testing.assert_array_equal(res.kept, kept)
@@ -134,17 +138,27 @@ def test_rounds_reproduce_gavel_under_its_allocations_on_its_generated_traces(ru
     _matches_gavel(run, GavelsAllocations(**POLICIES[run.policy], source=source))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("run", SOLVED_RUNS)
+# Gavel's makespan runs: every try of the search is an LP, so a run costs a dozen solves per
+# reset; CI checks the first set and four of more/'s (static and Poisson, 1- to 4-GPU gangs,
+# three cluster shapes, a dropped job), benchmarks/bench_gavel_parity.py --makespan all 40
+MAKESPAN_RUNS = [pytest.param(r, id=r.id, marks=() if r.trace == "static_single" else
+                               pytest.mark.slow) for r in more_runs(MAKESPAN)
+                 if r.traces == FIXTURES or r.trace in ("s02", "s04", "c05", "c12")]
+
+
+@pytest.mark.parametrize("run", [pytest.param(*p.values, id=p.id, marks=pytest.mark.slow)
+                                 for p in SOLVED_RUNS] + MAKESPAN_RUNS)
 def test_solved_policies_allocate_as_gavel_to_the_last_bit(run: Run) -> None:
     # ECOS gets the program cvxpy builds from Gavel's throughputs, coefficient for
     # coefficient: at every reset (at Gavel's very clock) the allocation is Gavel's, bit
     # for bit, so no near-tie in priority can tip (Gavel's last call, with no job left, is
-    # one we skip)
-    policy = Gavel(**POLICIES[run.policy])
+    # one we skip). Gavel's makespan policy (tests/fixtures/gavel/makespan): every try of
+    # its search hands ECOS Gavel's LP, so it stops at Gavel's makespan, and the
+    # allocation is that try's
+    policy = Gavel(**run.params)
     seen = recording(policy)
     _matches_gavel(run, policy)
-    theirs = gavels_allocations(MORE / f"{run.trace}__{run.policy}.alloc.jsonl.gz")
+    theirs = gavels_allocations(run.where / f"{run.trace}__{run.policy}.alloc.jsonl.gz")
     assert len(seen) <= len(theirs) and not any(x for _, x in theirs[len(seen):])
     for (now, ours), (then, x) in zip(seen, theirs, strict=False):
         assert now == then and ours.keys() == x.keys()
