@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.jit import configure_cache, njit
+from simulator.order import stable_order
 
 configure_cache()
 
@@ -48,7 +49,7 @@ def gang_row(free: Any, gpus: int, prev: Any, out: Any) -> bool:
         out[best] = gpus
         return True
     left = gpus
-    for k in np.argsort(-free, kind="mergesort"):
+    for k in stable_order(-free):
         take = min(left, free[k])
         out[k] = take
         left -= take
@@ -143,7 +144,8 @@ def priority_plan(order: Any, gpus: Any, current: Any, node_gpus: Any, keep: Any
     plan = np.zeros_like(current)
     for i in range(current.shape[0]):
         if keep[i]:
-            plan[i, :] = current[i]
+            for c in range(current.shape[1]):
+                plan[i, c] = current[i, c]
     free = node_gpus - plan.sum(axis=0)
     waiting = np.array([i for i in order if not np.any(plan[i] != 0)], dtype=np.int64)
     left = free.sum()

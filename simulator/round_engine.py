@@ -327,11 +327,13 @@ def fork(J: Any, M: Any, E: Any, J2: Any, M2: Any, E2: Any, short: bool) -> None
         J2.ran0[r], J2.ran1[r] = J.ran0[r], J.ran1[r]
         J2.seen0[r], J2.seen1[r] = J.seen0[r], J.seen1[r]
         J2.started[r], J2.preempt[r], J2.held[r] = J.started[r], J.preempt[r], J.held[r]
-        J2.alloc[r, :] = J.alloc[r, :]
+        for c in range(J.alloc.shape[1]):  # loops, not slice copies (simulator/jit.py)
+            J2.alloc[r, c], M2.out_alloc[r, c] = J.alloc[r, c], M.out_alloc[r, c]
         J2.nw[r] = J.nw[r]
-        M2.f[r, :] = M.f[r, :]
-        M2.i[r, :] = M.i[r, :]
-        M2.out_alloc[r, :] = M.out_alloc[r, :]
+        for c in range(M.f.shape[1]):
+            M2.f[r, c] = M.f[r, c]
+        for c in range(M.i.shape[1]):
+            M2.i[r, c] = M.i[r, c]
         M2.out_nw[r] = M.out_nw[r]
         for s in range(J.woff[r], J.woff[r + 1]):
             J2.wdev[s], J2.wsurge[s], M2.out_wdev[s] = J.wdev[s], J.wsurge[s], M.out_wdev[s]

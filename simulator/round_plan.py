@@ -228,7 +228,8 @@ def apply_plan(C: Any, J: Any, M: Any, E: Any, shares: bool) -> None:
                 row[C.device_node[J.wdev[s]]] += 1
                 J.used[J.wdev[s]] = 1.0
         else:
-            row[:] = M.out_alloc[r]
+            for c in range(row.shape[0]):
+                row[c] = M.out_alloc[r, c]
             changed = bool(np.any(row != J.alloc[r]))
         gpus = row.sum()
         if J.started[r]:

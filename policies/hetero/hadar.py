@@ -51,6 +51,7 @@ from policies.hetero.hadar_dp import Round, price_table, round_search
 from policies.round_kernel import KernelRoundPolicy
 from simulator.jit import njit, njit_lazily
 from simulator.libm import pairwise_sum
+from simulator.order import stable_order
 from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.round_plan import speed
 
@@ -114,13 +115,18 @@ def _allocate(node_type: Any, capacity: Any, rate_type: Any, demand: Any, remain
     speed = np.empty((n, node_type.shape[0]))
     density = np.empty(n)
     for j in range(n):
-        speed[j] = rate_type[j][node_type]
+        for k in range(node_type.shape[0]):
+            speed[j, k] = rate_type[j, node_type[k]]
         t_best = remaining[j] / rate_type[j].max()
         density[j] = -(value[j] / ((elapsed[j] + t_best) * demand[j] * t_best))
+    restart = np.zeros(n)
+    for j in range(n):
+        if started[j]:
+            restart[j] = restart_s
     R = Round(node_type, capacity, speed, demand, remaining, elapsed, value, prev,
-              np.where(started, restart_s, 0.0), inter_node_factor,
+              restart, inter_node_factor,
               price_table(capacity, low, np.maximum(u_max[node_type], low)), rate_type.shape[1])
-    round_search(R, np.argsort(density, kind="mergesort"), budget, out)
+    round_search(R, stable_order(density), budget, out)
     return out
 
 

@@ -248,7 +248,8 @@ def round_search(R: Any, order: Any, budget: int, out: Any) -> float:
             if k:
                 job[depth], nopt[depth], chosen[depth] = order[i - 1], k, -1
                 at_i[depth], at_value[depth], at_total[depth] = i, value, total
-                at_free[depth] = free
+                for c in range(free.shape[0]):
+                    at_free[depth, c] = free[c]
                 depth += 1
             elif not pruned:
                 leaves += 1
@@ -262,7 +263,8 @@ def round_search(R: Any, order: Any, budget: int, out: Any) -> float:
         d = depth - 1  # the frame's next branch: its next placement, or skipping the job
         chosen[d] += 1
         i, value, total = at_i[d], at_value[d], at_total[d]
-        free[:] = at_free[d]
+        for c in range(free.shape[0]):
+            free[c] = at_free[d, c]
         if chosen[d] < nopt[d]:
             value += pays[d, chosen[d]]
             total -= _take(free, rows[d, chosen[d]])
