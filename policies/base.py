@@ -161,6 +161,12 @@ class Policy:
         if unknown:
             raise InvalidPolicyParams(f"policy {cls.name!r} has no parameter {unknown[0]!r}; "
                                       f"its parameters are {list(known)}")
+        for k, v in params.items():
+            bad = [x for x in v if x is not None and (isinstance(x, bool) or not isinstance(
+                x, int | float))] if isinstance(v, list) else []
+            if bad:
+                raise InvalidPolicyParams(f"policy {cls.name!r}: {k} holds {bad[0]!r}; give a "
+                                          "list of numbers (null for infinity)")
         converted = {k: tuple(math.inf if x is None else x for x in v) if isinstance(v, list)
                      else v for k, v in params.items()}
         return cls(**converted)

@@ -426,7 +426,8 @@ OPTIONS: list[tuple[list[str], str]] = [
     (["search", "--seed", "-1"], "seed"),
     (["search", "--budget", "0"], "budget"),
     (["search", "--budget", "-3"], "budget"),
-    (["search", "--set", 'thresholds=[1,"a"]'], "thresholds"),
+    (["search", "--set", 'thresholds=[1,"a"]'], "thresholds holds 'a'"),
+    (["search", "--set", "thresholds=[1,true]"], "thresholds holds True"),
     (["search", "--set", 'thresholds={"a":1}'], "thresholds"),
     (["search", "--set", "W=nan"], "W"),
     (["search", "--set", "W=1e309"], "W"),
@@ -453,7 +454,7 @@ OPTIONS: list[tuple[list[str], str]] = [
     (["simulate", "--generate", "40", "--profile", "v100:10000000000000"], "at most 10,000,000"),
     (["search", "--profile", "v100:10000000000000"], "at most 10,000,000"),
     (["simulate", "--generate", "40", "--set", "thresholds=[1,null]", "--set", "rates=[{},1]"],
-     "parameters it cannot take"),
+     "rates holds {}"),
 ]
 
 
