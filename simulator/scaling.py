@@ -21,6 +21,10 @@ from simulator.errors import InvalidWorkload, located
 
 __all__ = ["PARAMETRIC_MODELS", "ScalingTable", "TypeSpeeds", "amdahl", "parametric_table"]
 
+MAX_SPEEDUP = 1e6
+"""The largest speed-up over one GPU a scaling table may give (1e308 overflowed the
+simulator's sums to infinity)."""
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
@@ -128,15 +132,21 @@ class ScalingTable:
                     src, row=row, column="gpus", value=gpus,
                     problem=f"model {model!r} must list GPU counts 1, 2, ... in order "
                             f"(expected {len(seen) + 1})"))
-            if not (np.isfinite(speed) and speed > 0):
+            if not (np.isfinite(speed) and 0 < speed <= MAX_SPEEDUP):
                 raise InvalidWorkload(located(src, row=row, column="speedup", value=speed,
-                                              problem="must be a finite number > 0"))
+                                              problem=f"must be a number > 0 and at most "
+                                                      f"{MAX_SPEEDUP:,.0f}"))
             # PCS derives speed-ups from iteration times (t_1 / t_g); the rounded speedup
             # column is the fallback where a model has no timings.
             if gpus == 1:
                 first_time[str(model)] = float(t_iter)
             t1 = first_time[str(model)]
             exact = t1 / float(t_iter) if t1 > 0 and np.isfinite(t_iter) and t_iter > 0 else None
+            if exact is not None and exact > MAX_SPEEDUP:
+                raise InvalidWorkload(located(
+                    src, row=row, column="time_per_iter_us", value=t_iter,
+                    problem=f"gives a speed-up of {exact:.3g} over one GPU; at most "
+                            f"{MAX_SPEEDUP:,.0f}"))
             seen.append(exact if exact is not None else float(speed))
         if not points:
             raise InvalidWorkload(f"{src}: scaling table has no rows")

@@ -581,6 +581,18 @@ def test_times_past_the_simulators_range_are_named(tmp_path: Path, row: str, col
     assert f"{trace}, row 1, column '{column}'" in err and "at most 1e+12 s" in err, err
 
 
+@pytest.mark.parametrize(("rows", "column"), [
+    ("m,1,1,100\nm,2,1e308,50\n", "speedup"),
+    ("m,1,1,100\nm,2,2,1e-300\n", "time_per_iter_us")])
+def test_speed_ups_past_the_simulators_range_are_named(
+        tmp_path: Path, rows: str, column: str, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "scaling.csv"
+    table.write_text("model,gpus,speedup,time_per_iter_us\n" + rows)
+    assert main(["simulate", "--generate", "40", "--scaling-table", str(table), "--json"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{table}, row 2, column '{column}'" in err and "at most 1,000,000" in err, err
+
+
 def test_select_json_is_json(small_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = small_run.parent / "chosen-copy.json"
     assert main(["select", str(small_run), "--knee", "--out", str(out)]) == 0
