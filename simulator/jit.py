@@ -57,8 +57,10 @@ from typing import Any, TypeVar, overload
 import numba
 from numba.core import caching, event
 
-__all__ = ["cache_dir", "compile_cpu_s", "compile_notice", "compiled", "configure_cache",
-           "module_stamp", "njit", "njit_lazily", "source_digest"]
+from simulator.errors import ParetoSearchError
+
+__all__ = ["KernelCacheError", "cache_dir", "compile_cpu_s", "compile_notice", "compiled",
+           "configure_cache", "module_stamp", "njit", "njit_lazily", "source_digest"]
 
 _ROOT = Path(__file__).resolve().parent.parent
 _PACKAGES = ("simulator", "policies")
@@ -227,10 +229,20 @@ def compiled(function: Any) -> Any:
     locks.mkdir(parents=True, exist_ok=True)
     with open(locks / f"{py_func.__module__}.{py_func.__qualname__}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        function.compile(signature)
+        try:
+            function.compile(signature)
+        except OSError as exc:  # numba saves what it compiled: a full disk, a read-only folder
+            raise KernelCacheError(
+                f"{cache_dir()}: cannot save the compiled kernels there ({exc.strerror or exc}); "
+                "free space there, or set PARETOSEARCH_CACHE_DIR to a writable folder with "
+                "room") from exc
     function.disable_compile()
     _SPENT[0] += time.process_time() - cpu0
     return function
+
+
+class KernelCacheError(ParetoSearchError):
+    """The kernel cache folder cannot take what was compiled."""
 
 
 def compile_cpu_s() -> float:

@@ -126,3 +126,29 @@ def test_two_processes_needing_one_kernel_compile_it_once(tmp_path: Path) -> Non
     compiled = sorted(int(p.communicate(timeout=600)[0]) for p in procs)
     assert [p.returncode for p in procs] == [0, 0]
     assert compiled == [0, 1]
+
+
+FULL = """
+import resource, signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+from simulator import engine
+from simulator.jit import KernelCacheError, compiled
+try:
+    compiled(engine.no_queue)
+except KernelCacheError as exc:
+    print(exc)
+"""
+
+
+def test_a_cache_folder_without_room_is_an_error_naming_it(tmp_path: Path) -> None:
+    """A full disk (a real file-size limit: the kernel's EFBIG) while numba saves a kernel is
+    one error naming the folder and the fix, not numba's traceback."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PARETOSEARCH_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-c", FULL], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{cache}: cannot save the compiled kernels there"), done.stdout
+    assert "PARETOSEARCH_CACHE_DIR" in done.stdout
