@@ -194,22 +194,26 @@ def _later_plan(weight: Any, avail: Any, need: Any, full: Any, deadline: Any, ca
 
 
 @njit
-def _bound(depth: int, order: Any, rank: Any, lists: Any, dens: Any, best: Any, cap: Any
-           ) -> float:
-    """Fractional knapsack on each cell level alone over the jobs not yet fixed; the least."""
+def _bound(depth: int, rank: Any, lists: Any, finite: Any, free_sum: Any, dens: Any,
+           best: Any, cap: Any) -> float:
+    """Fractional knapsack on each cell level alone over the jobs not yet fixed; the least.
+
+    ``lists[i]`` holds the jobs by density on level ``i``, those taking none of it
+    (``free_sum[i, depth]``: their best values summed over unfixed jobs) before ``finite[i]``."""
     out = np.inf
     for i in range(LEVELS):
-        room, total = float(cap[i]), 0.0
-        for q in range(lists.shape[1]):
+        room, total = float(cap[i]), free_sum[i, depth]
+        for q in range(finite[i], lists.shape[1]):
+            if room <= 0.0 or total >= out:
+                break
             j = lists[i, q]
             if rank[j] < depth:
                 continue
-            if dens[i, j] == np.inf:
-                total += best[j]
-            elif room > 0.0:
-                take = min(best[j], room * dens[i, j])
-                total += take
-                room -= take / dens[i, j]
+            if dens[i, j] <= 0.0:
+                break
+            take = min(best[j], room * dens[i, j])
+            total += take
+            room -= take / dens[i, j]
         out = min(out, total)
     return out
 
@@ -258,8 +262,14 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
                 d = np.inf if opt_w[o, i] == 0 else opt_d[o] / opt_w[o, i]
                 dens[i, j] = max(dens[i, j], d)
     lists = np.empty((LEVELS, n), dtype=np.int64)
+    finite = np.zeros(LEVELS, dtype=np.int64)
+    free_sum = np.zeros((LEVELS, n + 1))  # per level and depth: see _bound
     for i in range(LEVELS):
         lists[i] = np.argsort(-dens[i], kind="mergesort")
+        for d in range(n - 1, -1, -1):
+            j = order[d]
+            free_sum[i, d] = free_sum[i, d + 1] + (best[j] if dens[i, j] == np.inf else 0.0)
+            finite[i] += dens[i, j] == np.inf
     used = np.zeros(LEVELS, dtype=np.int64)
     slot = np.full(n, -1, dtype=np.int64)  # per depth: position in the job's table, width: none
     incumbent, best_pick = -np.inf, np.full(n, -1, dtype=np.int64)
@@ -303,7 +313,8 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
             value += opt_d[o]
             current[depth] = o
         limit = target if lex else incumbent + tol
-        if value + _bound(depth + 1, order, rank, lists, dens, best, cap - used) < limit:
+        if value + _bound(depth + 1, rank, lists, finite, free_sum, dens, best,
+                          cap - used) < limit:
             continue  # this option cannot reach the limit: try the next at this depth
         if depth + 1 < n:
             slot[depth + 1] = -1
