@@ -17,10 +17,13 @@ HiGHS decides.
 
 The knapsack is solved exactly by depth-first branch and bound (compiled), with the bound of a
 fractional knapsack on each cell level alone (the least of the four), in two passes: the
-first, jobs in order of their best option's value, finds the optimum; the second applies the
-**tie rule**: among assignments within :data:`TIE_REL` of that optimum, the answer is the first
-in job order - at the first job (in the instance's job order) where two of them differ, the
-one that runs the job wins, and of two candidates the one listed first (the consolidated one).
+first finds the optimum, the second applies the **tie rule**: among assignments within
+:data:`TIE_REL` of that optimum, the answer is the first in the search's order. Jobs are
+ranked by the value of their best option (more first; the instance's job order among equal
+values) and each job's options by value (more first; candidate order among equals, so the
+consolidated candidate first), with running nothing last. At the first job in that ranking
+where two assignments differ, the one whose option ranks earlier wins: so between identical
+jobs, the earlier one runs.
 A borderline deadline step (within HiGHS's feasibility tolerance) and a search past
 :data:`SEARCH_LIMIT` nodes go back to HiGHS (``None``). The result does not depend on
 wall-clock time.
@@ -224,10 +227,10 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
     """Options picked (indices into the option arrays, at most one per job, their weights
     summed within ``cap`` on every level), and False if ``node_limit`` nodes did not settle it.
 
-    With ``target`` -inf, an optimum to within ``tol`` (jobs in order of their best option,
-    options best first). Otherwise the first assignment worth at least ``target`` in the tie
-    rule's order: jobs in the arrays' order, each job's options in the arrays' order, then
-    running nothing."""
+    Jobs are branched on in order of their best option's value (the arrays' order among
+    equals), each job's options best first (the arrays' order among equals), then running
+    nothing. With ``target`` -inf: an optimum to within ``tol``. Otherwise: the first
+    assignment in that order worth at least ``target`` (the tie rule)."""
     jobs = np.unique(opt_job)
     n = jobs.shape[0]
     if n == 0:
@@ -237,7 +240,7 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
     best = np.zeros(n)
     for o in range(opt_d.shape[0]):
         best[local[o]] = max(best[local[o]], opt_d[o])
-    order = np.arange(n) if lex else np.argsort(-best, kind="mergesort")
+    order = np.argsort(-best, kind="mergesort")
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
     # options of each job as rows of a table (-1 padded), in the order they are tried
@@ -248,8 +251,7 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
         width = max(width, counts[local[o]])
     table = np.full((n, width), -1, dtype=np.int64)
     fill = np.zeros(n, dtype=np.int64)
-    tried = np.arange(opt_d.shape[0]) if lex else np.argsort(-opt_d, kind="mergesort")
-    for o in tried:
+    for o in np.argsort(-opt_d, kind="mergesort"):
         table[local[o], fill[local[o]]] = o
         fill[local[o]] += 1
     # per level: each job's best value per unit of that level's weight (inf: an option that
