@@ -24,10 +24,12 @@ Deviation from the paper: its ``x_{k,i}`` are binary per lease over the whole ho
 the decision for the current lease is binary and the future is a fractional plan over doubling
 slots, which keeps the model small (hundreds of jobs solve in well under the paper's 10 s).
 
-**Solving** (:func:`solve_selector`): the exact knapsack method of :mod:`policies.unisched.exact`
-first, for instances whose later slots do not couple the jobs and whose optimum is unique;
-HiGHS on this MILP otherwise (:func:`solve_milp`), within a node limit rather than a time
-limit, so that the machine's load never changes a decision.
+**Solving** (:func:`solve_selector`): the answer is the MILP's exact optimum, ties broken by
+the rule of :mod:`policies.unisched.exact` (the first optimal assignment in job order). That
+module's knapsack method answers wherever it can certify the later slots; HiGHS on this MILP
+(:func:`solve_milp`, relative gap 0) answers the rest, within a node limit rather than a time
+limit, so that the machine's load never changes a decision (HiGHS's choice among tied optima
+is its own).
 """
 
 from __future__ import annotations
@@ -156,9 +158,9 @@ def _slots(lease_s: float, horizon_s: float, most: int) -> FloatArray:
 
 
 def solve_selector(inp: SelectorInput, *, node_limit: int = NODE_LIMIT,
-                   rel_gap: float = 1e-6) -> Selection:
-    """The selector's answer: the exact knapsack method where the instance has its shape and
-    a unique optimum (:mod:`policies.unisched.exact`), else HiGHS on the MILP."""
+                   rel_gap: float = 0.0) -> Selection:
+    """The selector's answer: the exact knapsack method where it certifies the instance
+    (:mod:`policies.unisched.exact`), else HiGHS on the MILP."""
     t0 = time.perf_counter()
     fast = solve_knapsack(inp)
     sel = (Selection(*fast, status=0, usable=True, solve_s=0.0, exact=True) if fast is not None
@@ -167,7 +169,7 @@ def solve_selector(inp: SelectorInput, *, node_limit: int = NODE_LIMIT,
 
 
 def solve_milp(inp: SelectorInput, *, node_limit: int = NODE_LIMIT,
-               rel_gap: float = 1e-6) -> Selection:
+               rel_gap: float = 0.0) -> Selection:
     """Build the MILP of eqs. 4-14 and solve it with HiGHS, within ``node_limit``
     branch-and-bound nodes (a work limit: the answer does not depend on the machine's load).
     """

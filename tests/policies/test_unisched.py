@@ -216,6 +216,69 @@ def test_selector_matches_brute_force_with_plan_ahead() -> None:
             assert sel.objective == pytest.approx(best, rel=1e-6, abs=1e-6)
 
 
+def with_twin(inp: SelectorInput) -> tuple[SelectorInput, list[int]]:
+    """The instance with a copy of job 0 appended as the last job, both free to start, on
+    two nodes where only one of them fits (an exact tie), and those nodes' free GPUs."""
+    mine = np.flatnonzero(inp.cand_job == 0)
+    n = inp.now_value.shape[0]
+    gpus = int(inp.cand_cells[mine[0]] @ CELL_GPUS)
+    free = [gpus, gpus - 1]
+
+    def twin(a: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, a[:1]])
+
+    may_start = twin(inp.may_start)
+    may_start[[0, n]] = True
+    return replace(
+        inp, cand_cells=np.concatenate([inp.cand_cells, inp.cand_cells[mine]]),
+        cand_job=np.concatenate([inp.cand_job, np.full(mine.size, n)]),
+        cand_phi=np.concatenate([inp.cand_phi, inp.cand_phi[mine]]),
+        now_value=twin(inp.now_value), may_start=may_start, work_s=twin(inp.work_s),
+        deadline_s=twin(inp.deadline_s), step_value=twin(inp.step_value),
+        free_now=node_cells(np.array(free)).sum(axis=0)), free
+
+
+def pick_value(inp: SelectorInput, pick: tuple[int, ...], at_least: float) -> float:
+    """The best objective of a slot-0 choice (an LP decides the later slots), or -inf if none
+    reaches ``at_least``."""
+    n = len(pick)
+    now = sum(inp.now_value[j] * inp.cand_phi[c] for j, c in enumerate(pick) if c >= 0)
+    steps = [[-1, *np.flatnonzero(np.isfinite(inp.work_s[j]))] for j in range(n)]
+    worth = sorted(((now + sum(inp.step_value[j, f] for j, f in enumerate(step) if f >= 0), step)
+                    for step in itertools.product(*steps)), key=lambda t: -t[0])
+    for total, step in worth:
+        if total < at_least:
+            break
+        if plan_ahead_feasible(inp, pick, step):
+            return total
+    return -np.inf
+
+
+def test_tie_rule_matches_brute_force() -> None:
+    """Tiny instances with a twin job, three slots: every slot-0 choice scored (an LP decides
+    the future). The selector reaches the optimum; where the exact method answers, its choice
+    is optimal and follows the tie rule between the twins: of two identical jobs where only
+    one fits, the earlier runs (HiGHS picks either)."""
+    rng = np.random.default_rng(5)
+    answered = 0
+    for _ in range(10):
+        n = int(rng.integers(1, 3))
+        inp, free = with_twin(random_instance(rng, n, [600.0, 600.0, 1200.0], (1, 2, 4),
+                                              later_nodes=1)[0])
+        picks = list(packable_picks(inp, free, n + 1))
+        best = max(pick_value(inp, p, -np.inf) for p in picks)
+        sel = solve_selector(inp)
+        assert sel.usable
+        assert sel.objective == pytest.approx(best, rel=1e-6, abs=1e-6)
+        if sel.exact:
+            answered += 1
+            pick = tuple(int(c) for c in sel.choice)
+            assert pick in picks
+            assert pick_value(inp, pick, best - 1e-6) == pytest.approx(best, rel=1e-6)
+            assert not (pick[0] < 0 <= pick[n])
+    assert answered >= 8
+
+
 def check_exact(inp: SelectorInput) -> bool:
     """If the knapsack method answers: HiGHS's objective (no gap) and a choice that fits slot
     0's cells and runs no locked job. Whether it answered."""
@@ -232,12 +295,12 @@ def check_exact(inp: SelectorInput) -> bool:
 
 
 def test_exact_selector_matches_highs_on_random_instances() -> None:
-    """The knapsack method answers most small instances, each as HiGHS does."""
+    """The knapsack method answers (nearly) every small instance, each as HiGHS does."""
     rng = np.random.default_rng(3)
     answered = sum(check_exact(random_instance(
         rng, int(rng.integers(2, 14)), [600.0, 1200.0, 2400.0], (1, 2, 3, 4, 6, 8, 16),
         later_nodes=8)[0]) for _ in range(150))
-    assert answered >= 100
+    assert answered >= 140
 
 
 RECORDED = Path(__file__).parents[1] / "fixtures" / "unisched" / "selector_instances.npz"
@@ -254,9 +317,10 @@ def recorded_instances() -> Iterator[SelectorInput]:
 
 def test_exact_selector_matches_highs_on_recorded_instances() -> None:
     """On instances from a real run the knapsack method reaches HiGHS's optimum wherever it
-    answers, and it answers a good part of them (the rest couple the later slots)."""
+    answers, and it answers most of them (the rest: overloaded later slots, where deadline
+    jobs compete for the future)."""
     results = [check_exact(inp) for inp in recorded_instances()]
-    assert sum(results) >= 0.4 * len(results)
+    assert sum(results) >= 0.8 * len(results)
 
 
 def cluster(nodes: int, gpus: int = 8, restart: float = 30.0) -> Cluster:
