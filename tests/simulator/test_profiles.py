@@ -12,7 +12,7 @@ from simulator.profile import PROFILE_DIR
 
 EXPECTED = {  # SPEC §1
     "pcs-64": 64, "pcs-testbed-16": 16, "gavel-hetero-60": 60, "unisched-c96": 768,
-    "unisched-c120": 960, "horus-128x8": 1024, "ojpp-1080ti": 64,
+    "unisched-c120": 960, "horus-128x8": 1024, "horus-testbed-3x4": 12, "ojpp-1080ti": 64,
 }
 
 

@@ -1,0 +1,224 @@
+"""Horus §6 reproduced: Table 6's makespan gains over FIFO, Fig. 7's JCT cost, Table 7's waits.
+
+The interference model is the calibrated one of ``cluster_profiles/horus-testbed-3x4.yaml``:
+a worker on a device whose co-located workers sum to utilization ``u`` runs
+``max(1, u) (1 + s u)`` times slower than alone (time-sharing the GPU once it is
+over-committed, times an overhead linear in ``u``, as Horus §6.2 assumes for its own
+simulation), ``s`` from ``--slopes``. JCT is counted as Horus §5.2 defines it, "commencing from
+the start of job execution and finishing at job completion"; the JCT from arrival is printed
+beside it.
+
+Testbed (§5.1-5.2): 100 one-GPU jobs of 3 min-2 h, short (<= 800 s) / long and light (< 60 %
+utilization) / heavy, on 3 nodes x 4 RTX 2080 (8 GiB), one batch at t = 0; W-Small has more
+short and light jobs than W-Large. The paper gives neither the shares nor the jobs' GPU
+memory: ``--mixes`` and ``--mem-scales`` sweep them (:mod:`simulator.horus_workload`).
+Policies: ``fifo-exclusive``, ``pab``, ``obp``, ``horus`` (k = 1, beta = 15, as the testbed
+ran).
+
+Large scale (§6.2, Table 7): the first ``--large-jobs`` jobs of a Philly trace of the shared
+data on ``--nodes`` nodes of ``horus-128x8`` (default 8 = 64 GPUs: the shared traces' jobs are
+mostly one-GPU and short, and on the paper's 1,024 GPUs no policy ever waits, even with
+arrivals compressed 10x over 5,000 jobs), the trace's GPU demands and durations, arrivals
+divided by ``--compress``; utilizations and memory are
+synthetic (:func:`simulator.generate.add_sharing`, fixed memory). Average wait per policy
+and its cut against FIFO.
+
+Run from the project root: ``nice python benchmarks/reproduce/horus.py`` (small: 2 job sets,
+1,000 trace jobs); ``--reps 5 --slopes 0.1,0.2,0.3 --mem-scales 1.25,1.5,1.75`` for the full run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from policies import make_policy  # noqa: E402  (after the path is set)
+from simulator import (  # noqa: E402
+    ScalingTable,
+    Workload,
+    load_profile,
+    read_pcs_trace,
+    simulate,
+    summary,
+)
+from simulator.colocation import SlowdownCurve  # noqa: E402
+from simulator.generate import add_sharing  # noqa: E402
+from simulator.horus_workload import MIXES, horus_testbed  # noqa: E402
+from simulator.profile import ClusterProfile  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "data"
+POLICIES = {"fifo-exclusive": {}, "pab": {}, "obp": {}, "horus": {"k_queues": 1, "buffer": 15}}
+PAPER6 = {("W-Small", "horus"): 23.7, ("W-Small", "obp"): 15.7, ("W-Small", "pab"): 6.3,
+          ("W-Large", "horus"): 30.7, ("W-Large", "obp"): 22.2, ("W-Large", "pab"): 9.5}
+"""Table 6: makespan gain over FIFO (%)."""
+FIG7 = {"W-Large": (8.2, 21.8), "W-Small": (10.3, 30.3)}
+"""§6.1 on Fig. 7: the co-location policies' average JCT above FIFO's (%), lowest-highest."""
+PAPER7 = {"obp": 25.4, "horus k=1": 66.4, "horus k=3": 68.3}
+"""Table 7: average wait cut against FIFO (%); k = 3 is Horus-f."""
+
+
+def testbed_profile(slope: float) -> ClusterProfile:
+    """``horus-testbed-3x4`` with its curve's overhead slope set to ``slope``."""
+    base = load_profile("horus-testbed-3x4")
+    return replace(base, slowdown_curves={"rtx2080": time_share_curve(slope)})
+
+
+def time_share_curve(slope: float) -> SlowdownCurve:
+    """``max(1, u) (1 + slope u) - 1`` as the project's curve: ``slope u`` up to u = 1 and
+    ``slope u^2 + u - 1`` above (continuous at 1)."""
+    return SlowdownCurve((slope, 1.0, 0.0), (slope, 0.0))
+
+
+def run_testbed(wl: Workload, profile: ClusterProfile, seed: int) -> dict[str, dict[str, float]]:
+    """Makespan (min), mean JCT from start and from arrival (min), mean slowdown, per policy."""
+    out = {}
+    for name, params in POLICIES.items():
+        r = simulate(wl, profile, make_policy(name, params), seed=seed)
+        out[name] = {"makespan": float(np.max(r.finish_s)) / 60,
+                     "jct_exec": float(np.mean(r.finish_s - r.start_s)) / 60,
+                     "jct_arrival": float(np.mean(r.finish_s - wl.arrival_s)) / 60,
+                     "slowdown": float(np.mean(r.slowdown))}
+    return out
+
+
+def testbed(mix: str, shares: tuple[float, float], slope: float, mem_scale: float,
+            reps: int) -> dict[str, dict[str, float]]:
+    """Means over ``reps`` job sets, with each policy's gain over FIFO and JCT above it (%)."""
+    prof = testbed_profile(slope)
+    runs = [run_testbed(horus_testbed(*shares, mem_scale, s), prof, s) for s in range(reps)]
+    mean = {p: {k: float(np.mean([r[p][k] for r in runs])) for k in runs[0][p]}
+            for p in POLICIES}
+    fifo = mean["fifo-exclusive"]
+    for m in mean.values():
+        m["gain"] = 100 * (1 - m["makespan"] / fifo["makespan"])
+        m["jct_up"] = 100 * (m["jct_exec"] / fifo["jct_exec"] - 1)
+    return mean
+
+
+def print_testbed(mix: str, setup: str, m: dict[str, dict[str, float]]) -> None:
+    print(f"\n{mix} ({setup})")
+    print(f"{'policy':<16} {'makespan min':>12} {'gain %':>7} {'paper %':>7} "
+          f"{'JCT(start) min':>14} {'vs FIFO %':>9} {'JCT(arrival) min':>16} {'slowdown':>8}")
+    for p, v in m.items():
+        paper = PAPER6.get((mix, p))
+        print(f"{p:<16} {v['makespan']:>12.1f} {v['gain']:>7.1f} "
+              f"{'-' if paper is None else f'{paper:.1f}':>7} {v['jct_exec']:>14.1f} "
+              f"{v['jct_up']:>9.1f} {v['jct_arrival']:>16.1f} {v['slowdown']:>8.3f}", flush=True)
+
+
+def headlines(results: dict[str, dict[str, dict[str, float]]], setup: str) -> None:
+    """One line per Table 6 headline and per Fig. 7 band."""
+    print(f"\n## Table 6 headlines ({setup})")
+    print(f"{'headline':<42} {'paper':>7} {'ours':>7} {'ours/paper':>10}")
+    for (mix, p), paper in PAPER6.items():
+        ours = results[mix][p]["gain"]
+        print(f"{'makespan gain vs FIFO, ' + p + ', ' + mix:<42} {paper:>6.1f}% {ours:>6.1f}% "
+              f"{ours / paper:>10.2f}")
+    print(f"\n## Fig. 7: avg JCT (from start) above FIFO's, co-location policies ({setup})")
+    for mix, (lo, hi) in FIG7.items():
+        ups = ", ".join(f"{p} {results[mix][p]['jct_up']:.1f}" for p in ("pab", "obp", "horus"))
+        print(f"{mix}: paper {lo}-{hi} %; ours {ups} %")
+
+
+def sweep(args: argparse.Namespace) -> None:
+    """Gains across the slopes and memory scales (facts the paper does not give)."""
+    print(f"\n## sweep: makespan gain vs FIFO % (JCT above FIFO %), {args.reps} job sets")
+    print(f"{'slope':>5} {'mem x':>5} {'mix':<8} " + " ".join(f"{p:>16}" for p in
+                                                            ("pab", "obp", "horus")))
+    for slope in args.slopes:
+        for mem in args.mem_scales:
+            for mix, shares in MIXES.items():
+                m = testbed(mix, shares, slope, mem, args.reps)
+                cells = " ".join(f"{m[p]['gain']:>7.1f} ({m[p]['jct_up']:>5.1f})"
+                                 for p in ("pab", "obp", "horus"))
+                print(f"{slope:>5g} {mem:>5g} {mix:<8} {cells}", flush=True)
+
+
+def large_scale(args: argparse.Namespace) -> None:
+    """Table 7: waits on a Philly trace on 1,024 GPUs."""
+    base = load_profile("horus-128x8")
+    prof = replace(base, name=f"horus-{args.nodes}x8",
+                   node_groups=(replace(base.node_groups[0], count=args.nodes),),
+                   slowdown_curves={"rtx2080": time_share_curve(args.slope)})
+    pcs = SHARED / "pcs"
+    trace = read_pcs_trace(pcs / "traces" / f"trace_{args.trace}.csv",
+                           scaling=ScalingTable.from_csv(pcs / "scaling_tables.csv"))
+    trace = trace.head(args.large_jobs)
+    trace = replace(trace, arrival_s=trace.arrival_s / args.compress)
+    wl = add_sharing(trace, device_memory_gib=8.0, opportunistic=0.0, seed=0)
+    span = float(wl.arrival_s[-1] - wl.arrival_s[0])
+    load = float(np.sum(wl.service_s)) / (span * prof.total_gpus) if span > 0 else np.inf
+    setup = (f"trace {args.trace}, first {args.large_jobs} jobs, arrivals / {args.compress:g} "
+             f"(offered load {load:.2f} on {prof.total_gpus} GPUs), slope {args.slope:g}")
+    print(f"\n## Table 7: average wait cut vs FIFO ({setup})")
+    print(f"{'policy':<16} {'avg wait h':>10} {'p50 wait h':>10} {'cut %':>6} {'paper %':>7} "
+          f"{'makespan h':>10} {'util':>5} {'wall s':>6}")
+    fifo = np.nan
+    for label, name, params in (("fifo-exclusive", "fifo-exclusive", {}), ("obp", "obp", {}),
+                                ("horus k=1", "horus", {"k_queues": 1}),
+                                ("horus k=3", "horus", {"k_queues": 3})):
+        t0 = time.perf_counter()
+        s = summary(simulate(wl, prof, make_policy(name, params), seed=0), ("avg", "p50"))
+        wait = s["wait"]["avg"] / 3600
+        fifo = wait if name == "fifo-exclusive" else fifo
+        cut = "-" if name == "fifo-exclusive" or not fifo > 0 else f"{100 * (1 - wait / fifo):.1f}"
+        print(f"{label:<16} {wait:>10.2f} {s['wait']['p50'] / 3600:>10.2f} {cut:>6} "
+              f"{PAPER7.get(label, '-')!s:>7} {s['makespan']['avg'] / 3600:>10.1f} "
+              f"{s['gpu_util_sum']['avg']:>5.2f} {time.perf_counter() - t0:>6.1f}", flush=True)
+
+
+def floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",")]
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--slope", type=float, default=None, help="overhead slope s of the "
+                   "headline run (default: the profile's calibrated one)")
+    p.add_argument("--mem-scale", type=float, default=1.5, help="job memory scale of the "
+                   "headline run (default 1.5)")
+    p.add_argument("--reps", type=int, default=2, help="job sets per mix (default 2; the "
+                   "paper ran 5)")
+    p.add_argument("--slopes", type=floats, default=[], help="slopes to sweep, e.g. 0.1,0.2,0.4")
+    p.add_argument("--mem-scales", type=floats, default=[1.0], help="memory scales to sweep")
+    p.add_argument("--mixes", default="", help="override shares: 'ss,sl/ls,ll' for W-Small "
+                   "and W-Large (short share, light share)")
+    p.add_argument("--trace", default="6214e9", help="Philly trace for Table 7")
+    p.add_argument("--large-jobs", type=int, default=1000, help="trace jobs for Table 7 (0 "
+                   "skips it)")
+    p.add_argument("--nodes", type=int, default=8, help="8-GPU nodes for Table 7 (default 8: "
+                   "the paper's 128 are never loaded by a shared trace)")
+    p.add_argument("--compress", type=float, default=1.0, help="divide the trace's arrival "
+                   "times by this (default 1)")
+    args = p.parse_args(argv)
+    if args.mixes:
+        for mix, text in zip(MIXES, args.mixes.split("/"), strict=True):
+            a, b = floats(text)
+            MIXES[mix] = (a, b)
+    if args.slope is None:
+        curve = load_profile("horus-testbed-3x4").slowdown_curves["rtx2080"]
+        args.slope = curve.quadratic[0]
+    results = {}
+    for mix, shares in MIXES.items():
+        setup = (f"slope {args.slope:g}, mem x{args.mem_scale:g}, short {shares[0]:g}, "
+                 f"light {shares[1]:g}, {args.reps} job sets")
+        results[mix] = testbed(mix, shares, args.slope, args.mem_scale, args.reps)
+        print_testbed(mix, setup, results[mix])
+    headlines(results, f"slope {args.slope:g}, mem x{args.mem_scale:g}, {args.reps} job sets, "
+                       f"3x4 RTX 2080, batch at t = 0")
+    if args.slopes:
+        sweep(args)
+    if args.large_jobs > 0:
+        large_scale(args)
+
+
+if __name__ == "__main__":
+    main()
