@@ -25,6 +25,7 @@ Run from the project root: ``nice python benchmarks/reproduce/ojpp.py`` (3 batch
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -70,8 +71,8 @@ def pair(text: str) -> tuple[float, float]:
 def batches(args: argparse.Namespace, unknown: tuple[float, float], alpha: float,
             workers: tuple[int, int] = (1, 10)) -> list[Workload]:
     inter = ojpp_interference(unknown, args.resnet_unknown)
-    return [ojpp_batch(k, s, alpha=alpha, workers=workers, interference=inter)
-            for k in KINDS for s in range(args.seeds)]
+    return [ojpp_batch(k, s, alpha=alpha, workers=workers, interference=inter,
+                       mem_scale=args.mem_scale) for k in KINDS for s in range(args.seeds)]
 
 
 def run_ojpp(args: argparse.Namespace, wls: list[Workload], tau: float, theta: float,
@@ -131,13 +132,13 @@ def balance_reading(args: argparse.Namespace, wls: list[Workload]) -> None:
 def sweep(args: argparse.Namespace) -> None:
     print("\n## sweep over the unknowns (reading §5.2): saved % / perf(JCT) % at tightest, "
           "default, loosest")
-    print(f"{'unknown':>9} {'alpha':>5} " + " ".join(f"{n.split()[0]:>15}" for n in HEADLINES))
-    for unknown in args.unknowns:
-        for alpha in args.alphas:
-            wls = batches(args, unknown, alpha)
-            cells = [run_ojpp(args, wls, *TABLE5[i]) for i in HEADLINES.values()]
-            print(f"{unknown[0]:g}-{unknown[1]:g}".rjust(9) + f" {alpha:>5g} " + " ".join(
-                f"{100 * m[0]:>6.1f} / {100 * m[2]:>6.2f}" for m in cells), flush=True)
+    print(f"{'unknown':>9} {'alpha':>5} {'mem x':>5} "
+          + " ".join(f"{n.split()[0]:>15}" for n in HEADLINES))
+    for unknown, alpha, mem in itertools.product(args.unknowns, args.alphas, args.mem_scales):
+        wls = batches(argparse.Namespace(**{**vars(args), "mem_scale": mem}), unknown, alpha)
+        cells = [run_ojpp(args, wls, *TABLE5[i]) for i in HEADLINES.values()]
+        print(f"{unknown[0]:g}-{unknown[1]:g}".rjust(9) + f" {alpha:>5g} {mem:>5g} " + " ".join(
+            f"{100 * m[0]:>6.1f} / {100 * m[2]:>6.2f}" for m in cells), flush=True)
 
 
 def balance(args: argparse.Namespace) -> None:
@@ -170,16 +171,17 @@ def online(args: argparse.Namespace) -> None:
     print(f"\n## OJPAP online (Fig. 10): {len(wl)} Average jobs, Poisson gaps of "
           f"{args.gap_min:g} min, 64 devices, migration = 5 % of a mean job "
           f"({0.05 * mean_job:.0f} s)")
-    print(f"{'ojpp':<22} {'mean slowdown %':>15} {'p90 %':>6} {'max %':>6} {'migrations':>10} "
+    print(f"{'ojpp':<26} {'mean slowdown %':>15} {'p90 %':>6} {'max %':>6} {'migrations':>10} "
           f"{'perf(JCT) %':>11} {'devices':>7}")
-    for label, budget in (("no adjustment", 0.0), ("OJPAP, budget 8 GiB", 8.0),
-                          ("OJPAP, budget 100 GiB", 100.0)):
-        pol = make_policy("ojpp", {"migration_budget": budget})
+    for label, budget, a in (("no adjustment", 0.0, 0.5), ("OJPAP, budget 8 GiB", 8.0, 0.5),
+                             ("OJPAP, 8 GiB, EWMA a 0.9", 8.0, 0.9),
+                             ("OJPAP, budget 100 GiB", 100.0, 0.5)):
+        pol = make_policy("ojpp", {"migration_budget": budget, "ewma_a": a})
         r = simulate(wl, prof, pol, seed=0)
         s = 100 * r.slowdown
         jct = r.finish_s - r.start_s
         perf = float(np.mean(wl.service_s / wl.gpus) / np.mean(jct))
-        print(f"{label:<22} {s.mean():>15.2f} {np.percentile(s, 90):>6.1f} {s.max():>6.1f} "
+        print(f"{label:<26} {s.mean():>15.2f} {np.percentile(s, 90):>6.1f} {s.max():>6.1f} "
               f"{int(r.preemptions.sum()):>10} {100 * perf:>11.2f} {r.gpus_used:>7g}",
               flush=True)
 
@@ -199,6 +201,9 @@ def main(argv: list[str] | None = None) -> None:
                    "(default 0.25)")
     p.add_argument("--collision", type=float, default=1.0, help="extra slowdown while two "
                    "workers on a device surge at once (default 1.0, the profile's)")
+    p.add_argument("--mem-scale", type=float, default=1.0, help="scale of the assumed memory "
+                   "profiles (every model but ResNet; default 1)")
+    p.add_argument("--mem-scales", type=floats, default=[0.5, 1.0])
     p.add_argument("--sweep", action="store_true", help="sweep --unknowns x --alphas")
     p.add_argument("--unknowns", type=lambda t: [pair(x) for x in t.split("/")],
                    default=[(0.0, 0.2), (0.0, 0.3), (0.05, 0.3), (0.0, 0.4)],
