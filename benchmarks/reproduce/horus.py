@@ -89,7 +89,7 @@ def run_testbed(wl: Workload, profile: ClusterProfile, seed: int) -> dict[str, d
     return out
 
 
-def testbed(mix: str, shares: tuple[float, float], slope: float, mem_scale: float,
+def testbed(shares: tuple[float, float], slope: float, mem_scale: float,
             reps: int) -> dict[str, dict[str, float]]:
     """Means over ``reps`` job sets, with each policy's gain over FIFO and JCT above it (%)."""
     prof = testbed_profile(slope)
@@ -135,8 +135,8 @@ def sweep(args: argparse.Namespace) -> None:
                                                             ("pab", "obp", "horus")))
     for slope in args.slopes:
         for mem in args.mem_scales:
-            for mix, shares in MIXES.items():
-                m = testbed(mix, shares, slope, mem, args.reps)
+            for mix, shares in args.shares.items():
+                m = testbed(shares, slope, mem, args.reps)
                 cells = " ".join(f"{m[p]['gain']:>7.1f} ({m[p]['jct_up']:>5.1f})"
                                  for p in ("pab", "obp", "horus"))
                 print(f"{slope:>5g} {mem:>5g} {mix:<8} {cells}", flush=True)
@@ -205,18 +205,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--compress", type=float, default=1.0, help="divide the trace's arrival "
                    "times by this (default 1)")
     args = p.parse_args(argv)
+    args.shares = dict(MIXES)
     if args.mixes:
         for mix, text in zip(MIXES, args.mixes.split("/"), strict=True):
             a, b = floats(text)
-            MIXES[mix] = (a, b)
+            args.shares[mix] = (a, b)
     if args.slope is None:
         curve = load_profile("horus-testbed-3x4").slowdown_curves["rtx2080"]
         args.slope = curve.quadratic[0]
     results = {}
-    for mix, shares in MIXES.items():
+    for mix, shares in args.shares.items():
         setup = (f"slope {args.slope:g}, mem x{args.mem_scale:g}, short {shares[0]:g}, "
                  f"light {shares[1]:g}, {args.reps} job sets")
-        results[mix] = testbed(mix, shares, args.slope, args.mem_scale, args.reps)
+        results[mix] = testbed(shares, args.slope, args.mem_scale, args.reps)
         print_testbed(mix, setup, results[mix])
     headlines(results, f"slope {args.slope:g}, mem x{args.mem_scale:g}, {args.reps} job sets, "
                        f"3x4 RTX 2080, batch at t = 0")

@@ -147,7 +147,8 @@ def balance(args: argparse.Namespace) -> None:
     print(f"{'workers':>7} {'ojpp (theta 0.1)':>16} {'no balance':>10}")
     inter = ojpp_interference(args.unknown, args.resnet_unknown)
     for w in (1, 2, 4, 6, 8, 10):
-        wls = [ojpp_batch("mixed", s, alpha=args.alpha, workers=(w, w), interference=inter)
+        wls = [ojpp_batch("mixed", s, alpha=args.alpha, workers=(w, w), interference=inter,
+                          mem_scale=args.mem_scale)
                for s in range(args.seeds)]
         with_b, without = run_ojpp(args, wls, 0.1, 0.2, 0.1), run_ojpp(args, wls, 0.1, 0.2, 5.0)
         print(f"{w:>7} {100 * (1 - with_b[1]):>16.2f} {100 * (1 - without[1]):>10.2f}",
