@@ -17,7 +17,8 @@ Problems (``--problems``):
             independent draws for training and test (``--replicates`` of each; the
             search's default where not given)
   0e4a51    PCS trace 0e4a51 (first half trains, second half tests; ``--trace-jobs`` from
-  b436b2    its start, all by default) and trace b436b2, with PCS's scaling table
+  b436b2    its start, all by default) and trace b436b2, with PCS's scaling table; any other
+            PCS trace by its id (6214e9, 6c71a0, ee9e8c) the same way
   unified   the unified problem of ``bench_optimizers.py`` (three objectives; replicates
             as for wfq)
 
@@ -65,7 +66,8 @@ def _search(problem: str, seed: int, args: argparse.Namespace) -> PolicySearch:
                                                 objectives=objectives or default,
                                                 settings=settings))
     config = SearchConfig(objectives=objectives or SearchConfig.objectives, settings=settings,
-                          jobs=args.jobs, replicates=args.replicates if problem == "wfq" else None)
+                          jobs=args.jobs, load=args.load,
+                          replicates=args.replicates if problem == "wfq" else None)
     if problem == "wfq":
         return PolicySearch(config=config)
     trace = read_trace(PCS / "traces" / f"trace_{problem}.csv",
@@ -104,12 +106,15 @@ def score(problem: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--problems", default=",".join(PROBLEMS),
-                   help=f"comma-separated, of {', '.join(PROBLEMS)} (default: all)")
+                   help=f"comma-separated, of {', '.join(PROBLEMS)} or another PCS trace's id "
+                        "(default: the four named)")
     p.add_argument("--seeds", default="0,1,2,3,4", help="comma-separated (default: 0-4)")
     p.add_argument("--budget", type=int, default=SearchSettings.budget,
                    help="evaluations per search (default: %(default)s)")
     p.add_argument("--jobs", type=int, default=SearchConfig.jobs,
                    help="jobs per generated sample of wfq (default: %(default)s)")
+    p.add_argument("--load", type=float, default=SearchConfig.load,
+                   help="offered load of wfq's generated samples (default: %(default)s)")
     p.add_argument("--replicates", type=int, default=SearchConfig.replicates,
                    help="generated samples per evaluation of wfq and unified (default: the "
                         "search's)")
@@ -134,8 +139,8 @@ def main() -> None:
 
 
 def _print(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    print(f"budget {args.budget}, wfq: {args.jobs} jobs x {args.replicates or 'default'} "
-          "replicates, "
+    print(f"budget {args.budget}, wfq: {args.jobs} jobs at load {args.load} x "
+          f"{args.replicates or 'default'} replicates, "
           f"traces: {args.trace_jobs or 'all'} jobs")
     print(f"{'problem':<9}{'seed':>5}{'front':>6}{'dom%':>6}{'HV front':>9}{'HV base':>8}"
           f"{'HV>=':>5}  rho per objective{'':<14}{'wall s':>7}")

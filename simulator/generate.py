@@ -23,13 +23,20 @@ from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
 from simulator.slo import JOB_CLASSES, MIXES, SOFT, STRICT, SLOs, deadline_steps, pad_steps
 from simulator.workload import Workload
 
-__all__ = ["EARLY_STOP_CUT", "MAX_JOBS", "PHILLY_GPU_MIX", "UTIL_CLASSES", "add_sharing",
-           "add_slos", "add_stopping_criteria", "check_jobs", "generate", "generate_from_cdfs",
-           "read_cdf"]
+__all__ = ["EARLY_STOP_CUT", "MAX_JOBS", "PHILLY_GPU_MIX", "PHILLY_LOAD", "UTIL_CLASSES",
+           "add_sharing", "add_slos", "add_stopping_criteria", "check_jobs", "generate",
+           "generate_from_cdfs", "read_cdf"]
 
 MAX_JOBS = 10_000_000
 """The most jobs a generated workload may have (each job is a few hundred bytes in every
 replicate; 10^12 would exhaust memory before anything is said)."""
+
+PHILLY_LOAD = 2.2
+"""The default offered load: the median of PCS's five Philly traces replayed on their 64 GPUs
+(work over span over GPUs: 0.92, 1.14, 2.20, 2.43, 2.51). It is the regime PCS studies: queues
+build, preemption makes completion times hard to predict, and WFQ's settings trade JCT against
+prediction error. At 0.9 the queue rarely builds, SRSF is both fast and predictable, and a
+WFQ front is mostly beaten by it on fresh jobs (docs/robust-fronts.md)."""
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -68,7 +75,7 @@ def _arrivals(rng: np.random.Generator, service: FloatArray, load: float,
 def generate(
     n_jobs: int = 1000,
     *,
-    load: float = 0.9,
+    load: float = PHILLY_LOAD,
     gpus: int = 64,
     seed: int | np.random.SeedSequence = 0,
     median_service_s: float = 3600.0,

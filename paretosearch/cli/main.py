@@ -54,7 +54,7 @@ from simulator import (
     summary,
 )
 from simulator.errors import located
-from simulator.generate import add_sharing, add_slos, add_stopping_criteria
+from simulator.generate import PHILLY_LOAD, add_sharing, add_slos, add_stopping_criteria
 from simulator.slo import MIXES
 from simulator.throughput import ThroughputTable, generate_gavel
 
@@ -88,8 +88,9 @@ def _parser() -> argparse.ArgumentParser:
                           "CSV/Parquet in the workload schema, or a Gavel .trace (with --gavel)")
     src.add_argument("--generate", type=int, default=1000, metavar="N",
                      help="jobs of the built-in Philly-like generator (default: 1000)")
-    src.add_argument("--load", type=float, default=0.9,
-                     help="offered load for generated workloads (default: 0.9)")
+    src.add_argument("--load", type=float, default=PHILLY_LOAD,
+                     help="offered load for generated workloads, 1 fills the cluster (default: "
+                          "%(default)s, the Philly traces' median on 64 GPUs)")
     src.add_argument("--cdf", metavar="NAME",
                      help="generate from PCS CDF files cdf-*-NAME.csv instead (e.g. "
                           "workload_0e4a51); needs --cdf-dir and a --scaling-table")

@@ -14,7 +14,7 @@ from paretosearch.search.settings import SearchSettings
 from policies import KernelPolicy, RoundPolicy, make_policy
 from simulator import ClusterProfile, load_profile
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
-from simulator.generate import MAX_JOBS
+from simulator.generate import MAX_JOBS, PHILLY_LOAD
 from simulator.slo import MIXES
 
 __all__ = ["GENERATED_REPLICATES", "SearchConfig", "policy_of"]
@@ -67,8 +67,8 @@ class SearchConfig:
     settings: SearchSettings = field(default_factory=SearchSettings)
     jobs: int = 1000
     """Jobs per generated sample."""
-    load: float = 0.9
-    """Offered load of generated samples."""
+    load: float = PHILLY_LOAD
+    """Offered load of generated samples (:data:`simulator.generate.PHILLY_LOAD`)."""
     replicates: int | None = None
     """Generated samples averaged per evaluation (common random numbers: every candidate
     faces the same draws), and as many test samples; None: :data:`GENERATED_REPLICATES` for a

@@ -18,7 +18,7 @@ from simulator import (
     read_table,
     read_trace,
 )
-from simulator.generate import read_cdf
+from simulator.generate import PHILLY_LOAD, read_cdf
 from simulator.scaling import PARAMETRIC_MODELS, amdahl, parametric_table
 from tests.helpers.data import PCS
 
@@ -143,6 +143,17 @@ def test_generator_is_seeded_and_hits_the_load() -> None:
     assert 30 < ratio < 1000
     assert (a.gpus == 1).mean() > 0.5 and a.gpus.max() >= 16
     assert len(set(a.model)) == 4
+
+
+def test_default_load_is_the_philly_traces_median(pcs_scaling: ScalingTable) -> None:
+    loads = []
+    for path in sorted((PCS / "traces").glob("trace_*.csv")):
+        wl = read_pcs_trace(path, scaling=pcs_scaling)
+        loads.append(wl.service_s.sum() / ((wl.arrival_s[-1] - wl.arrival_s[0]) * 64))
+    assert len(loads) == 5
+    assert PHILLY_LOAD == round(float(np.median(loads)), 1)
+    wl = generate(5000, gpus=64, seed=3)  # the generator's default is that load
+    assert wl.service_s.sum() / (wl.arrival_s[-1] * 64) == pytest.approx(PHILLY_LOAD, rel=0.1)
 
 
 def test_cdf_generator_follows_pcs_cdfs(pcs_scaling: ScalingTable) -> None:
