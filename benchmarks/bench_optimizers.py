@@ -7,14 +7,14 @@ uniform random search. All search the same space (``SearchSpace.decode`` of the 
 choices by index) on the same training sample, serially, and every evaluation is counted.
 
 Problems (``--problems``):
-  wfq       the embedded default: WFQ, generated 1,000-job workload (load 0.9), pcs-64,
-            avg JCT vs avg prediction error
+  wfq       the embedded default as it was when these figures were measured: WFQ,
+            generated 1,000-job workload at load 0.9, pcs-64, avg JCT vs avg prediction error
   wfq-pcs   PCS's set-up of ``bench_search.py``: WFQ, 2,001 jobs drawn from trace 0e4a51's
             CDFs at load 0.8 on pcs-64, avg JCT vs avg prediction error
-  unisched  UniSched, generated 200-job workload with SLO mix MIX2, pcs-64, SLO miss rate vs
-            avg best-effort JCT
-  unified   the unified policy, generated 300-job workload, ojpp-1080ti, sharing, MIX2:
-            avg JCT, SLO miss rate and GPUs in use (three objectives)
+  unisched  UniSched, generated 200-job workload (load 0.9) with SLO mix MIX2, pcs-64, SLO
+            miss rate vs avg best-effort JCT
+  unified   the unified policy, generated 300-job workload (load 0.9), ojpp-1080ti, sharing,
+            MIX2: avg JCT, SLO miss rate and GPUs in use (three objectives)
 
 Hypervolume: per problem and seed, every method's points are normalised by the front of all
 the points any method evaluated (its ideal point 0, its nadir 1), reference point 1.1 on each
@@ -59,14 +59,16 @@ from simulator import generate_from_cdfs, load_profile, parametric_table
 PCS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcs"
 METHODS = ("ours", "pymoo-nsga2", "optuna-nsga2", "optuna-tpe", "optuna-random", "random")
 PROBLEMS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {  # objectives, PolicySearch
-    # one generated sample each (replicates 1), as the figures quoted were measured
-    "wfq": (("jct:avg", "pred_err:avg"), {"policy": "wfq", "jobs": 1000, "replicates": 1}),
+    # one generated sample each (replicates 1) at load 0.9, as the figures quoted were measured
+    "wfq": (("jct:avg", "pred_err:avg"), {"policy": "wfq", "jobs": 1000, "load": 0.9,
+                                          "replicates": 1}),
     "wfq-pcs": (("jct:avg", "pred_err:avg"), {"policy": "wfq"}),
     "unisched": (("slo_miss:avg", "be_jct:avg"),
-                 {"policy": "unisched", "jobs": 200, "slo_mix": "MIX2", "replicates": 1}),
+                 {"policy": "unisched", "jobs": 200, "slo_mix": "MIX2", "load": 0.9,
+                  "replicates": 1}),
     "unified": (("jct:avg", "slo_miss:avg", "gpus_used:avg"),
                 {"policy": "unified", "jobs": 300, "profile": "ojpp-1080ti", "sharing": True,
-                 "slo_mix": "MIX2", "replicates": 1}),
+                 "slo_mix": "MIX2", "load": 0.9, "replicates": 1}),
 }
 
 
