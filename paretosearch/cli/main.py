@@ -30,6 +30,7 @@ from paretosearch.cli.runs import (
     scaling_table,
     seed_arg,
 )
+from paretosearch.config import policy_of
 from paretosearch.io import (
     MAX_DOCUMENT,
     json_text,
@@ -39,13 +40,12 @@ from paretosearch.io import (
     write_table,
 )
 from paretosearch.runs.units import MAXIMISED, column
-from paretosearch.search.config import policy_of
+from paretosearch.samples import generated, marked
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
 from simulator import (
     ClusterProfile,
     ParetoSearchError,
     Workload,
-    generate,
     generate_from_cdfs,
     list_profiles,
     load_profile,
@@ -54,7 +54,7 @@ from simulator import (
     summary,
 )
 from simulator.errors import located
-from simulator.generate import add_sharing, add_slos, add_stopping_criteria
+from simulator.generate import add_stopping_criteria
 from simulator.slo import MIXES
 from simulator.throughput import ThroughputTable, generate_gavel
 
@@ -156,15 +156,12 @@ def _workload(args: argparse.Namespace, profile: ClusterProfile) -> Workload:
             raise ParetoSearchError("--cdf needs --cdf-dir (the folder of PCS CDF files)")
         wl = generate_from_cdfs(args.cdf_dir, args.cdf, scaling=scaling, n_jobs=args.generate,
                                 load=args.load, gpus=gpus, seed=args.seed)
-    else:
-        wl = generate(args.generate, load=args.load, gpus=gpus, seed=args.seed)
+    else:  # the first training sample of a search with the same seed
+        wl = generated(args.generate, args.load, gpus, args.seed)
     wl = wl.head(args.jobs) if args.jobs else wl
     if args.early_stop is not None:
         wl = add_stopping_criteria(wl, args.early_stop, seed=args.seed)
-    if args.sharing:
-        wl = add_sharing(wl, device_memory_gib=min(g.gpu_memory_gib for g in profile.node_groups),
-                         seed=args.seed)
-    return add_slos(wl, args.slo_mix, seed=args.seed) if args.slo_mix else wl
+    return marked(wl, profile, slo_mix=args.slo_mix, sharing=args.sharing, seed=args.seed)
 
 
 def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
@@ -230,7 +227,7 @@ def _simulate(args: argparse.Namespace, console: Console) -> None:
         return
     kept = f" ({len(workload) - dropped:,} kept, {dropped:,} dropped)" if dropped else ""
     table = Table(title=f"{policy.name} on {profile.name} ({profile.total_gpus} GPUs), "
-                        f"{len(workload):,} jobs{kept} from {workload.source}")
+                        f"{len(workload):,} jobs{kept} from {' '.join(workload.source.split())}")
     table.add_column("metric")
     table.add_column("unit", style="dim")
     for m in ("avg", "p50", "p99", "max"):

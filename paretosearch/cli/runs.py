@@ -17,11 +17,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from paretosearch.config import GENERATED_REPLICATES, SearchConfig
 from paretosearch.io import regular_file, write_json
 from paretosearch.runs.records import BaselineWarning, ChosenConfig, FrontEntry, front_warnings
 from paretosearch.runs.store import RunStore
-from paretosearch.search.config import GENERATED_REPLICATES, SearchConfig
-from paretosearch.search.settings import MAX_SEED, MODES, SearchSettings
+from paretosearch.settings import MAX_SEED, MODES, SearchSettings
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
 from simulator.slo import MIXES
@@ -387,8 +387,8 @@ def _report(run: Path, out: Path | None) -> Path:
 
 
 def _select(args: argparse.Namespace, console: Console) -> None:
+    from paretosearch.objectives import parse_objectives
     from paretosearch.runs import select as choose
-    from paretosearch.search.objectives import parse_objectives
 
     store = RunStore(args.run)
     front = store.read_front()["front"]

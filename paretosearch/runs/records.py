@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from paretosearch.search.objectives import Objective, dominates, parse_objectives
+from paretosearch.objectives import Objective, dominates, parse_objectives
 
 __all__ = ["BaselineWarning", "ChosenConfig", "FrontEntry", "config_hash", "front_warnings",
            "mark_dominated"]

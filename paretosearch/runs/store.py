@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from paretosearch.config import policy_of
 from paretosearch.io import (
     MAX_DOCUMENT,
     MAX_TABLE,
@@ -39,12 +40,10 @@ from paretosearch.io import (
     write_json,
     write_table,
 )
+from paretosearch.objectives import parse_objectives
 from paretosearch.runs.records import ChosenConfig, FrontEntry, mark_dominated
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
-from paretosearch.search.config import policy_of
-from paretosearch.search.journal import Evaluation, param_key
-from paretosearch.search.objectives import parse_objectives
-from paretosearch.search.trust import plain_record
+from paretosearch.search.journal import Evaluation, param_key, plain_record
 from simulator.errors import ParetoSearchError, located
 
 __all__ = ["RunStore"]

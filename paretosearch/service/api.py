@@ -18,9 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from paretosearch.config import SearchConfig
 from paretosearch.io import regular_file
+from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.runs import select as choose
 from paretosearch.runs.records import (
     BaselineWarning,
@@ -30,17 +30,15 @@ from paretosearch.runs.records import (
     mark_dominated,
 )
 from paretosearch.runs.store import RunStore
+from paretosearch.samples import samples, split_workload
 from paretosearch.search.cache import CachedRunner, EvaluationCache
 from paretosearch.search.cluster import connect
-from paretosearch.search.config import GENERATED_REPLICATES, SearchConfig
 from paretosearch.search.evaluation import SearchSpace, Task
-from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.runners import DaskRunner, Runner, SerialRunner
 from paretosearch.search.spea2 import Progress, SearchSettings, run_spea2
 from policies import make_policy
-from simulator import ClusterProfile, Workload, generate, read_trace
+from simulator import ClusterProfile, Workload, read_trace
 from simulator.errors import ParetoSearchError
-from simulator.generate import add_sharing, add_slos
 from simulator.sharing import can_share
 
 if TYPE_CHECKING:  # imported when needed: both take a while to import
@@ -66,23 +64,6 @@ def baselines_for(workload: Workload, profile: ClusterProfile) -> tuple[str, ...
     names = BASELINES + (SLO_BASELINES if workload.slos is not None else ())
     names += SHARING_BASELINES if can_share(workload, profile) else ()
     return names + (HETERO_BASELINES if len(profile.gpus_by_type) > 1 else ())
-
-
-def split_workload(workload: Workload) -> tuple[Workload, Workload]:
-    """Train on the first half of a trace, test on the second (arrivals re-based to 0)."""
-    half = len(workload) // 2
-    if half < 2:
-        raise ParetoSearchError(f"{workload.source}: {len(workload)} jobs are too few to split "
-                                "into a training and a test sample")
-    frame = workload.to_frame()
-    test = frame.iloc[half:].copy()
-    test["arrival_s"] -= test["arrival_s"].iloc[0]
-    return (replace(Workload.from_frame(frame.iloc[:half], scaling=workload.scaling,
-                                        source=f"{workload.source}[train]"),
-                    type_speed=workload.type_speed, interference=workload.interference),
-            replace(Workload.from_frame(test, scaling=workload.scaling,
-                                        source=f"{workload.source}[test]"),
-                    type_speed=workload.type_speed, interference=workload.interference))
 
 
 class PolicySearch:
@@ -112,31 +93,9 @@ class PolicySearch:
                  workers: int = 0, cache: EvaluationCache | None = None) -> None:
         self.config = config = config or SearchConfig()
         self.profile, self.settings = config.cluster, config.settings
-        replicates = config.replicates or (GENERATED_REPLICATES if workload is None else 1)
-        if workload is None:
-            draws = np.random.SeedSequence(self.settings.seed).spawn(2 * replicates)
-            sample = [generate(config.jobs, load=config.load, gpus=self.profile.total_gpus,
-                               seed=d) for d in draws]
-            self.train, self.test = sample[:replicates], sample[replicates:]
-        else:
-            if replicates != 1:
-                raise ParetoSearchError("replicates need a generated workload; a trace is "
-                                        "one sample (it is split into train and test halves)")
-            wl = workload if isinstance(workload, Workload) else read_trace(regular_file(workload))
-            train, test = split_workload(wl)
-            self.train, self.test = [train], [test]
-        samples = self.train + self.test
-        if config.slo_mix is not None:
-            marks = np.random.SeedSequence([self.settings.seed, 1]).spawn(2 * replicates)
-            samples = [add_slos(w, config.slo_mix, seed=m)
-                       for w, m in zip(samples, marks, strict=True)]
-        if config.sharing:
-            memory = min(g.gpu_memory_gib for g in self.profile.node_groups)
-            marks = np.random.SeedSequence([self.settings.seed, 2]).spawn(2 * replicates)
-            samples = [w if w.sharing is not None else
-                       add_sharing(w, device_memory_gib=memory, seed=m)
-                       for w, m in zip(samples, marks, strict=True)]
-        self.train, self.test = samples[:replicates], samples[replicates:]
+        wl = workload if workload is None or isinstance(workload, Workload) else read_trace(
+            regular_file(workload))
+        self.train, self.test = samples(config, wl)
         self.task = Task(config.policy, self.profile, dict(config.fixed))
         self.space = SearchSpace.of(config.policy, self.task.fixed, workload=self.train,
                                     profile=self.profile)

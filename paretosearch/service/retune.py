@@ -49,6 +49,7 @@ from paretosearch.io import (
     read_bounded,
     write_json,
 )
+from paretosearch.objectives import Objective, dominates, parse_objectives
 from paretosearch.runs.records import FrontEntry, config_hash
 from paretosearch.runs.report import write_retune_report
 from paretosearch.runs.report_html import write_html_report
@@ -68,7 +69,6 @@ from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import EvaluationCache
 from paretosearch.search.cluster import ctrl_c
 from paretosearch.search.journal import param_key
-from paretosearch.search.objectives import Objective, dominates, parse_objectives
 from paretosearch.search.spea2 import Progress
 from paretosearch.service.api import PolicySearch
 from paretosearch.service.retune_spec import RetuneSpec, TooFewJobs, Window, read_window

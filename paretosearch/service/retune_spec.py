@@ -11,10 +11,10 @@ from typing import Any
 
 import pandas as pd
 
+from paretosearch.config import SearchConfig, policy_of
 from paretosearch.io import regular_file
-from paretosearch.search.config import SearchConfig, policy_of
-from paretosearch.search.objectives import parse_objectives
-from paretosearch.search.settings import MODES, SearchSettings
+from paretosearch.objectives import parse_objectives
+from paretosearch.settings import MODES, SearchSettings
 from policies import get_policy
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located

@@ -155,6 +155,36 @@ def test_simulate_a_chosen_config_as_deployed(tmp_path: Path,
     assert out["chosen"] == out["fitted"] != out["refit"]
 
 
+def test_simulate_replays_the_workload_a_search_with_the_same_seed_trains_on(
+        tmp_path: Path) -> None:
+    # one sample builder (paretosearch.samples): the jobs, their deadlines and their sharing
+    # requirements of ``simulate --seed S`` are the first training sample of a search with S
+    # (of any policy family: the samples are the same)
+    from paretosearch.config import SearchConfig
+    from paretosearch.io import write_table
+    from paretosearch.service.api import PolicySearch
+    from paretosearch.settings import SearchSettings
+    from policies import make_policy
+    from simulator import load_profile, simulate
+
+    argv = ["--generate", "150", "--load", "0.7", "--slo-mix", "MIX1", "--sharing"]
+    out = tmp_path / "jobs.csv"
+    assert main(["simulate", *argv, "--seed", "11", "--policy", "fifo", "--profile",
+                 "pcs-testbed-16", "--out", str(out)]) == 0
+    config = SearchConfig(policy="themis", profile="pcs-testbed-16", jobs=150, load=0.7,
+                          slo_mix="MIX1", sharing=True, settings=SearchSettings(seed=11))
+    search = PolicySearch(None, config)
+    train = search.train[0]
+    write_table(simulate(train, load_profile("pcs-testbed-16"),
+                         make_policy("fifo", {}).fit(train)).records(), tmp_path / "search.csv")
+    pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(tmp_path / "search.csv"))
+    assert train.slos is not None and train.sharing is not None
+    other = PolicySearch(None, SearchConfig(
+        policy="themis", profile="pcs-testbed-16", jobs=150, load=0.7, slo_mix="MIX1",
+        sharing=True, settings=SearchSettings(seed=12))).train[0]
+    assert other.digest() != search.train[0].digest()  # the seed is what decides
+
+
 @pytest.mark.parametrize("saved", ["config", "flat options"])
 def test_resume_needs_no_option_and_reads_earlier_runs(tmp_path: Path, saved: str) -> None:
     # the run keeps its search's config (``cli.json``); runs started before configs were

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from paretosearch.cli import main
+from paretosearch.objectives import parse_objectives
 from paretosearch.runs.optuna_copy import OptunaCopy, load_study
 from paretosearch.runs.store import RunStore
 from paretosearch.search.evaluation import SearchSpace, Task, evaluate
 from paretosearch.search.journal import param_key
-from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.runners import SerialRunner
 from paretosearch.search.spea2 import SearchOutcome, _algorithm, run_spea2
 from paretosearch.service.api import PolicySearch, SearchConfig, SearchSettings

@@ -17,8 +17,8 @@ from pymoo.core.problem import Problem
 from scipy.stats import qmc
 
 from paretosearch.cli.runs import _hypervolume_note
+from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.search.evaluation import SearchSpace, Task, evaluate
-from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.runners import DaskRunner, OnResult, SerialRunner
 from paretosearch.search.spea2 import (
     COVERED,

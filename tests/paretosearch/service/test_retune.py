@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from paretosearch.cli import main
+from paretosearch.objectives import parse_objectives
 from paretosearch.runs.records import FrontEntry
 from paretosearch.runs.retune_summary import ObjectiveDrift, WarmStart
 from paretosearch.runs.store import RunStore
-from paretosearch.search.objectives import parse_objectives
 from paretosearch.service.retune import (
     Exit,
     RetuneSpec,

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from paretosearch.search.objectives import parse_objectives
-from paretosearch.search.settings import SearchSettings
+from paretosearch.objectives import parse_objectives
+from paretosearch.settings import SearchSettings
 from policies import KernelPolicy, RoundPolicy, make_policy
 from simulator import ClusterProfile, load_profile
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
