@@ -39,6 +39,7 @@ from paretosearch.io import (
     regular_file,
     write_table,
 )
+from paretosearch.runs.records import ChosenConfig
 from paretosearch.runs.units import MAXIMISED, column
 from paretosearch.samples import generated, marked
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
@@ -53,7 +54,6 @@ from simulator import (
     simulate,
     summary,
 )
-from simulator.errors import located
 from simulator.generate import add_stopping_criteria
 from simulator.slo import MIXES
 from simulator.throughput import ThroughputTable, generate_gavel
@@ -179,15 +179,9 @@ def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
         doc = entries[key]
     if isinstance(doc, dict) and "class_thresholds" in doc:
         return None, doc
-    if isinstance(doc, dict) and "policy" in doc:  # a chosen config: as deployed, if fitted
-        field = "fitted" if doc.get("fitted") else "params"
-        params = doc.get(field) or {}
-        if not isinstance(doc["policy"], str) or not isinstance(params, dict):
-            raise ParetoSearchError(located(
-                path, column="policy" if not isinstance(doc["policy"], str) else field,
-                value=doc["policy"] if not isinstance(doc["policy"], str) else params,
-                problem="expected {'policy': NAME, 'params': {NAME: VALUE, ...}}"))
-        return doc["policy"], dict(params)
+    if isinstance(doc, dict) and "policy" in doc:  # a chosen config: as deployed
+        chosen = ChosenConfig.from_dict(doc, path)
+        return chosen.policy, dict(chosen.deployed)
     raise ParetoSearchError(f"{spec}: expected {{'policy': NAME, 'params': {{...}}}} or a PCS "
                             "config entry with class_thresholds and class_rates")
 

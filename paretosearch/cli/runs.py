@@ -75,11 +75,8 @@ def seed_arg(text: str) -> int:
 
 
 TRACE_OPTIONS = ("trace", "scaling_table", "jobs")
-"""How ``search`` reads its trace; saved in the run (``cli.json``) beside the search's config,
-so --resume needs no option."""
-_EARLIER = (*TRACE_OPTIONS, "generate", "load", "replicates", "slo_mix", "sharing", "profile",
-            "policy", "objective", "set", "budget", "pop_size", "offspring", "seed", "mode")
-"""The options runs saved before they kept their config (read only to resume them)."""
+"""How ``search`` reads its trace; saved in the run (``cli.json``) so --resume needs no option
+(the search's own config is in ``run.json``)."""
 
 
 def add_trace_options(p: Any) -> None:
@@ -247,17 +244,18 @@ def _config(args: argparse.Namespace) -> SearchConfig:
 
 
 def _resumed(args: argparse.Namespace) -> SearchConfig:
-    """The interrupted run's config, its trace options set in ``args``."""
+    """The interrupted run's config (``run.json``; ``cli.json`` for runs written before
+    run.json kept it), its trace options set in ``args``."""
     store = RunStore(args.resume)
     if not (store.path / "cli.json").exists():
         raise ParetoSearchError(f"{args.resume}: no cli.json; not a run of 'paretosearch "
                                 "search' (or it never started)")
     saved = store.read_json("cli.json")
-    if "config" in saved:
-        vars(args).update({k: saved.get(k) for k in TRACE_OPTIONS})
+    vars(args).update({k: saved.get(k) for k in TRACE_OPTIONS})
+    definition = store.read_spec()
+    if definition.config is None and "config" in saved:
         return SearchConfig.from_dict(saved["config"], str(store.path / "cli.json"))
-    vars(args).update({k: v for k, v in saved.items() if k in _EARLIER})  # an earlier run
-    return _config(args)
+    return definition.search_config(str(store.path / "run.json"))
 
 
 def _search(args: argparse.Namespace, console: Console) -> None:
@@ -282,8 +280,8 @@ def _search(args: argparse.Namespace, console: Console) -> None:
             search = PolicySearch(workload, config, store=args.run_dir, client=client,
                                   workers=workers)
             if args.resume is None:  # a search that cannot be made writes nothing
-                write_json({**{k: getattr(args, k) for k in TRACE_OPTIONS},
-                            "config": config.to_dict()}, args.run_dir / "cli.json")
+                write_json({k: getattr(args, k) for k in TRACE_OPTIONS},
+                           args.run_dir / "cli.json")
                 if default_dir:
                     _point_latest(args.run_dir)
             with warnings.catch_warnings():  # _front says the same, from front.json
@@ -393,7 +391,7 @@ def _select(args: argparse.Namespace, console: Console) -> None:
     store = RunStore(args.run)
     front = store.read_front()["front"]
     spec = store.read_spec()
-    objectives = parse_objectives(spec["objectives"])
+    objectives = parse_objectives(spec.objectives)
     if args.where and not args.minimize:
         raise ParetoSearchError("--where needs --minimize METRIC:MEASURE")
     if args.index is not None:

@@ -12,10 +12,14 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import asdict, dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
 
 from paretosearch.objectives import Objective, dominates, parse_objectives
+from simulator.errors import ParetoSearchError, located
+
+if TYPE_CHECKING:
+    from paretosearch.definition import SearchDefinition
 
 __all__ = ["BaselineWarning", "ChosenConfig", "FrontEntry", "config_hash", "front_warnings",
            "mark_dominated"]
@@ -97,14 +101,39 @@ class ChosenConfig:
     """The run's own directory (resolved: not a link such as ``runs/latest``, which moves)."""
 
     @classmethod
-    def of(cls, spec: Mapping[str, Any], entry: FrontEntry, *, front_index: int | None = None,
+    def of(cls, spec: SearchDefinition, entry: FrontEntry, *, front_index: int | None = None,
            run: str | None = None) -> ChosenConfig:
         """Front ``entry`` of the run with ``spec`` (``run.json``) as a ready config."""
-        deployed = {"policy": spec["policy"], "params": {**spec["fixed"], **entry.params},
-                    "fitted": None if entry.fitted is None else dict(entry.fitted)}
-        return cls(deployed["policy"], deployed["params"], deployed["fitted"],
-                   dict(entry.objectives), spec.get("cluster"), config_hash(deployed),
+        params = {**spec.fixed, **entry.params}
+        fitted = None if entry.fitted is None else dict(entry.fitted)
+        return cls(spec.policy, params, fitted, dict(entry.objectives), spec.cluster,
+                   config_hash({"policy": spec.policy, "params": params, "fitted": fitted}),
                    entry.test_metrics, front_index, run)
+
+    @property
+    def deployed(self) -> Mapping[str, Any]:
+        """Every field as deployed: ``fitted`` where it holds any (WFQ's class thresholds
+        are fixed numbers in production, not fitted again), else ``params``."""
+        return dict(self.fitted or self.params)
+
+    @classmethod
+    def from_dict(cls, doc: Any, source: str) -> ChosenConfig:
+        """The config a ``chosen.json`` holds (``paretosearch select``), or one written by
+        hand with only ``policy`` and ``params``; errors name ``source`` and the field."""
+        fix = "write it with 'paretosearch select RUN --out FILE'"
+        doc = doc if isinstance(doc, dict) else {}
+        for name, kind, what, needed in (
+                ("policy", str, "a policy name", True),
+                ("params", dict, "an object of parameter values", "params" in doc),
+                ("fitted", dict, "an object of parameter values", False)):
+            value = doc.get(name)
+            if not isinstance(value, kind) and (needed or value is not None):
+                raise ParetoSearchError(located(source, column=name, value=value,
+                                                problem=f"expected {what}", fix=fix))
+        known = {f.name for f in fields(cls)}
+        return cls(**{"params": {}, "objectives": {}, "cluster": None, "fitted": None,
+                      **{k: v for k, v in doc.items() if k in known},
+                      "config_sha256": config_hash(doc)})
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON holds it (where it came from only where known)."""

@@ -21,6 +21,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from paretosearch.definition import SearchDefinition
 from paretosearch.io import write_text
 from paretosearch.runs.plots import (
     Axis,
@@ -74,7 +75,7 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
     if retune is None and (store.path / "retune.json").exists():
         retune = store.read_retune()
     front = doc["front"]
-    labels = list(spec["objectives"])
+    labels = list(spec.objectives)
     chosen = store.chosen_index(front)
     prod = retune.production if retune else None
     marked = (Marked("production", prod.train, prod.test) if prod else
@@ -278,19 +279,19 @@ def _parallel_traces(go: Any, drawn: Sequence[Point], hover: Sequence[str],
         for p, ys, text in zip(drawn, rows, hover, strict=True)]
 
 
-def _summary(spec: Mapping[str, Any], doc: Mapping[str, Any],
+def _summary(spec: SearchDefinition, doc: Mapping[str, Any],
              retune: RetuneSummary | None, folder: str) -> str:
     hv = doc.get("hypervolume") or []
     items = [f"run folder <code>{html.escape(folder)}</code>",
-             f"policy <code>{html.escape(spec['policy'])}</code> on profile "
-             f"<code>{html.escape(spec['profile'])}</code>",
+             f"policy <code>{html.escape(spec.policy)}</code> on profile "
+             f"<code>{html.escape(spec.profile)}</code>",
              "objectives: " + ", ".join(f"<code>{html.escape(o)}</code>"
-                                        for o in spec["objectives"]),
+                                        for o in spec.objectives),
              f"{hv[-1]['evaluations'] if hv else 0:,} evaluations, seed "
-             f"{spec['settings'].get('seed')}" + ("" if doc.get("done") else
-                                                   " (still running or interrupted)"),
-             "training sample: " + html.escape("; ".join(map(describe_sample, spec["train"]))),
-             "test sample: " + html.escape("; ".join(map(describe_sample, spec["test"])))]
+             f"{spec.settings.seed if spec.settings else None}"
+             + ("" if doc.get("done") else " (still running or interrupted)"),
+             "training sample: " + html.escape("; ".join(map(describe_sample, spec.train))),
+             "test sample: " + html.escape("; ".join(map(describe_sample, spec.test)))]
     if retune:
         w = retune.start.window
         items.append(f"retune window: {w.jobs:,} jobs, arrivals {w.start_s:,.0f} s .. "

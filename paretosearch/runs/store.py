@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from paretosearch.config import policy_of
+from paretosearch.definition import SearchDefinition
 from paretosearch.io import (
     MAX_DOCUMENT,
     MAX_TABLE,
@@ -40,7 +40,6 @@ from paretosearch.io import (
     write_json,
     write_table,
 )
-from paretosearch.objectives import parse_objectives
 from paretosearch.runs.records import ChosenConfig, FrontEntry, mark_dominated
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
 from paretosearch.search.journal import Evaluation, param_key, plain_record
@@ -63,26 +62,19 @@ class RunStore:
 
     # --- spec -----------------------------------------------------------------------------
 
-    def write_spec(self, spec: dict[str, Any]) -> None:
+    def write_spec(self, definition: SearchDefinition) -> None:
         """``run.json``: what was searched, with versions for provenance."""
         from paretosearch import __version__
 
-        write_json({**spec, "versions": {"paretosearch": __version__,
-                                         "python": platform.python_version()}},
+        write_json({**definition.to_dict(), "versions": {"paretosearch": __version__,
+                                                          "python": platform.python_version()}},
                    self.path / "run.json")
 
-    def read_spec(self) -> dict[str, Any]:
-        """The spec a run was started with (without the versions), its shape checked."""
-        doc = self.read_json("run.json", _SPEC)
-        where = str(self.path / "run.json")
-        for field, check in (("objectives", lambda: parse_objectives(doc["objectives"])),
-                             ("fixed", lambda: policy_of(doc["policy"], doc["fixed"]))):
-            try:
-                check()
-            except ParetoSearchError as exc:
-                raise ParetoSearchError(located(where, column=field, problem=str(exc))) from exc
-        doc.pop("versions", None)
-        return doc
+    def read_spec(self) -> SearchDefinition:
+        """What the run searched (``run.json``, as this or an earlier paretosearch wrote it),
+        its shape checked."""
+        return SearchDefinition.from_dict(self.read_json("run.json", _SPEC),
+                                          str(self.path / "run.json"))
 
     # --- journal --------------------------------------------------------------------------
 
@@ -225,9 +217,14 @@ class RunStore:
         made, or one that is not on this front)."""
         if not (self.path / "chosen.json").exists():
             return None
-        picked = self.read_json("chosen.json", {"params": _PARAMS})["params"]
+        picked = self.read_chosen().params
         return next((i for i, e in enumerate(front)
                      if all(picked.get(k) == v for k, v in e.params.items())), None)
+
+    def read_chosen(self) -> ChosenConfig:
+        """The operator's selected configuration (``chosen.json``), its shape checked."""
+        return ChosenConfig.from_dict(self.read_json("chosen.json", {"params": _PARAMS}),
+                                      str(self.path / "chosen.json"))
 
     def read_retune(self) -> RetuneSummary:
         """The retune summary of a run that a retune published (``retune.json``), its shape
@@ -313,7 +310,8 @@ _RETUNE = {**_RETUNE_START, "published_at": str, "previous": _Or(str, None), "po
            "front_size": int, "wall_s": _NUMBER, "production": _Or(_PRODUCTION, None),
            "exit": int}
 _SPEC = {"policy": str, "profile": str, "objectives": [str], "fixed": dict, "space?": [str],
-         "settings?": dict, "cluster?": dict}
+         "settings?": dict, "cluster?": dict, "dropped?": {str: str}, "train?": [str],
+         "test?": [str], "train_digests?": [str], "config?": dict}
 
 
 def _check_shape(value: Any, shape: Any, path: str, field: str) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from paretosearch.config import SearchConfig
+from paretosearch.definition import SearchDefinition
 from paretosearch.io import regular_file
 from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.runs import select as choose
@@ -66,6 +67,15 @@ def baselines_for(workload: Workload, profile: ClusterProfile) -> tuple[str, ...
     return names + (HETERO_BASELINES if len(profile.gpus_by_type) > 1 else ())
 
 
+def resolved(config: SearchConfig, workload: Workload | None
+             ) -> tuple[list[Workload], list[Workload], SearchSpace]:
+    """A search's training and test samples (:func:`paretosearch.samples.samples`) and the
+    space it searches on them (:meth:`SearchSpace.of`); bad input fails here."""
+    train, test = samples(config, workload)
+    return train, test, SearchSpace.of(config.policy, config.fixed, workload=train,
+                                       profile=config.cluster)
+
+
 class PolicySearch:
     """Search a policy family's settings for the operator's objectives.
 
@@ -95,10 +105,8 @@ class PolicySearch:
         self.profile, self.settings = config.cluster, config.settings
         wl = workload if workload is None or isinstance(workload, Workload) else read_trace(
             regular_file(workload))
-        self.train, self.test = samples(config, wl)
+        self.train, self.test, self.space = resolved(config, wl)
         self.task = Task(config.policy, self.profile, dict(config.fixed))
-        self.space = SearchSpace.of(config.policy, self.task.fixed, workload=self.train,
-                                    profile=self.profile)
         self.store = store if isinstance(store, RunStore) or store is None else RunStore(store)
         self.client, self.workers, self.cache = client, workers, cache
         self._open: tuple[Runner, Runner] | None = None
@@ -147,7 +155,7 @@ class PolicySearch:
             train, test = self.evaluate(self.task.policy, {**self.task.fixed, **params})
             entry = FrontEntry.of(params, train, self.objectives, test, self.fitted(params))
         self.chosen = ChosenConfig.of(
-            _jsonable(self.spec()), entry, front_index=index,
+            self.definition(), entry, front_index=index,
             run=str(self.store.path.resolve()) if self.store and index is not None else None)
         if self.store:
             self.store.write_choice(self.chosen)
@@ -193,16 +201,10 @@ class PolicySearch:
 
     # --- running --------------------------------------------------------------------------
 
-    def spec(self) -> dict[str, Any]:
+    def definition(self) -> SearchDefinition:
         """What this search is, as stored in ``run.json`` (a resumed run must match it)."""
-        return {"policy": self.task.policy, "profile": self.profile.name,
-                "cluster": {"profile": self.profile.name,
-                            "gpus_by_type": dict(self.profile.gpus_by_type)},
-                "fixed": dict(self.task.fixed), "objectives": [o.label for o in self.objectives],
-                "settings": vars(self.settings), "space": list(self.space.names),
-                "dropped": dict(self.space.dropped),
-                "train": [w.source for w in self.train], "test": [w.source for w in self.test],
-                "train_digests": [w.digest() for w in self.train]}
+        return SearchDefinition.of(self.config, self.space.names, self.space.dropped,
+                                   self.train, self.test)
 
     def fitted(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Every field of the policy with ``params``, fitted to the training workload."""
@@ -275,12 +277,12 @@ class PolicySearch:
         if resume:
             if not started:
                 raise ParetoSearchError(f"{self.store.path}: no run to resume (no run.json)")
-            if self.store.read_spec() != _jsonable(self.spec()):
+            if self.store.read_spec() != self.definition():
                 raise ParetoSearchError(f"{self.store.path} was started with other settings; "
                                         "resume it with the same arguments it was started with")
             self.store.warn_of_pickles()
         else:
-            self.store.write_spec(self.spec())
+            self.store.write_spec(self.definition())
 
     def evaluate(self, policy: str, params: Mapping[str, Any]
                  ) -> tuple[dict[str, float], dict[str, float]]:
@@ -332,7 +334,7 @@ class PolicySearch:
 
     def _about(self) -> dict[str, Any]:
         """What was searched, as the Optuna study's user attributes."""
-        spec = _jsonable(self.spec())
+        spec = self.definition().to_dict()
         return {k: spec[k] for k in ("policy", "profile", "fixed", "train", "test")}
 
 

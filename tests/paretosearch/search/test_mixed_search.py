@@ -199,7 +199,7 @@ def test_dropped_dimensions_reach_run_front_and_cli(tmp_path: Path,
     assert all(not SLO_ONLY & set(e.params) for e in front)
     doc = json.loads((tmp_path / "front.json").read_text())
     assert doc["dropped"] == dict.fromkeys(sorted(SLO_ONLY), "the workload has no SLO jobs")
-    assert RunStore(tmp_path).read_spec()["dropped"] == doc["dropped"]
+    assert RunStore(tmp_path).read_spec().dropped == doc["dropped"]
     assert main(["front", str(tmp_path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     for name in SLO_ONLY:
