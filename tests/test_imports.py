@@ -24,7 +24,7 @@ FORBIDDEN = {
     **{f"paretosearch/{name}.py": {"paretosearch.search", "paretosearch.runs",
                                    "paretosearch.service", "paretosearch.cli", "pymoo",
                                    "dask", "distributed"}
-       for name in ("config", "settings", "objectives", "samples")},
+       for name in ("config", "settings", "objectives", "samples", "definition")},
 }
 ALLOWED = {"paretosearch/runs": {"paretosearch.search.journal"}}
 """Modules a package may import although ``FORBIDDEN`` rules out their parent."""
