@@ -73,7 +73,7 @@ def _document(run: Path, index: int | None) -> dict[str, Any]:
     """The config document: a JSON file, RUN/chosen.json, or RUN's front entry ``index``."""
     if run.is_dir() and index is not None:
         store = RunStore(run)
-        front = store.read_front()["front"]
+        front = store.read_front().front
         if not 0 <= index < len(front):
             raise ExportError(f"{run}: --index {index}: the front has {len(front)} entries "
                               f"(0 to {len(front) - 1}); 'paretosearch front {run}' lists them")

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from paretosearch.config import GENERATED_REPLICATES, SearchConfig
 from paretosearch.io import regular_file, write_json
-from paretosearch.runs.records import BaselineWarning, ChosenConfig, FrontEntry, front_warnings
+from paretosearch.runs.records import BaselineWarning, ChosenConfig, FrontDocument, FrontEntry
 from paretosearch.runs.store import RunStore
 from paretosearch.settings import MAX_SEED, MODES, SearchSettings
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
@@ -316,13 +316,13 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
 
     store = RunStore(run)
     doc = store.read_front()
-    front = doc["front"]
+    front = doc.front
     if not front:
         raise ParetoSearchError(f"{run}: the front is empty")
     chosen = store.chosen_index(front)
     labels = list(front[0].objectives)
     params = list(front[0].params)
-    status = "" if doc.get("done") else " — search still running or interrupted"
+    status = "" if doc.done else " — search still running or interrupted"
     resolved = run.resolve()  # the run itself, not a link such as runs/latest that moves on
     columns = front_columns(doc, labels)
     table = Table(title=f"run {escape(resolved.name)}: Pareto front of {' vs '.join(labels)}, "
@@ -347,9 +347,8 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
         cells += [shown[p][i] for p in params]
         table.add_row(f"{i} chosen" if i == chosen else str(i), *cells,
                       style="bold" if i == chosen else "dim" if entry.dominated else None)
-    tests = doc.get("baselines_test") or {}
-    for name, rec in (doc.get("baselines") or {}).items():
-        test = tests.get(name) or {}
+    for name, rec in doc.baselines.items():
+        test = doc.baselines_test.get(name) or {}
         cells = [c for n in labels for c in (columns[n].cell(rec.get(n)),
                                              columns[n].cell(test.get(n)))]
         table.add_row(name, *cells, *([""] * (len(params) + judged)), style="red")
@@ -362,7 +361,7 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
                       columns[n].maximize for n in labels) else "")
                   + f". Run folder: {escape(str(resolved))}[/dim]", highlight=False)
     print_front_warnings(doc)
-    for name, why in (doc.get("dropped") or {}).items():
+    for name, why in doc.dropped.items():
         console.print(f"{name}: dropped from the search ({why}); kept at its default")
     marked = None if chosen is None else Marked(
         "chosen", front[chosen].metrics, front[chosen].test_metrics)
@@ -371,10 +370,10 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
     console.print(f"plot written to {path}")
 
 
-def print_front_warnings(doc: dict[str, Any]) -> None:
-    """:func:`front_warnings` of ``front.json``'s content, one line each on standard error."""
-    for message in front_warnings(doc["front"], doc.get("baselines") or {},
-                                  doc.get("baselines_test") or {}):
+def print_front_warnings(doc: FrontDocument) -> None:
+    """``front.json``'s warnings (:meth:`FrontDocument.warnings`), one line each on standard
+    error."""
+    for message in doc.warnings():
         error_console().print(f"[yellow]warning:[/yellow] {message}", highlight=False)
 
 
@@ -389,7 +388,7 @@ def _select(args: argparse.Namespace, console: Console) -> None:
     from paretosearch.runs import select as choose
 
     store = RunStore(args.run)
-    front = store.read_front()["front"]
+    front = store.read_front().front
     spec = store.read_spec()
     objectives = parse_objectives(spec.objectives)
     if args.where and not args.minimize:

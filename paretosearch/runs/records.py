@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from paretosearch.objectives import Objective, dominates, parse_objectives
@@ -21,8 +21,8 @@ from simulator.errors import ParetoSearchError, located
 if TYPE_CHECKING:
     from paretosearch.definition import SearchDefinition
 
-__all__ = ["BaselineWarning", "ChosenConfig", "FrontEntry", "config_hash", "front_warnings",
-           "mark_dominated"]
+__all__ = ["BaselineWarning", "ChosenConfig", "FrontDocument", "FrontEntry", "config_hash",
+           "front_warnings", "mark_dominated"]
 
 Records = Mapping[str, Mapping[str, float]]
 """Baselines' records by name (``front.json``'s ``baselines`` or ``baselines_test``)."""
@@ -76,6 +76,43 @@ class FrontEntry:
     def to_dict(self) -> dict[str, Any]:
         """As JSON holds it."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class FrontDocument:
+    """A run's published front (``front.json``): the front, the baselines on both samples,
+    the hypervolume per generation, the parameters not searched, whether the search
+    finished."""
+
+    front: list[FrontEntry]
+    """Each entry with the baselines that dominate it on the test sample."""
+    hypervolume: tuple[tuple[int, float], ...] = ()
+    """(evaluations, hypervolume) after each generation."""
+    baselines: Records = field(default_factory=dict)
+    """Each baseline's record on the training sample; ``baselines_test``: on the test sample."""
+    baselines_test: Records = field(default_factory=dict)
+    dropped: Mapping[str, str] = field(default_factory=dict)
+    """Parameters not searched, each with why."""
+    done: bool = False
+    """Whether the search finished (else it still runs, or was interrupted)."""
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> FrontDocument:
+        """The document a ``front.json`` holds (its shape checked by the reader); entries
+        written before they recorded the baselines that dominate them are marked here."""
+        tests = {n: _numbers(r) for n, r in (doc.get("baselines_test") or {}).items()}
+        front = [FrontEntry.from_dict(e) for e in doc["front"]]
+        if any(e.dominated_by is None for e in front):
+            front = mark_dominated(front, tests)
+        return cls(front, tuple((h["evaluations"], math.nan if h["hypervolume"] is None
+                                 else float(h["hypervolume"]))
+                                for h in doc.get("hypervolume") or ()),
+                   {n: _numbers(r) for n, r in (doc.get("baselines") or {}).items()}, tests,
+                   dict(doc.get("dropped") or {}), bool(doc.get("done")))
+
+    def warnings(self) -> list[str]:
+        """:func:`front_warnings` of this front and its baselines."""
+        return front_warnings(self.front, self.baselines, self.baselines_test)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from paretosearch.io import (
     write_json,
     write_table,
 )
-from paretosearch.runs.records import ChosenConfig, FrontEntry, mark_dominated
+from paretosearch.runs.records import ChosenConfig, FrontDocument, FrontEntry
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
 from paretosearch.search.journal import Evaluation, param_key, plain_record
 from simulator.errors import ParetoSearchError, located
@@ -175,12 +175,9 @@ class RunStore:
                     **extra},
                    self.path / "front.json")
 
-    def read_front(self) -> dict[str, Any]:
+    def read_front(self) -> FrontDocument:
         """The published front (``front.json``), its shape checked: what readers index into
-        is there and of the right type, and every entry scores the same objectives. Its
-        ``front`` is a list of :class:`FrontEntry`, each with the baselines that dominate it
-        on the test sample (worked out here for a front written before entries recorded
-        them)."""
+        is there and of the right type, and every entry scores the same objectives."""
         doc = self.read_json("front.json", _FRONT)
         where = str(self.path / "front.json")
         entries = doc["front"]
@@ -196,10 +193,7 @@ class RunStore:
                 raise ParetoSearchError(located(where, column=field, value=sorted(record),
                                                 problem="expected the objectives "
                                                         f"{sorted(labels)}"))
-        front = [FrontEntry.from_dict(e) for e in entries]
-        if any(e.dominated_by is None for e in front):
-            front = mark_dominated(front, doc.get("baselines_test") or {})
-        return {**doc, "front": front}
+        return FrontDocument.from_dict(doc)
 
     def write_choice(self, choice: ChosenConfig) -> Path:
         """``chosen.json``: the operator's selected configuration."""
@@ -208,7 +202,7 @@ class RunStore:
     def front_choice(self, index: int) -> ChosenConfig:
         """Front entry ``index`` as a ready config, with where it came from: this run's
         resolved directory (not a link such as ``runs/latest``, which moves) and the index."""
-        front = self.read_front()["front"]
+        front = self.read_front().front
         return ChosenConfig.of(self.read_spec(), front[index], front_index=index,
                                run=str(self.path.resolve()))
 

@@ -333,7 +333,7 @@ def _ranked_seeds(previous: Path, spec: RetuneSpec) -> list[dict[str, Any]]:
     store = RunStore(previous)
     if store.read_spec().policy != spec.config.policy:
         return []
-    front = [dict(e.params) for e in store.read_front()["front"]]
+    front = [dict(e.params) for e in store.read_front().front]
     records = pd.read_parquet(io.BytesIO(store.read("records.parquet", MAX_TABLE)))
     objectives = parse_objectives(spec.config.objectives)
     labels = [o.label for o in objectives]
