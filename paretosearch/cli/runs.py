@@ -17,14 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from paretosearch.config import GENERATED_REPLICATES, SearchConfig
+from paretosearch.cli.options import add_search_options, config_from
+from paretosearch.config import SearchConfig
 from paretosearch.io import regular_file, write_json
 from paretosearch.runs.records import BaselineWarning, ChosenConfig, FrontDocument, FrontEntry
 from paretosearch.runs.store import RunStore
-from paretosearch.settings import MAX_SEED, MODES, SearchSettings
+from paretosearch.settings import MAX_SEED
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
-from simulator.slo import MIXES
 
 if TYPE_CHECKING:  # pymoo loads with the search, not with the command line
     from paretosearch.search.spea2 import Progress as SearchProgress
@@ -125,43 +125,8 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--trace", metavar="PATH",
                    help="trace to search on (first half trains, second half tests)")
     add_trace_options(p)
-    p.add_argument("--generate", type=int, default=SearchConfig.jobs, metavar="N",
-                   help="jobs per generated sample (default: %(default)s)")
-    p.add_argument("--load", type=float, default=SearchConfig.load,
-                   help="load of generated samples (default: %(default)s)")
-    p.add_argument("--replicates", type=int, default=SearchConfig.replicates,
-                   help="generated samples averaged per evaluation, and as many test samples "
-                        f"(default: {GENERATED_REPLICATES}; a trace is one sample)")
-    p.add_argument("--slo-mix", choices=sorted(MIXES), metavar="MIX",
-                   help="give the jobs deadlines and rewards with a UniSched mix "
-                        f"({', '.join(sorted(MIXES))}) for the slo_miss / be_jct objectives")
-    p.add_argument("--sharing", action="store_true",
-                   help="give the jobs SYNTHETIC GPU-sharing requirements (utilization, memory "
-                        "surges) for co-locating policies (horus, ojpp, unified) and the "
-                        "slowdown / perf_guaranteed / gpus_used / gpu_util_sum objectives")
     add_profile_options(p, str(SearchConfig.profile))
-    p.add_argument("--policy", default=SearchConfig.policy,
-                   help="policy family to tune (default: %(default)s; 'paretosearch policies' "
-                        "lists them)")
-    p.add_argument("--objective", action="append", metavar="METRIC:MEASURE",
-                   help="objective, repeatable (default: "
-                        f"{' and '.join(SearchConfig.objectives)})")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="hold a parameter fixed (repeatable)")
-    p.add_argument("--budget", type=int, default=SearchSettings.budget,
-                   help="evaluations, exactly (default: %(default)s)")
-    p.add_argument("--pop-size", type=int, default=SearchSettings.pop_size,
-                   help="SPEA2 archive size (default: a tenth of the budget, 10 to 70; PCS's "
-                        "settings: --pop-size 70 --offspring 105)")
-    p.add_argument("--offspring", type=int, default=SearchSettings.n_offsprings,
-                   help="candidates per generation (default: as --pop-size)")
-    p.add_argument("--seed", type=seed_arg, default=SearchSettings.seed,
-                   help="search seed (default: %(default)s)")
-    p.add_argument("--mode", choices=MODES, default=SearchSettings.mode,
-                   help="generational: a generation at a time, the same front for the same seed "
-                        "whatever the workers (default); async: a new offspring the moment a "
-                        "worker frees up, which keeps many workers busy, the front depending on "
-                        "the order evaluations finish")
+    add_search_options(p, {"seed": seed_arg})
     p.add_argument("--workers", type=int,
                    help="Dask LocalCluster worker processes; 0 evaluates serially (default: "
                         "./dask-cluster.yaml or $PARETOSEARCH_DASK_CLUSTER if set, else 2)")
@@ -234,13 +199,7 @@ def _hypervolume_note(p: SearchProgress) -> str:
 
 def _config(args: argparse.Namespace) -> SearchConfig:
     """The search the options ask for."""
-    return SearchConfig(
-        policy=args.policy, profile=args.profile, fixed=parse_overrides(args.set),
-        objectives=tuple(args.objective or SearchConfig.objectives),
-        settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
-                                n_offsprings=args.offspring, seed=args.seed, mode=args.mode),
-        jobs=args.generate, load=args.load, replicates=args.replicates, slo_mix=args.slo_mix,
-        sharing=args.sharing)
+    return config_from(args, args.profile, {"fixed": parse_overrides})
 
 
 def _resumed(args: argparse.Namespace) -> SearchConfig:
