@@ -84,7 +84,7 @@ class SearchDefinition:
         """The definition a ``run.json`` holds, as this or an earlier paretosearch wrote it
         (its shape checked by the reader); errors name ``source`` and the field."""
         for name, check in (("objectives", lambda: parse_objectives(doc["objectives"])),
-                            ("fixed", lambda: policy_of(doc["policy"], doc["fixed"]))):
+                            ("fixed", lambda: policy_of(doc["policy"], doc.get("fixed", {})))):
             try:
                 check()
             except ParetoSearchError as exc:
@@ -94,7 +94,8 @@ class SearchDefinition:
             settings = None if settings is None else SearchSettings(**settings)
         except (TypeError, ParetoSearchError) as exc:
             raise ParetoSearchError(located(source, column="settings", problem=str(exc))) from exc
-        return cls(doc["policy"], doc["profile"], tuple(doc["objectives"]), dict(doc["fixed"]),
+        return cls(doc["policy"], doc["profile"], tuple(doc["objectives"]),
+                   dict(doc.get("fixed") or {}),
                    doc.get("cluster"), settings, None if space is None else tuple(space),
                    dict(doc.get("dropped") or {}), tuple(doc.get("train") or ()),
                    tuple(doc.get("test") or ()), tuple(doc.get("train_digests") or ()),

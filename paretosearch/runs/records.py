@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from paretosearch.objectives import Objective, dominates, parse_objectives
+from paretosearch.runs.shapes import NUMBER, Or
 from simulator.errors import ParetoSearchError, located
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ class BaselineWarning(UserWarning):
 class FrontEntry:
     """One configuration of the Pareto front."""
 
-    params: Mapping[str, Any]
+    params: Mapping[str, Any] = field(metadata={"shape": {str: Or(int, float, str, bool, None)}})
     """The searched parameters (the fixed ones are in the run's spec)."""
     objectives: Mapping[str, float]
     """Its value of each objective, by label, on the training sample."""
@@ -86,7 +87,8 @@ class FrontDocument:
 
     front: list[FrontEntry]
     """Each entry with the baselines that dominate it on the test sample."""
-    hypervolume: tuple[tuple[int, float], ...] = ()
+    hypervolume: tuple[tuple[int, float], ...] = field(default=(), metadata={
+        "shape": [{"evaluations": int, "hypervolume": NUMBER}]})
     """(evaluations, hypervolume) after each generation."""
     baselines: Records = field(default_factory=dict)
     """Each baseline's record on the training sample; ``baselines_test``: on the test sample."""

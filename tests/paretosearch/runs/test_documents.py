@@ -4,13 +4,16 @@ versions wrote it) and ``chosen.json`` (:class:`ChosenConfig`, one ``deployed`` 
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from paretosearch.config import SearchConfig
 from paretosearch.definition import SearchDefinition
-from paretosearch.runs.records import ChosenConfig, config_hash
+from paretosearch.runs.records import ChosenConfig, FrontDocument, FrontEntry, config_hash
+from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
+from paretosearch.runs.shapes import check_shape, shape_of
 from paretosearch.runs.store import RunStore
 from paretosearch.samples import samples
 from paretosearch.settings import SearchSettings
@@ -52,6 +55,22 @@ def test_an_earlier_run_json_loads_and_says_what_it_lacks(tmp_path: Path) -> Non
     (tmp_path / "run.json").write_text(json.dumps({**EARLIER, "settings": {"budget": 0}}))
     with pytest.raises(ParetoSearchError, match=r"run\.json, column 'settings'.*budget"):
         RunStore(tmp_path).read_spec()
+    # its shape is the dataclass's: a settings field of another type is named as a field
+    (tmp_path / "run.json").write_text(json.dumps({**EARLIER, "settings": {"budget": "x"}}))
+    with pytest.raises(ParetoSearchError, match=r"column 'settings.budget': expected an integer"):
+        RunStore(tmp_path).read_spec()
+
+
+def test_document_shapes_are_derived_from_their_dataclasses() -> None:
+    retune = shape_of(RetuneSummary)
+    assert retune["evaluations"] == {"run": int, "from_cache": int}  # nested on disk
+    assert set(shape_of(RetuneStart)) <= set(retune)  # a summary holds its start, inline
+    assert {"from", "configs", "seeds?"} == set(retune["warm_start"])  # named as on disk
+    assert {f.name for f in fields(FrontEntry)} == {k.rstrip("?") for k in shape_of(
+        FrontDocument)["front"][0]}
+    with pytest.raises(ParetoSearchError, match=r"doc, column 'front\[0\].params.T': expected"):
+        check_shape({"front": [{"params": {"T": [1]}, "objectives": {}, "metrics": {}}]},
+                    shape_of(FrontDocument), "doc")
 
 
 @pytest.mark.parametrize(("fitted", "deployed"), [
