@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import qmc, spearmanr
 
+from paretosearch.objectives import dominates, parse_objectives
 from paretosearch.search.evaluation import SearchSpace, Task, evaluate
-from paretosearch.search.objectives import dominates, parse_objectives
 from paretosearch.service.api import BASELINES
 from simulator import Workload, generate, load_profile
 

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from paretosearch.search.objectives import parse_objectives
+from paretosearch.objectives import parse_objectives
 from paretosearch.search.runners import DaskRunner, SerialRunner
 from paretosearch.search.spea2 import SearchSettings, run_spea2
 from paretosearch.service.api import PolicySearch, SearchConfig

@@ -24,8 +24,8 @@ from distributed import Client, LocalCluster
 from pymoo.indicators.hv import HV
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
+from paretosearch.objectives import parse_objectives
 from paretosearch.search.evaluation import SearchSpace, Task
-from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.runners import DaskRunner, SerialRunner
 from paretosearch.search.spea2 import SearchSettings, run_spea2
 from simulator import generate_from_cdfs, load_profile, parametric_table

@@ -55,8 +55,8 @@ from pymoo.indicators.hv import HV
 from rich.console import Console
 from rich.table import Table
 
+from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.runs.records import FrontEntry
-from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.spea2 import Progress, SearchSettings
 from paretosearch.service.api import PolicySearch, SearchConfig, split_workload
 from simulator import Workload, load_profile

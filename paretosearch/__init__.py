@@ -11,8 +11,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from paretosearch.objectives import Objective, parse_objectives
     from paretosearch.runs.records import ChosenConfig, FrontEntry
-    from paretosearch.search.objectives import Objective, parse_objectives
     from paretosearch.service.api import BASELINES, PolicySearch, SearchConfig, SearchSettings
     from policies import REGISTRY, WFQ, Policy, get_policy, make_policy
     from simulator import (
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 _HOME = {
     "paretosearch.runs.records": ("ChosenConfig", "FrontEntry"),
-    "paretosearch.search.objectives": ("Objective", "parse_objectives"),
+    "paretosearch.objectives": ("Objective", "parse_objectives"),
     "paretosearch.service.api": ("BASELINES", "PolicySearch", "SearchConfig", "SearchSettings"),
     "policies": ("REGISTRY", "WFQ", "Policy", "get_policy", "make_policy"),
     "simulator": ("METRICS", "ClusterProfile", "InvalidObjective", "InvalidPolicyParams",

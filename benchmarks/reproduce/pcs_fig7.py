@@ -67,8 +67,8 @@ def pick(front: list[tuple[dict[str, Any], dict[str, float]]]) -> dict[str, dict
 
 def searched_configs(trace: str, seed: int, budget: int) -> dict[str, WFQ]:
     """Run PCS's search for ``trace`` (see the module's docstring) and pick its three points."""
+    from paretosearch.objectives import parse_objectives
     from paretosearch.search.evaluation import SearchSpace, Task
-    from paretosearch.search.objectives import parse_objectives
     from paretosearch.search.runners import SerialRunner
     from paretosearch.search.spea2 import SearchSettings, run_spea2
 

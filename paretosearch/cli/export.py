@@ -22,6 +22,7 @@ from paretosearch.export import (
 )
 from paretosearch.export.plan import deployed_config
 from paretosearch.io import MAX_DOCUMENT, load_json, plain_dir, read_bounded
+from paretosearch.runs.records import ChosenConfig
 from paretosearch.runs.store import RunStore
 from paretosearch.runs.units import column
 from simulator.errors import ParetoSearchError
@@ -72,7 +73,7 @@ def _document(run: Path, index: int | None) -> dict[str, Any]:
     """The config document: a JSON file, RUN/chosen.json, or RUN's front entry ``index``."""
     if run.is_dir() and index is not None:
         store = RunStore(run)
-        front = store.read_front()["front"]
+        front = store.read_front().front
         if not 0 <= index < len(front):
             raise ExportError(f"{run}: --index {index}: the front has {len(front)} entries "
                               f"(0 to {len(front) - 1}); 'paretosearch front {run}' lists them")
@@ -140,7 +141,7 @@ def _deployment_cost(doc: dict[str, Any], plan: Plan, target: str, console: Cons
         return
     cluster = load_profile(profile)
     workload = generate(1000, load=0.9, gpus=cluster.total_gpus, seed=0)
-    runs = {"as searched": (doc["policy"], doc.get("fitted") or doc["params"]),
+    runs = {"as searched": (doc["policy"], ChosenConfig.from_dict(doc, "config").deployed),
             "as exported": (deployed["policy"], deployed["params"])}
     stats = {name: summary(simulate(workload, cluster, make_policy(policy, params)
                                     .fit(workload)))

@@ -30,6 +30,7 @@ from paretosearch.cli.runs import (
     scaling_table,
     seed_arg,
 )
+from paretosearch.config import policy_of
 from paretosearch.io import (
     MAX_DOCUMENT,
     json_text,
@@ -38,14 +39,14 @@ from paretosearch.io import (
     regular_file,
     write_table,
 )
+from paretosearch.runs.records import ChosenConfig
 from paretosearch.runs.units import MAXIMISED, column
-from paretosearch.search.config import policy_of
+from paretosearch.samples import generated, marked
 from policies import REGISTRY, WFQ, KernelPolicy, RoundPolicy, get_policy
 from simulator import (
     ClusterProfile,
     ParetoSearchError,
     Workload,
-    generate,
     generate_from_cdfs,
     list_profiles,
     load_profile,
@@ -53,8 +54,7 @@ from simulator import (
     simulate,
     summary,
 )
-from simulator.errors import located
-from simulator.generate import PHILLY_LOAD, add_sharing, add_slos, add_stopping_criteria
+from simulator.generate import PHILLY_LOAD, add_stopping_criteria
 from simulator.slo import MIXES
 from simulator.throughput import ThroughputTable, generate_gavel
 
@@ -157,15 +157,12 @@ def _workload(args: argparse.Namespace, profile: ClusterProfile) -> Workload:
             raise ParetoSearchError("--cdf needs --cdf-dir (the folder of PCS CDF files)")
         wl = generate_from_cdfs(args.cdf_dir, args.cdf, scaling=scaling, n_jobs=args.generate,
                                 load=args.load, gpus=gpus, seed=args.seed)
-    else:
-        wl = generate(args.generate, load=args.load, gpus=gpus, seed=args.seed)
+    else:  # the first training sample of a search with the same seed
+        wl = generated(args.generate, args.load, gpus, args.seed)
     wl = wl.head(args.jobs) if args.jobs else wl
     if args.early_stop is not None:
         wl = add_stopping_criteria(wl, args.early_stop, seed=args.seed)
-    if args.sharing:
-        wl = add_sharing(wl, device_memory_gib=min(g.gpu_memory_gib for g in profile.node_groups),
-                         seed=args.seed)
-    return add_slos(wl, args.slo_mix, seed=args.seed) if args.slo_mix else wl
+    return marked(wl, profile, slo_mix=args.slo_mix, sharing=args.sharing, seed=args.seed)
 
 
 def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
@@ -183,15 +180,9 @@ def _config(spec: str) -> tuple[str | None, dict[str, Any]]:
         doc = entries[key]
     if isinstance(doc, dict) and "class_thresholds" in doc:
         return None, doc
-    if isinstance(doc, dict) and "policy" in doc:  # a chosen config: as deployed, if fitted
-        field = "fitted" if doc.get("fitted") else "params"
-        params = doc.get(field) or {}
-        if not isinstance(doc["policy"], str) or not isinstance(params, dict):
-            raise ParetoSearchError(located(
-                path, column="policy" if not isinstance(doc["policy"], str) else field,
-                value=doc["policy"] if not isinstance(doc["policy"], str) else params,
-                problem="expected {'policy': NAME, 'params': {NAME: VALUE, ...}}"))
-        return doc["policy"], dict(params)
+    if isinstance(doc, dict) and "policy" in doc:  # a chosen config: as deployed
+        chosen = ChosenConfig.from_dict(doc, path)
+        return chosen.policy, dict(chosen.deployed)
     raise ParetoSearchError(f"{spec}: expected {{'policy': NAME, 'params': {{...}}}} or a PCS "
                             "config entry with class_thresholds and class_rates")
 
@@ -231,7 +222,7 @@ def _simulate(args: argparse.Namespace, console: Console) -> None:
         return
     kept = f" ({len(workload) - dropped:,} kept, {dropped:,} dropped)" if dropped else ""
     table = Table(title=f"{policy.name} on {profile.name} ({profile.total_gpus} GPUs), "
-                        f"{len(workload):,} jobs{kept} from {workload.source}")
+                        f"{len(workload):,} jobs{kept} from {' '.join(workload.source.split())}")
     table.add_column("metric")
     table.add_column("unit", style="dim")
     for m in ("avg", "p50", "p99", "max"):

@@ -17,14 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from paretosearch.cli.options import add_search_options, config_from
+from paretosearch.config import SearchConfig
 from paretosearch.io import regular_file, write_json
-from paretosearch.runs.records import BaselineWarning, ChosenConfig, FrontEntry, front_warnings
+from paretosearch.runs.records import BaselineWarning, ChosenConfig, FrontDocument, FrontEntry
 from paretosearch.runs.store import RunStore
-from paretosearch.search.config import GENERATED_REPLICATES, SearchConfig
-from paretosearch.search.settings import MAX_SEED, MODES, SearchSettings
+from paretosearch.settings import MAX_SEED
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
-from simulator.slo import MIXES
 
 if TYPE_CHECKING:  # pymoo loads with the search, not with the command line
     from paretosearch.search.spea2 import Progress as SearchProgress
@@ -75,11 +75,8 @@ def seed_arg(text: str) -> int:
 
 
 TRACE_OPTIONS = ("trace", "scaling_table", "jobs")
-"""How ``search`` reads its trace; saved in the run (``cli.json``) beside the search's config,
-so --resume needs no option."""
-_EARLIER = (*TRACE_OPTIONS, "generate", "load", "replicates", "slo_mix", "sharing", "profile",
-            "policy", "objective", "set", "budget", "pop_size", "offspring", "seed", "mode")
-"""The options runs saved before they kept their config (read only to resume them)."""
+"""How ``search`` reads its trace; saved in the run (``cli.json``) so --resume needs no option
+(the search's own config is in ``run.json``)."""
 
 
 def add_trace_options(p: Any) -> None:
@@ -128,43 +125,8 @@ def _search_parser(sub: Any) -> None:
     p.add_argument("--trace", metavar="PATH",
                    help="trace to search on (first half trains, second half tests)")
     add_trace_options(p)
-    p.add_argument("--generate", type=int, default=SearchConfig.jobs, metavar="N",
-                   help="jobs per generated sample (default: %(default)s)")
-    p.add_argument("--load", type=float, default=SearchConfig.load,
-                   help="load of generated samples (default: %(default)s)")
-    p.add_argument("--replicates", type=int, default=SearchConfig.replicates,
-                   help="generated samples averaged per evaluation, and as many test samples "
-                        f"(default: {GENERATED_REPLICATES}; a trace is one sample)")
-    p.add_argument("--slo-mix", choices=sorted(MIXES), metavar="MIX",
-                   help="give the jobs deadlines and rewards with a UniSched mix "
-                        f"({', '.join(sorted(MIXES))}) for the slo_miss / be_jct objectives")
-    p.add_argument("--sharing", action="store_true",
-                   help="give the jobs SYNTHETIC GPU-sharing requirements (utilization, memory "
-                        "surges) for co-locating policies (horus, ojpp, unified) and the "
-                        "slowdown / perf_guaranteed / gpus_used / gpu_util_sum objectives")
     add_profile_options(p, str(SearchConfig.profile))
-    p.add_argument("--policy", default=SearchConfig.policy,
-                   help="policy family to tune (default: %(default)s; 'paretosearch policies' "
-                        "lists them)")
-    p.add_argument("--objective", action="append", metavar="METRIC:MEASURE",
-                   help="objective, repeatable (default: "
-                        f"{' and '.join(SearchConfig.objectives)})")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="hold a parameter fixed (repeatable)")
-    p.add_argument("--budget", type=int, default=SearchSettings.budget,
-                   help="evaluations, exactly (default: %(default)s)")
-    p.add_argument("--pop-size", type=int, default=SearchSettings.pop_size,
-                   help="SPEA2 archive size (default: a tenth of the budget, 10 to 70; PCS's "
-                        "settings: --pop-size 70 --offspring 105)")
-    p.add_argument("--offspring", type=int, default=SearchSettings.n_offsprings,
-                   help="candidates per generation (default: as --pop-size)")
-    p.add_argument("--seed", type=seed_arg, default=SearchSettings.seed,
-                   help="search seed (default: %(default)s)")
-    p.add_argument("--mode", choices=MODES, default=SearchSettings.mode,
-                   help="generational: a generation at a time, the same front for the same seed "
-                        "whatever the workers (default); async: a new offspring the moment a "
-                        "worker frees up, which keeps many workers busy, the front depending on "
-                        "the order evaluations finish")
+    add_search_options(p, {"seed": seed_arg})
     p.add_argument("--workers", type=int,
                    help="Dask LocalCluster worker processes; 0 evaluates serially (default: "
                         "./dask-cluster.yaml or $PARETOSEARCH_DASK_CLUSTER if set, else 2)")
@@ -237,27 +199,22 @@ def _hypervolume_note(p: SearchProgress) -> str:
 
 def _config(args: argparse.Namespace) -> SearchConfig:
     """The search the options ask for."""
-    return SearchConfig(
-        policy=args.policy, profile=args.profile, fixed=parse_overrides(args.set),
-        objectives=tuple(args.objective or SearchConfig.objectives),
-        settings=SearchSettings(budget=args.budget, pop_size=args.pop_size,
-                                n_offsprings=args.offspring, seed=args.seed, mode=args.mode),
-        jobs=args.generate, load=args.load, replicates=args.replicates, slo_mix=args.slo_mix,
-        sharing=args.sharing)
+    return config_from(args, args.profile, {"fixed": parse_overrides})
 
 
 def _resumed(args: argparse.Namespace) -> SearchConfig:
-    """The interrupted run's config, its trace options set in ``args``."""
+    """The interrupted run's config (``run.json``; ``cli.json`` for runs written before
+    run.json kept it), its trace options set in ``args``."""
     store = RunStore(args.resume)
     if not (store.path / "cli.json").exists():
         raise ParetoSearchError(f"{args.resume}: no cli.json; not a run of 'paretosearch "
                                 "search' (or it never started)")
     saved = store.read_json("cli.json")
-    if "config" in saved:
-        vars(args).update({k: saved.get(k) for k in TRACE_OPTIONS})
+    vars(args).update({k: saved.get(k) for k in TRACE_OPTIONS})
+    definition = store.read_spec()
+    if definition.config is None and "config" in saved:
         return SearchConfig.from_dict(saved["config"], str(store.path / "cli.json"))
-    vars(args).update({k: v for k, v in saved.items() if k in _EARLIER})  # an earlier run
-    return _config(args)
+    return definition.search_config(str(store.path / "run.json"))
 
 
 def _search(args: argparse.Namespace, console: Console) -> None:
@@ -282,8 +239,8 @@ def _search(args: argparse.Namespace, console: Console) -> None:
             search = PolicySearch(workload, config, store=args.run_dir, client=client,
                                   workers=workers)
             if args.resume is None:  # a search that cannot be made writes nothing
-                write_json({**{k: getattr(args, k) for k in TRACE_OPTIONS},
-                            "config": config.to_dict()}, args.run_dir / "cli.json")
+                write_json({k: getattr(args, k) for k in TRACE_OPTIONS},
+                           args.run_dir / "cli.json")
                 if default_dir:
                     _point_latest(args.run_dir)
             with warnings.catch_warnings():  # _front says the same, from front.json
@@ -318,13 +275,13 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
 
     store = RunStore(run)
     doc = store.read_front()
-    front = doc["front"]
+    front = doc.front
     if not front:
         raise ParetoSearchError(f"{run}: the front is empty")
     chosen = store.chosen_index(front)
     labels = list(front[0].objectives)
     params = list(front[0].params)
-    status = "" if doc.get("done") else " — search still running or interrupted"
+    status = "" if doc.done else " — search still running or interrupted"
     resolved = run.resolve()  # the run itself, not a link such as runs/latest that moves on
     columns = front_columns(doc, labels)
     table = Table(title=f"run {escape(resolved.name)}: Pareto front of {' vs '.join(labels)}, "
@@ -349,9 +306,8 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
         cells += [shown[p][i] for p in params]
         table.add_row(f"{i} chosen" if i == chosen else str(i), *cells,
                       style="bold" if i == chosen else "dim" if entry.dominated else None)
-    tests = doc.get("baselines_test") or {}
-    for name, rec in (doc.get("baselines") or {}).items():
-        test = tests.get(name) or {}
+    for name, rec in doc.baselines.items():
+        test = doc.baselines_test.get(name) or {}
         cells = [c for n in labels for c in (columns[n].cell(rec.get(n)),
                                              columns[n].cell(test.get(n)))]
         table.add_row(name, *cells, *([""] * (len(params) + judged)), style="red")
@@ -364,7 +320,7 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
                       columns[n].maximize for n in labels) else "")
                   + f". Run folder: {escape(str(resolved))}[/dim]", highlight=False)
     print_front_warnings(doc)
-    for name, why in (doc.get("dropped") or {}).items():
+    for name, why in doc.dropped.items():
         console.print(f"{name}: dropped from the search ({why}); kept at its default")
     marked = None if chosen is None else Marked(
         "chosen", front[chosen].metrics, front[chosen].test_metrics)
@@ -373,10 +329,10 @@ def _front(run: Path, png: Path | None, console: Console) -> None:
     console.print(f"plot written to {path}")
 
 
-def print_front_warnings(doc: dict[str, Any]) -> None:
-    """:func:`front_warnings` of ``front.json``'s content, one line each on standard error."""
-    for message in front_warnings(doc["front"], doc.get("baselines") or {},
-                                  doc.get("baselines_test") or {}):
+def print_front_warnings(doc: FrontDocument) -> None:
+    """``front.json``'s warnings (:meth:`FrontDocument.warnings`), one line each on standard
+    error."""
+    for message in doc.warnings():
         error_console().print(f"[yellow]warning:[/yellow] {message}", highlight=False)
 
 
@@ -387,13 +343,13 @@ def _report(run: Path, out: Path | None) -> Path:
 
 
 def _select(args: argparse.Namespace, console: Console) -> None:
+    from paretosearch.objectives import parse_objectives
     from paretosearch.runs import select as choose
-    from paretosearch.search.objectives import parse_objectives
 
     store = RunStore(args.run)
-    front = store.read_front()["front"]
+    front = store.read_front().front
     spec = store.read_spec()
-    objectives = parse_objectives(spec["objectives"])
+    objectives = parse_objectives(spec.objectives)
     if args.where and not args.minimize:
         raise ParetoSearchError("--where needs --minimize METRIC:MEASURE")
     if args.index is not None:

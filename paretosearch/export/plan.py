@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from paretosearch.runs.records import ChosenConfig
 from policies import (
     AFS,
     FIFO,
@@ -368,13 +369,13 @@ def _policy(doc: Mapping[str, Any], source: str) -> Policy:
         raise InvalidConfigDocument(located(source, column="policy", value=name,
                                             problem="expected a policy name",
                                             fix=f"one of {', '.join(sorted(REGISTRY))}"))
-    field = "fitted" if doc.get("fitted") is not None else "params"
-    values = doc.get(field)
-    if not isinstance(values, Mapping):
-        raise InvalidConfigDocument(located(source, column=field, value=values,
-                                            problem="expected an object of parameter values"))
+    try:  # as deployed: the fitted fields, else the parameters (one rule: ChosenConfig)
+        chosen = ChosenConfig.from_dict(doc, source)
+    except ParetoSearchError as exc:
+        raise InvalidConfigDocument(str(exc)) from exc
+    field = "fitted" if chosen.fitted else "params"
     try:
-        return make_policy(name, values)
+        return make_policy(name, chosen.deployed)
     except (InvalidPolicyParams, TypeError) as exc:
         raise InvalidConfigDocument(located(source, column=field, problem=str(exc))) from exc
 

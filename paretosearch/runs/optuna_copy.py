@@ -14,16 +14,26 @@ import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from paretosearch.io import MAX_TABLE, check_plain, open_plain
+from paretosearch.objectives import Objective
 from paretosearch.runs.records import FrontEntry
-from paretosearch.search.evaluation import SearchSpace
 from paretosearch.search.journal import Evaluation, param_key
-from paretosearch.search.objectives import Objective
+from policies import Domain
 from simulator.errors import ParetoSearchError
 
 __all__ = ["OptunaCopy", "load_study"]
+
+
+class Space(Protocol):
+    """The searched parameters and their domains (a search's
+    :class:`~paretosearch.search.evaluation.SearchSpace`), in declaration order."""
+
+    @property
+    def names(self) -> Sequence[str]: ...
+    @property
+    def domains(self) -> Sequence[Domain]: ...
 
 
 class OptunaCopy:
@@ -36,7 +46,7 @@ class OptunaCopy:
     paretosearch`` lists the non-dominated trials; ``optuna-dashboard PATH`` shows the study.
     """
 
-    def __init__(self, path: Path, objectives: Sequence[Objective], space: SearchSpace,
+    def __init__(self, path: Path, objectives: Sequence[Objective], space: Space,
                  study_name: str = "paretosearch") -> None:
         import optuna
 
@@ -153,7 +163,7 @@ def _storage(path: Path) -> Any:
     return JournalStorage(JournalFileBackend(str(check_plain(path))))
 
 
-def _distributions(space: SearchSpace) -> dict[str, Any]:
+def _distributions(space: Space) -> dict[str, Any]:
     from optuna.distributions import (
         BaseDistribution,
         CategoricalDistribution,

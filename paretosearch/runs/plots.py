@@ -18,10 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paretosearch.io import atomic_write
 from simulator.metrics import METRICS
+
+if TYPE_CHECKING:
+    from paretosearch.runs.records import FrontDocument
 
 __all__ = ["Axis", "Marked", "Point", "axes_for", "axis", "draw_front", "parallel_coordinates",
            "plot_front", "point_xy", "points"]
@@ -89,7 +92,7 @@ def _squeezed(values: Sequence[float]) -> bool:
     return hi > 3 * lo and median - lo < 0.1 * (hi - lo)
 
 
-def plot_front(doc: Mapping[str, Any], path: str | Path, *, title: str = "",
+def plot_front(doc: FrontDocument, path: str | Path, *, title: str = "",
                marked: Marked | None = None) -> Path:
     """Draw ``front.json``'s content (``doc``) to a PNG at ``path``, written atomically;
     ``marked``: a configuration to star."""
@@ -106,7 +109,7 @@ def plot_front(doc: Mapping[str, Any], path: str | Path, *, title: str = "",
         plt.close(fig)
 
 
-def draw_front(doc: Mapping[str, Any], *, title: str = "", marked: Marked | None = None
+def draw_front(doc: FrontDocument, *, title: str = "", marked: Marked | None = None
                ) -> Any:
     """The figure :func:`plot_front` writes (a matplotlib ``Figure``; close it after use)."""
     import matplotlib
@@ -114,7 +117,7 @@ def draw_front(doc: Mapping[str, Any], *, title: str = "", marked: Marked | None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    front = doc["front"]
+    front = doc.front
     labels = list(front[0].objectives)
     pairs = list(combinations(range(len(labels)), 2)) or [(0, 0)]
     panels = len(pairs) + (len(labels) >= 3)
@@ -167,15 +170,14 @@ DOMINATED_COLOR = "tab:gray"
 """The colour of a front member that a baseline dominates on the test sample."""
 
 
-def points(doc: Mapping[str, Any], marked: Marked | None) -> list[Point]:
+def points(doc: FrontDocument, marked: Marked | None) -> list[Point]:
     """What a picture of ``front.json``'s content (``doc``, as :meth:`RunStore.read_front`
     gives it) shows: the front, the baselines
     (on both samples where ``baselines_test`` has them) and the starred configuration."""
-    tests = doc.get("baselines_test") or {}
     out = [Point("front", str(i), e.metrics, e.test_metrics, e.params, e.dominated_by or ())
-           for i, e in enumerate(doc["front"])]
-    out += [Point("baseline", name, rec, tests.get(name))
-            for name, rec in (doc.get("baselines") or {}).items()]
+           for i, e in enumerate(doc.front)]
+    out += [Point("baseline", name, rec, doc.baselines_test.get(name))
+            for name, rec in doc.baselines.items()]
     if marked is not None:
         out.append(Point("chosen", marked.label, marked.train, marked.test))
     return out

@@ -12,13 +12,18 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
 
-from paretosearch.search.objectives import Objective, dominates, parse_objectives
+from paretosearch.objectives import Objective, dominates, parse_objectives
+from paretosearch.runs.shapes import NUMBER, Or
+from simulator.errors import ParetoSearchError, located
 
-__all__ = ["BaselineWarning", "ChosenConfig", "FrontEntry", "config_hash", "front_warnings",
-           "mark_dominated"]
+if TYPE_CHECKING:
+    from paretosearch.definition import SearchDefinition
+
+__all__ = ["BaselineWarning", "ChosenConfig", "FrontDocument", "FrontEntry", "config_hash",
+           "front_warnings", "mark_dominated"]
 
 Records = Mapping[str, Mapping[str, float]]
 """Baselines' records by name (``front.json``'s ``baselines`` or ``baselines_test``)."""
@@ -32,7 +37,7 @@ class BaselineWarning(UserWarning):
 class FrontEntry:
     """One configuration of the Pareto front."""
 
-    params: Mapping[str, Any]
+    params: Mapping[str, Any] = field(metadata={"shape": {str: Or(int, float, str, bool, None)}})
     """The searched parameters (the fixed ones are in the run's spec)."""
     objectives: Mapping[str, float]
     """Its value of each objective, by label, on the training sample."""
@@ -75,6 +80,44 @@ class FrontEntry:
 
 
 @dataclass(frozen=True)
+class FrontDocument:
+    """A run's published front (``front.json``): the front, the baselines on both samples,
+    the hypervolume per generation, the parameters not searched, whether the search
+    finished."""
+
+    front: list[FrontEntry]
+    """Each entry with the baselines that dominate it on the test sample."""
+    hypervolume: tuple[tuple[int, float], ...] = field(default=(), metadata={
+        "shape": [{"evaluations": int, "hypervolume": NUMBER}]})
+    """(evaluations, hypervolume) after each generation."""
+    baselines: Records = field(default_factory=dict)
+    """Each baseline's record on the training sample; ``baselines_test``: on the test sample."""
+    baselines_test: Records = field(default_factory=dict)
+    dropped: Mapping[str, str] = field(default_factory=dict)
+    """Parameters not searched, each with why."""
+    done: bool = False
+    """Whether the search finished (else it still runs, or was interrupted)."""
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> FrontDocument:
+        """The document a ``front.json`` holds (its shape checked by the reader); entries
+        written before they recorded the baselines that dominate them are marked here."""
+        tests = {n: _numbers(r) for n, r in (doc.get("baselines_test") or {}).items()}
+        front = [FrontEntry.from_dict(e) for e in doc["front"]]
+        if any(e.dominated_by is None for e in front):
+            front = mark_dominated(front, tests)
+        return cls(front, tuple((h["evaluations"], math.nan if h["hypervolume"] is None
+                                 else float(h["hypervolume"]))
+                                for h in doc.get("hypervolume") or ()),
+                   {n: _numbers(r) for n, r in (doc.get("baselines") or {}).items()}, tests,
+                   dict(doc.get("dropped") or {}), bool(doc.get("done")))
+
+    def warnings(self) -> list[str]:
+        """:func:`front_warnings` of this front and its baselines."""
+        return front_warnings(self.front, self.baselines, self.baselines_test)
+
+
+@dataclass(frozen=True)
 class ChosenConfig:
     """A front member made a ready config (``chosen.json``): what to deploy, what it scored,
     the cluster it was tuned for, and where it came from."""
@@ -97,14 +140,39 @@ class ChosenConfig:
     """The run's own directory (resolved: not a link such as ``runs/latest``, which moves)."""
 
     @classmethod
-    def of(cls, spec: Mapping[str, Any], entry: FrontEntry, *, front_index: int | None = None,
+    def of(cls, spec: SearchDefinition, entry: FrontEntry, *, front_index: int | None = None,
            run: str | None = None) -> ChosenConfig:
         """Front ``entry`` of the run with ``spec`` (``run.json``) as a ready config."""
-        deployed = {"policy": spec["policy"], "params": {**spec["fixed"], **entry.params},
-                    "fitted": None if entry.fitted is None else dict(entry.fitted)}
-        return cls(deployed["policy"], deployed["params"], deployed["fitted"],
-                   dict(entry.objectives), spec.get("cluster"), config_hash(deployed),
+        params = {**spec.fixed, **entry.params}
+        fitted = None if entry.fitted is None else dict(entry.fitted)
+        return cls(spec.policy, params, fitted, dict(entry.objectives), spec.cluster,
+                   config_hash({"policy": spec.policy, "params": params, "fitted": fitted}),
                    entry.test_metrics, front_index, run)
+
+    @property
+    def deployed(self) -> Mapping[str, Any]:
+        """Every field as deployed: ``fitted`` where it holds any (WFQ's class thresholds
+        are fixed numbers in production, not fitted again), else ``params``."""
+        return dict(self.fitted or self.params)
+
+    @classmethod
+    def from_dict(cls, doc: Any, source: str) -> ChosenConfig:
+        """The config a ``chosen.json`` holds (``paretosearch select``), or one written by
+        hand with only ``policy`` and ``params``; errors name ``source`` and the field."""
+        fix = "write it with 'paretosearch select RUN --out FILE'"
+        doc = doc if isinstance(doc, dict) else {}
+        for name, kind, what, needed in (
+                ("policy", str, "a policy name", True),
+                ("params", dict, "an object of parameter values", "params" in doc),
+                ("fitted", dict, "an object of parameter values", False)):
+            value = doc.get(name)
+            if not isinstance(value, kind) and (needed or value is not None):
+                raise ParetoSearchError(located(source, column=name, value=value,
+                                                problem=f"expected {what}", fix=fix))
+        known = {f.name for f in fields(cls)}
+        return cls(**{"params": {}, "objectives": {}, "cluster": None, "fitted": None,
+                      **{k: v for k, v in doc.items() if k in known},
+                      "config_sha256": config_hash(doc)})
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON holds it (where it came from only where known)."""

@@ -6,11 +6,10 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from paretosearch.io import write_text
 from paretosearch.runs.plots import Marked, plot_front
-from paretosearch.runs.records import front_warnings
+from paretosearch.runs.records import FrontDocument
 from paretosearch.runs.retune_summary import ProductionCheck, RetuneSummary
 from paretosearch.runs.units import MAXIMISED, column, front_columns, param_cells
 
@@ -26,7 +25,7 @@ def fmt(value: float | None) -> str:
     return f"{value:,.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
 
 
-def write_retune_report(run: Path, doc: dict[str, Any], summary: RetuneSummary) -> None:
+def write_retune_report(run: Path, doc: FrontDocument, summary: RetuneSummary) -> None:
     """``report.md`` and ``report.png`` of a retune: its window and search, the front
     (``doc``: the run's ``front.json`` as :meth:`RunStore.read_front` gives it) with the
     baselines, and the production config's drift."""
@@ -49,8 +48,7 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: RetuneSummary) 
              *([f"- not resumed: `{passed.run}` ({passed.why}), left as it is"]
                if passed else []),
              f"- wall time: {summary.wall_s:,.0f} s (from reading the window to publishing)",
-             "", *(f"**Warning:** {m}.\n" for m in front_warnings(
-                 doc["front"], doc.get("baselines") or {}, doc.get("baselines_test") or {})),
+             "", *(f"**Warning:** {m}.\n" for m in doc.warnings()),
              "![front](report.png)", "", "## Front", "",
              "Each objective on the training sample and, under *test*, on the held-out "
              "test sample; `#` numbers the points of the plot."
@@ -59,7 +57,7 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: RetuneSummary) 
              "| # | " + " | ".join(f"{columns[lab].header} | test" for lab in labels)
              + " | dominated on test by | parameters |",
              "|---" * (3 + 2 * len(labels)) + "|"]
-    front = doc["front"]
+    front = doc.front
     params = list(front[0].params) if front else []
     shown = {p: param_cells([e.params[p] for e in front]) for p in params}
     for i, e in enumerate(front):
@@ -68,9 +66,8 @@ def write_retune_report(run: Path, doc: dict[str, Any], summary: RetuneSummary) 
                            f"{columns[lab].cell(test.get(lab))}" for lab in labels)
         lines.append(f"| {i} | {cells} | {', '.join(e.dominated_by or ())} | "
                      + ", ".join(f"{p}={shown[p][i]}" for p in params) + " |")
-    tests = doc.get("baselines_test") or {}
-    for name, rec in (doc.get("baselines") or {}).items():
-        test = tests.get(name) or {}
+    for name, rec in doc.baselines.items():
+        test = doc.baselines_test.get(name) or {}
         cells = " | ".join(f"{columns[lab].cell(rec.get(lab))} | "
                            f"{columns[lab].cell(test.get(lab))}" for lab in labels)
         lines.append(f"| {name} | {cells} | | baseline |")

@@ -21,6 +21,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from paretosearch.definition import SearchDefinition
 from paretosearch.io import write_text
 from paretosearch.runs.plots import (
     Axis,
@@ -31,7 +32,7 @@ from paretosearch.runs.plots import (
     point_xy,
     points,
 )
-from paretosearch.runs.records import FrontEntry, front_warnings
+from paretosearch.runs.records import FrontDocument, FrontEntry
 from paretosearch.runs.report import describe_sample, drift_rows, fmt
 from paretosearch.runs.report_layout import (
     FIGURE_WIDTH,
@@ -73,8 +74,8 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
     doc, spec = store.read_front(), store.read_spec()
     if retune is None and (store.path / "retune.json").exists():
         retune = store.read_retune()
-    front = doc["front"]
-    labels = list(spec["objectives"])
+    front = doc.front
+    labels = list(spec.objectives)
     chosen = store.chosen_index(front)
     prod = retune.production if retune else None
     marked = (Marked("production", prod.train, prod.test) if prod else
@@ -88,19 +89,18 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
                 for i in range(len(front))]
     front_fig = _front_figure(go, doc, labels, marked)
     columns = front_columns(doc, labels)
-    hv = doc.get("hypervolume") or []
-    final = hv[-1]["hypervolume"] if hv else 0.0
-    hv_fig = go.Figure(go.Scatter(x=[h["evaluations"] for h in hv],
-                                  y=[100 * h["hypervolume"] / final if final else None
-                                     for h in hv], mode="lines+markers"))
+    hv = doc.hypervolume
+    final = hv[-1][1] if hv else 0.0
+    hv_fig = go.Figure(go.Scatter(x=[n for n, _ in hv],
+                                  y=[100 * h / final if final else None for _, h in hv],
+                                  mode="lines+markers"))
     hv_fig.update_layout(height=320, margin={"t": 30}, xaxis_title="evaluations",
                          yaxis_title="% of the final front's hypervolume",
                          yaxis_ticksuffix=" %", yaxis_range=[0, 105])  # from 0: no zoom
                                                                       # into a 0.001 % change
     parts = [
         f"<h1>{html.escape(title)}</h1>", _summary(spec, doc, retune, name),
-        *(f"<p class='warning'><b>Warning:</b> {html.escape(m)}.</p>" for m in front_warnings(
-            front, doc.get("baselines") or {}, doc.get("baselines_test") or {})),
+        *(f"<p class='warning'><b>Warning:</b> {html.escape(m)}.</p>" for m in doc.warnings()),
         "<h2>Pareto front</h2>",
         "<p>Filled: the training sample; hollow: the same configuration on the test sample, "
         "joined by a line. Hover a point for its parameters and metrics; click a front point "
@@ -115,7 +115,7 @@ def write_html_report(run: str | Path, out: str | Path | None = None, *,
         "past the worst values, as a share of the final front's (its raw value depends on "
         "the objectives' units).</p>",
         hv_fig.to_html(full_html=False, include_plotlyjs=False, div_id="hypervolume"),
-        "<h2>Parameters not searched</h2>", _dropped(doc.get("dropped") or {})]
+        "<h2>Parameters not searched</h2>", _dropped(doc.dropped)]
     if prod:
         parts += ["<h2>Production config</h2>", _drift(prod, labels)]
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
@@ -136,7 +136,7 @@ def script_json(value: Any) -> str:
     return json.dumps(value).translate(_SCRIPT_UNSAFE)
 
 
-def _front_figure(go: Any, doc: Mapping[str, Any], labels: Sequence[str],
+def _front_figure(go: Any, doc: FrontDocument, labels: Sequence[str],
                   marked: Marked | None) -> Any:
     """Pairwise panels of the objectives, and parallel coordinates for three or more."""
     from plotly.subplots import make_subplots
@@ -278,19 +278,19 @@ def _parallel_traces(go: Any, drawn: Sequence[Point], hover: Sequence[str],
         for p, ys, text in zip(drawn, rows, hover, strict=True)]
 
 
-def _summary(spec: Mapping[str, Any], doc: Mapping[str, Any],
+def _summary(spec: SearchDefinition, doc: FrontDocument,
              retune: RetuneSummary | None, folder: str) -> str:
-    hv = doc.get("hypervolume") or []
+    hv = doc.hypervolume
     items = [f"run folder <code>{html.escape(folder)}</code>",
-             f"policy <code>{html.escape(spec['policy'])}</code> on profile "
-             f"<code>{html.escape(spec['profile'])}</code>",
+             f"policy <code>{html.escape(spec.policy)}</code> on profile "
+             f"<code>{html.escape(spec.profile)}</code>",
              "objectives: " + ", ".join(f"<code>{html.escape(o)}</code>"
-                                        for o in spec["objectives"]),
-             f"{hv[-1]['evaluations'] if hv else 0:,} evaluations, seed "
-             f"{spec['settings'].get('seed')}" + ("" if doc.get("done") else
-                                                   " (still running or interrupted)"),
-             "training sample: " + html.escape("; ".join(map(describe_sample, spec["train"]))),
-             "test sample: " + html.escape("; ".join(map(describe_sample, spec["test"])))]
+                                        for o in spec.objectives),
+             f"{hv[-1][0] if hv else 0:,} evaluations, seed "
+             f"{spec.settings.seed if spec.settings else None}"
+             + ("" if doc.done else " (still running or interrupted)"),
+             "training sample: " + html.escape("; ".join(map(describe_sample, spec.train))),
+             "test sample: " + html.escape("; ".join(map(describe_sample, spec.test)))]
     if retune:
         w = retune.start.window
         items.append(f"retune window: {w.jobs:,} jobs, arrivals {w.start_s:,.0f} s .. "
@@ -315,12 +315,12 @@ def _front_table(front: Sequence[FrontEntry], labels: Sequence[str],
     return _table(head, rows)
 
 
-def _baselines_table(doc: Mapping[str, Any], labels: Sequence[str],
+def _baselines_table(doc: FrontDocument, labels: Sequence[str],
                      columns: Mapping[str, Column]) -> str:
-    tests = doc.get("baselines_test") or {}
+    tests = doc.baselines_test
     rows = [[html.escape(name), *(c for lab in labels for c in (
         columns[lab].cell(rec.get(lab)), columns[lab].cell((tests.get(name) or {}).get(lab))))]
-            for name, rec in (doc.get("baselines") or {}).items()]
+            for name, rec in doc.baselines.items()]
     if not rows:
         return "<p>No baselines for this policy family.</p>"
     return _table(["baseline", *(c for lab in labels for c in (columns[lab].header, "test"))],

@@ -1,13 +1,14 @@
 """What a nightly retune records, typed: what it set out to do (:class:`RetuneStart`,
 ``retune-start.json``) and what it published (:class:`RetuneSummary`, ``retune.json``), with
 the production config's drift (:class:`ProductionCheck`). On disk they are the JSON objects
-:meth:`to_dict` gives; :class:`~paretosearch.runs.store.RunStore` checks their shape before
-:meth:`from_dict` reads them."""
+:meth:`to_dict` gives; :class:`~paretosearch.runs.store.RunStore` checks their shape, derived
+from these classes (:func:`~paretosearch.runs.shapes.shape_of`), before :meth:`from_dict`
+reads them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["Change", "Drift", "ObjectiveDrift", "PassedOver", "ProductionCheck",
@@ -37,7 +38,7 @@ class RetuneWindow:
 class WarmStart:
     """The configurations the first generation starts from."""
 
-    source: str | None
+    source: str | None = field(metadata={"json": "from"})
     """The published run they came from (``from`` on disk); None: a cold start."""
     configs: int
     seeds: tuple[Mapping[str, Any], ...] | None = None
@@ -184,15 +185,15 @@ class RetuneSummary:
     """A published retune (``retune.json``): where it started, what it searched, what it
     cost, the production config's drift and the exit code."""
 
-    start: RetuneStart
+    start: RetuneStart = field(metadata={"json": ""})
     """As it started (its warm start without the configurations themselves)."""
     published_at: str
     previous: str | None
     """The run ``current`` pointed at before."""
     policy: str
     objectives: tuple[str, ...]
-    evaluations_run: int
-    evaluations_from_cache: int
+    evaluations_run: int = field(metadata={"json": "evaluations.run"})
+    evaluations_from_cache: int = field(metadata={"json": "evaluations.from_cache"})
     front_size: int
     wall_s: float
     production: ProductionCheck | None

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from paretosearch.objectives import Objective
 from paretosearch.runs.records import FrontEntry as Entry
-from paretosearch.search.objectives import Objective
 from simulator.errors import ParetoSearchError
 
 __all__ = ["among", "by_constraints", "by_index", "by_weights", "knee", "parse_constraint"]

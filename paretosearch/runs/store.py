@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from paretosearch.definition import SearchDefinition
 from paretosearch.io import (
     MAX_DOCUMENT,
     MAX_TABLE,
@@ -39,12 +40,10 @@ from paretosearch.io import (
     write_json,
     write_table,
 )
-from paretosearch.runs.records import ChosenConfig, FrontEntry, mark_dominated
+from paretosearch.runs.records import ChosenConfig, FrontDocument, FrontEntry
 from paretosearch.runs.retune_summary import RetuneStart, RetuneSummary
-from paretosearch.search.config import policy_of
-from paretosearch.search.journal import Evaluation, param_key
-from paretosearch.search.objectives import parse_objectives
-from paretosearch.search.trust import plain_record
+from paretosearch.runs.shapes import Or, check_shape, shape_of
+from paretosearch.search.journal import Evaluation, param_key, plain_record
 from simulator.errors import ParetoSearchError, located
 
 __all__ = ["RunStore"]
@@ -64,26 +63,19 @@ class RunStore:
 
     # --- spec -----------------------------------------------------------------------------
 
-    def write_spec(self, spec: dict[str, Any]) -> None:
+    def write_spec(self, definition: SearchDefinition) -> None:
         """``run.json``: what was searched, with versions for provenance."""
         from paretosearch import __version__
 
-        write_json({**spec, "versions": {"paretosearch": __version__,
-                                         "python": platform.python_version()}},
+        write_json({**definition.to_dict(), "versions": {"paretosearch": __version__,
+                                                          "python": platform.python_version()}},
                    self.path / "run.json")
 
-    def read_spec(self) -> dict[str, Any]:
-        """The spec a run was started with (without the versions), its shape checked."""
-        doc = self.read_json("run.json", _SPEC)
-        where = str(self.path / "run.json")
-        for field, check in (("objectives", lambda: parse_objectives(doc["objectives"])),
-                             ("fixed", lambda: policy_of(doc["policy"], doc["fixed"]))):
-            try:
-                check()
-            except ParetoSearchError as exc:
-                raise ParetoSearchError(located(where, column=field, problem=str(exc))) from exc
-        doc.pop("versions", None)
-        return doc
+    def read_spec(self) -> SearchDefinition:
+        """What the run searched (``run.json``, as this or an earlier paretosearch wrote it),
+        its shape checked."""
+        return SearchDefinition.from_dict(self.read_json("run.json", _SPEC),
+                                          str(self.path / "run.json"))
 
     # --- journal --------------------------------------------------------------------------
 
@@ -184,12 +176,9 @@ class RunStore:
                     **extra},
                    self.path / "front.json")
 
-    def read_front(self) -> dict[str, Any]:
+    def read_front(self) -> FrontDocument:
         """The published front (``front.json``), its shape checked: what readers index into
-        is there and of the right type, and every entry scores the same objectives. Its
-        ``front`` is a list of :class:`FrontEntry`, each with the baselines that dominate it
-        on the test sample (worked out here for a front written before entries recorded
-        them)."""
+        is there and of the right type, and every entry scores the same objectives."""
         doc = self.read_json("front.json", _FRONT)
         where = str(self.path / "front.json")
         entries = doc["front"]
@@ -205,10 +194,7 @@ class RunStore:
                 raise ParetoSearchError(located(where, column=field, value=sorted(record),
                                                 problem="expected the objectives "
                                                         f"{sorted(labels)}"))
-        front = [FrontEntry.from_dict(e) for e in entries]
-        if any(e.dominated_by is None for e in front):
-            front = mark_dominated(front, doc.get("baselines_test") or {})
-        return {**doc, "front": front}
+        return FrontDocument.from_dict(doc)
 
     def write_choice(self, choice: ChosenConfig) -> Path:
         """``chosen.json``: the operator's selected configuration."""
@@ -217,7 +203,7 @@ class RunStore:
     def front_choice(self, index: int) -> ChosenConfig:
         """Front entry ``index`` as a ready config, with where it came from: this run's
         resolved directory (not a link such as ``runs/latest``, which moves) and the index."""
-        front = self.read_front()["front"]
+        front = self.read_front().front
         return ChosenConfig.of(self.read_spec(), front[index], front_index=index,
                                run=str(self.path.resolve()))
 
@@ -226,9 +212,14 @@ class RunStore:
         made, or one that is not on this front)."""
         if not (self.path / "chosen.json").exists():
             return None
-        picked = self.read_json("chosen.json", {"params": _PARAMS})["params"]
+        picked = self.read_chosen().params
         return next((i for i, e in enumerate(front)
                      if all(picked.get(k) == v for k, v in e.params.items())), None)
+
+    def read_chosen(self) -> ChosenConfig:
+        """The operator's selected configuration (``chosen.json``), its shape checked."""
+        return ChosenConfig.from_dict(self.read_json("chosen.json", {"params": PARAMS}),
+                                      str(self.path / "chosen.json"))
 
     def read_retune(self) -> RetuneSummary:
         """The retune summary of a run that a retune published (``retune.json``), its shape
@@ -246,7 +237,7 @@ class RunStore:
 
     def read_json(self, name: str, shape: Any = dict) -> dict[str, Any]:
         """A JSON document of the run (an object), read as untrusted data; ``shape``: what
-        it must hold (:func:`_check_shape`)."""
+        it must hold (:func:`~paretosearch.runs.shapes.check_shape`)."""
         if not (self.path / name).exists():
             raise ParetoSearchError(f"{self.path}: no {name}; is this a run directory of "
                                     "'paretosearch search'?")
@@ -257,7 +248,7 @@ class RunStore:
         if not isinstance(doc, dict):
             raise ParetoSearchError(f"{self.path / name}: a JSON object expected, found "
                                     f"{type(doc).__name__}")
-        _check_shape(doc, shape, str(self.path / name), "")
+        check_shape(doc, shape, str(self.path / name))
         return doc
 
     def _rows(self, name: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -282,93 +273,7 @@ def _skip(where: str, why: str) -> None:
     log.warning("%s: %s", where, why)
 
 
-class _Or:
-    """A shape that is any one of ``shapes``."""
-
-    def __init__(self, *shapes: Any) -> None:
-        self.shapes = shapes
-
-
-_NUMBER = _Or(int, float, None)  # null: NaN, as JSON stores it
-_RECORD = {str: _NUMBER}
-_PARAMS = {str: _Or(int, float, str, bool, None)}
-_FRONT = {"front": [{"params": _PARAMS, "objectives": _RECORD,
-                     "metrics": _RECORD, "test_metrics": _Or(_RECORD, None),
-                     "fitted": _Or(dict, None), "dominated_by?": _Or([str], None)}],
-          "hypervolume?": [{"evaluations": int, "hypervolume": _NUMBER}],
-          "baselines?": {str: _RECORD}, "baselines_test?": {str: _RECORD},
-          "dropped?": {str: str}, "done?": bool}
-_WINDOW = {"files": [str], "jobs": int, "jobs_in_trace": int, "start_s": _NUMBER,
-           "end_s": _NUMBER, "digest": str}
-_RETUNE_START = {"run": str, "resumed": bool, "window": _WINDOW,
-                 "warm_start": {"from": _Or(str, None), "configs": int, "seeds?": [dict]},
-                 "not_resumed?": _Or({"run": str, "why": str}, None)}
-_DRIFT = {"dominated": bool, "dominated_by": [int], "best": _Or(int, None),
-          "objectives": {str: {"production": _NUMBER, "front?": _NUMBER, "gain?": _NUMBER}}}
-_PRODUCTION = {"source": str, "config_sha256": str, "policy": str, "config": dict,
-               "train": _RECORD, "test": _RECORD, "drift_train": _DRIFT, "drift_test": _DRIFT,
-               "since_previous?": _Or({"run": str, "objectives": {str: {
-                   "before": _NUMBER, "now": _NUMBER, "change": _NUMBER}}}, None)}
-_RETUNE = {**_RETUNE_START, "published_at": str, "previous": _Or(str, None), "policy": str,
-           "objectives": [str], "evaluations": {"run": int, "from_cache": int},
-           "front_size": int, "wall_s": _NUMBER, "production": _Or(_PRODUCTION, None),
-           "exit": int}
-_SPEC = {"policy": str, "profile": str, "objectives": [str], "fixed": dict, "space?": [str],
-         "settings?": dict, "cluster?": dict}
-
-
-def _check_shape(value: Any, shape: Any, path: str, field: str) -> None:
-    """Raise naming ``path``, the field and the value unless ``value`` has ``shape``: a type,
-    None, :class:`_Or`, ``[item]``, ``{str: value}`` (any keys) or ``{name: shape}`` (a name
-    ending in ``?`` may be missing)."""
-    if isinstance(shape, _Or):
-        nested = [s for s in shape.shapes if (isinstance(s, dict) and isinstance(value, dict))
-                  or (isinstance(s, list) and isinstance(value, list))]
-        if len(nested) == 1:  # an object or a list where one is allowed: name what is inside
-            _check_shape(value, nested[0], path, field)
-            return
-        for option in shape.shapes:
-            try:
-                _check_shape(value, option, path, field)
-                return
-            except ParetoSearchError:
-                continue
-        ok = False
-    elif shape is None:
-        ok = value is None
-    elif isinstance(shape, list):
-        ok = isinstance(value, list)
-        for i, item in enumerate(value if ok else []):
-            _check_shape(item, shape[0], path, f"{field}[{i}]")
-    elif isinstance(shape, dict):
-        ok = isinstance(value, dict)
-        for name, sub in shape.items() if ok else ():
-            if name is str:
-                for key, item in value.items():
-                    _check_shape(item, sub, path, f"{field}.{key}".lstrip("."))
-            elif name.rstrip("?") in value:
-                _check_shape(value[name.rstrip("?")], sub, path,
-                             f"{field}.{name.rstrip('?')}".lstrip("."))
-            elif not name.endswith("?"):
-                raise ParetoSearchError(located(path, column=f"{field}.{name}".lstrip("."),
-                                                problem="missing"))
-    else:
-        ok = isinstance(value, shape) and (shape is bool or not isinstance(value, bool))
-    if not ok:
-        shown = value if isinstance(value, int | float | str | None) else type(value).__name__
-        raise ParetoSearchError(located(path, column=field or None, value=shown,
-                                        problem=f"expected {_describe(shape)}"))
-
-
-def _describe(shape: Any) -> str:
-    if isinstance(shape, _Or):
-        return " or ".join(_describe(s) for s in shape.shapes)
-    if shape is None:
-        return "null"
-    if isinstance(shape, list):
-        return "a list"
-    if isinstance(shape, dict):
-        return "an object"
-    return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
-            dict: "an object"}[shape]
-
+PARAMS = {str: Or(int, float, str, bool, None)}
+"""The shape of the ``params`` a chosen config names (what :meth:`RunStore.chosen_index` reads)."""
+_FRONT, _SPEC = shape_of(FrontDocument), shape_of(SearchDefinition)
+_RETUNE_START, _RETUNE = shape_of(RetuneStart), shape_of(RetuneSummary)

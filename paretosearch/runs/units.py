@@ -5,12 +5,15 @@ metric marked, and one number format for the whole column."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paretosearch.runs.plots import axis
 from simulator.metrics import METRICS
+
+if TYPE_CHECKING:
+    from paretosearch.runs.records import FrontDocument
 
 __all__ = ["MAXIMISED", "Column", "column", "front_columns", "param_cells"]
 
@@ -62,13 +65,12 @@ def column(label: str, values: Iterable[float | None]) -> Column:
                   maximize=metric is not None and metric.maximize)
 
 
-def front_columns(doc: Mapping[str, Any], labels: Sequence[str]) -> dict[str, Column]:
+def front_columns(doc: FrontDocument, labels: Sequence[str]) -> dict[str, Column]:
     """A column per objective of ``front.json``'s content (``doc``, as
     :meth:`RunStore.read_front` gives it), fitted to everything its tables and plot show:
     the front and the baselines on both samples."""
-    records = [r for e in doc["front"] for r in (e.metrics, e.test_metrics or {})]
-    records += [r for part in ("baselines", "baselines_test")
-                for r in (doc.get(part) or {}).values()]
+    records = [r for e in doc.front for r in (e.metrics, e.test_metrics or {})]
+    records += [*doc.baselines.values(), *doc.baselines_test.values()]
     return {lab: column(lab, [r.get(lab) for r in records]) for lab in labels}
 
 

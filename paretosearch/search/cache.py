@@ -23,8 +23,8 @@ from typing import Any
 
 from paretosearch.io import check_plain
 from paretosearch.search.evaluation import Task
+from paretosearch.search.journal import plain_record
 from paretosearch.search.runners import Next, OnResult, Params, Runner
-from paretosearch.search.trust import plain_record
 from simulator import Workload
 from simulator.errors import ParetoSearchError
 from simulator.jit import source_digest

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from paretosearch.search.objectives import MEASURES
+from paretosearch.objectives import MEASURES
 from policies import Domain, get_policy, make_policy
 from simulator import ClusterProfile, Workload, simulate, summary
 from simulator.errors import InvalidPolicyParams

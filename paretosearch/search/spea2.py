@@ -42,11 +42,11 @@ from pymoo.util.display.multi import MultiObjectiveOutput
 from pymoo.util.optimum import filter_optimum
 from scipy.stats import qmc
 
+from paretosearch.objectives import Objective
 from paretosearch.search.evaluation import SearchSpace, Task
 from paretosearch.search.journal import Evaluation, Journal, param_key
-from paretosearch.search.objectives import Objective
 from paretosearch.search.runners import Runner
-from paretosearch.search.settings import COVERED, MODES, SearchSettings
+from paretosearch.settings import COVERED, MODES, SearchSettings
 from simulator.metrics import InvalidObjective
 
 __all__ = ["COVERED", "MODES", "HypervolumeBox", "Progress", "SearchOutcome", "SearchSettings",

@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextlib
 import io
 import ipaddress
-import math
 import pickle
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from paretosearch.search.journal import MAX_RECORD_FIELDS, plain_record
 from simulator.errors import ParetoSearchError
 
 __all__ = ["DESERIALIZERS", "MAX_RECORD_FIELDS", "UntrustedResult", "check_address",
@@ -29,8 +29,6 @@ __all__ = ["DESERIALIZERS", "MAX_RECORD_FIELDS", "UntrustedResult", "check_addre
 DESERIALIZERS = ("msgpack",)
 """What the search's Dask clients decode from workers: msgpack, which builds only plain
 data (pickle and Dask's own serializers can build any object, and so run code)."""
-MAX_RECORD_FIELDS = 10_000
-"""The most fields a record from a worker may have."""
 LOOPBACK_NAMES = ("localhost",)
 EXCEPTION_BUILDERS = frozenset({("tblib.pickling_support", "unpickle_exception"),
                                 ("tblib.pickling_support", "unpickle_exception_with_attrs")})
@@ -78,21 +76,6 @@ def plain_records(result: Any, expected: int) -> list[dict[str, float]]:
                                   "finite numbers)")
         out.append(checked)
     return out
-
-
-def plain_record(value: Any) -> dict[str, float] | None:
-    """``value`` as a record if it is one (a mapping of at most :data:`MAX_RECORD_FIELDS`
-    names to numbers, finite or NaN), else None: for records read back from a worker, a
-    journal or the cache."""
-    if not isinstance(value, dict) or not 0 < len(value) <= MAX_RECORD_FIELDS or not all(
-            isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)
-            for k, v in value.items()):
-        return None
-    try:
-        record = {k: float(v) for k, v in value.items()}
-    except OverflowError:  # an integer past a float's range
-        return None
-    return None if any(math.isinf(v) for v in record.values()) else record
 
 
 def _shape(value: Any) -> str:

@@ -18,9 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from paretosearch.config import SearchConfig
+from paretosearch.definition import SearchDefinition
 from paretosearch.io import regular_file
+from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.runs import select as choose
 from paretosearch.runs.records import (
     BaselineWarning,
@@ -30,17 +31,15 @@ from paretosearch.runs.records import (
     mark_dominated,
 )
 from paretosearch.runs.store import RunStore
+from paretosearch.samples import samples, split_workload
 from paretosearch.search.cache import CachedRunner, EvaluationCache
 from paretosearch.search.cluster import connect
-from paretosearch.search.config import GENERATED_REPLICATES, SearchConfig
 from paretosearch.search.evaluation import SearchSpace, Task
-from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.runners import DaskRunner, Runner, SerialRunner
 from paretosearch.search.spea2 import Progress, SearchSettings, run_spea2
 from policies import make_policy
-from simulator import ClusterProfile, Workload, generate, read_trace
+from simulator import ClusterProfile, Workload, read_trace
 from simulator.errors import ParetoSearchError
-from simulator.generate import add_sharing, add_slos
 from simulator.sharing import can_share
 
 if TYPE_CHECKING:  # imported when needed: both take a while to import
@@ -68,21 +67,13 @@ def baselines_for(workload: Workload, profile: ClusterProfile) -> tuple[str, ...
     return names + (HETERO_BASELINES if len(profile.gpus_by_type) > 1 else ())
 
 
-def split_workload(workload: Workload) -> tuple[Workload, Workload]:
-    """Train on the first half of a trace, test on the second (arrivals re-based to 0)."""
-    half = len(workload) // 2
-    if half < 2:
-        raise ParetoSearchError(f"{workload.source}: {len(workload)} jobs are too few to split "
-                                "into a training and a test sample")
-    frame = workload.to_frame()
-    test = frame.iloc[half:].copy()
-    test["arrival_s"] -= test["arrival_s"].iloc[0]
-    return (replace(Workload.from_frame(frame.iloc[:half], scaling=workload.scaling,
-                                        source=f"{workload.source}[train]"),
-                    type_speed=workload.type_speed, interference=workload.interference),
-            replace(Workload.from_frame(test, scaling=workload.scaling,
-                                        source=f"{workload.source}[test]"),
-                    type_speed=workload.type_speed, interference=workload.interference))
+def resolved(config: SearchConfig, workload: Workload | None
+             ) -> tuple[list[Workload], list[Workload], SearchSpace]:
+    """A search's training and test samples (:func:`paretosearch.samples.samples`) and the
+    space it searches on them (:meth:`SearchSpace.of`); bad input fails here."""
+    train, test = samples(config, workload)
+    return train, test, SearchSpace.of(config.policy, config.fixed, workload=train,
+                                       profile=config.cluster)
 
 
 class PolicySearch:
@@ -112,34 +103,10 @@ class PolicySearch:
                  workers: int = 0, cache: EvaluationCache | None = None) -> None:
         self.config = config = config or SearchConfig()
         self.profile, self.settings = config.cluster, config.settings
-        replicates = config.replicates or (GENERATED_REPLICATES if workload is None else 1)
-        if workload is None:
-            draws = np.random.SeedSequence(self.settings.seed).spawn(2 * replicates)
-            sample = [generate(config.jobs, load=config.load, gpus=self.profile.total_gpus,
-                               seed=d) for d in draws]
-            self.train, self.test = sample[:replicates], sample[replicates:]
-        else:
-            if replicates != 1:
-                raise ParetoSearchError("replicates need a generated workload; a trace is "
-                                        "one sample (it is split into train and test halves)")
-            wl = workload if isinstance(workload, Workload) else read_trace(regular_file(workload))
-            train, test = split_workload(wl)
-            self.train, self.test = [train], [test]
-        samples = self.train + self.test
-        if config.slo_mix is not None:
-            marks = np.random.SeedSequence([self.settings.seed, 1]).spawn(2 * replicates)
-            samples = [add_slos(w, config.slo_mix, seed=m)
-                       for w, m in zip(samples, marks, strict=True)]
-        if config.sharing:
-            memory = min(g.gpu_memory_gib for g in self.profile.node_groups)
-            marks = np.random.SeedSequence([self.settings.seed, 2]).spawn(2 * replicates)
-            samples = [w if w.sharing is not None else
-                       add_sharing(w, device_memory_gib=memory, seed=m)
-                       for w, m in zip(samples, marks, strict=True)]
-        self.train, self.test = samples[:replicates], samples[replicates:]
+        wl = workload if workload is None or isinstance(workload, Workload) else read_trace(
+            regular_file(workload))
+        self.train, self.test, self.space = resolved(config, wl)
         self.task = Task(config.policy, self.profile, dict(config.fixed))
-        self.space = SearchSpace.of(config.policy, self.task.fixed, workload=self.train,
-                                    profile=self.profile)
         self.store = store if isinstance(store, RunStore) or store is None else RunStore(store)
         self.client, self.workers, self.cache = client, workers, cache
         self._open: tuple[Runner, Runner] | None = None
@@ -188,7 +155,7 @@ class PolicySearch:
             train, test = self.evaluate(self.task.policy, {**self.task.fixed, **params})
             entry = FrontEntry.of(params, train, self.objectives, test, self.fitted(params))
         self.chosen = ChosenConfig.of(
-            _jsonable(self.spec()), entry, front_index=index,
+            self.definition(), entry, front_index=index,
             run=str(self.store.path.resolve()) if self.store and index is not None else None)
         if self.store:
             self.store.write_choice(self.chosen)
@@ -234,16 +201,10 @@ class PolicySearch:
 
     # --- running --------------------------------------------------------------------------
 
-    def spec(self) -> dict[str, Any]:
+    def definition(self) -> SearchDefinition:
         """What this search is, as stored in ``run.json`` (a resumed run must match it)."""
-        return {"policy": self.task.policy, "profile": self.profile.name,
-                "cluster": {"profile": self.profile.name,
-                            "gpus_by_type": dict(self.profile.gpus_by_type)},
-                "fixed": dict(self.task.fixed), "objectives": [o.label for o in self.objectives],
-                "settings": vars(self.settings), "space": list(self.space.names),
-                "dropped": dict(self.space.dropped),
-                "train": [w.source for w in self.train], "test": [w.source for w in self.test],
-                "train_digests": [w.digest() for w in self.train]}
+        return SearchDefinition.of(self.config, self.space.names, self.space.dropped,
+                                   self.train, self.test)
 
     def fitted(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Every field of the policy with ``params``, fitted to the training workload."""
@@ -316,12 +277,12 @@ class PolicySearch:
         if resume:
             if not started:
                 raise ParetoSearchError(f"{self.store.path}: no run to resume (no run.json)")
-            if self.store.read_spec() != _jsonable(self.spec()):
+            if self.store.read_spec() != self.definition():
                 raise ParetoSearchError(f"{self.store.path} was started with other settings; "
                                         "resume it with the same arguments it was started with")
             self.store.warn_of_pickles()
         else:
-            self.store.write_spec(self.spec())
+            self.store.write_spec(self.definition())
 
     def evaluate(self, policy: str, params: Mapping[str, Any]
                  ) -> tuple[dict[str, float], dict[str, float]]:
@@ -373,7 +334,7 @@ class PolicySearch:
 
     def _about(self) -> dict[str, Any]:
         """What was searched, as the Optuna study's user attributes."""
-        spec = _jsonable(self.spec())
+        spec = self.definition().to_dict()
         return {k: spec[k] for k in ("policy", "profile", "fixed", "train", "test")}
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import math
 import os
 import time
@@ -40,6 +39,7 @@ import pandas as pd
 from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
+from paretosearch.definition import SearchDefinition
 from paretosearch.io import (
     MAX_DOCUMENT,
     MAX_TABLE,
@@ -49,7 +49,8 @@ from paretosearch.io import (
     read_bounded,
     write_json,
 )
-from paretosearch.runs.records import FrontEntry, config_hash
+from paretosearch.objectives import Objective, dominates, parse_objectives
+from paretosearch.runs.records import ChosenConfig, FrontEntry
 from paretosearch.runs.report import write_retune_report
 from paretosearch.runs.report_html import write_html_report
 from paretosearch.runs.retune_summary import (
@@ -68,9 +69,8 @@ from paretosearch.runs.store import RunStore
 from paretosearch.search.cache import EvaluationCache
 from paretosearch.search.cluster import ctrl_c
 from paretosearch.search.journal import param_key
-from paretosearch.search.objectives import Objective, dominates, parse_objectives
 from paretosearch.search.spea2 import Progress
-from paretosearch.service.api import PolicySearch
+from paretosearch.service.api import PolicySearch, resolved
 from paretosearch.service.retune_spec import RetuneSpec, TooFewJobs, Window, read_window
 from policies import REGISTRY, make_policy
 from simulator.errors import ParetoSearchError, located
@@ -168,10 +168,11 @@ def retune(spec: RetuneSpec, *,
     with _locked(spec.out / "retune.lock"):
         previous = _current(spec.out)
         # which run folder (a new one, or the interrupted one to resume) follows from what
-        # the search is: ask a search without collaborators (bad input fails here)
-        plain = PolicySearch(window.workload, spec.config)
+        # the search is (bad input fails here)
+        train, test, space = resolved(spec.config, window.workload)
+        definition = SearchDefinition.of(spec.config, space.names, space.dropped, train, test)
         try:
-            run, resume, passed_over = _run_dir(spec.out, plain, previous)
+            run, resume, passed_over = _run_dir(spec.out, definition, previous)
             with contextlib.ExitStack() as stack:
                 search = PolicySearch(
                     window.workload, spec.config, store=run, workers=spec.workers,
@@ -284,14 +285,13 @@ def _point(link: Path, run: Path) -> None:
         os.close(fd)
 
 
-def _run_dir(out: Path, search: PolicySearch,
+def _run_dir(out: Path, definition: SearchDefinition,
              previous: Path | None) -> tuple[Path, bool, PassedOver | None]:
     """The newest run if it was interrupted on this same window (resume it), else a new one;
     and, when the newest run is not the published one and is not resumed, which and why (it is
     left as it is)."""
     runs = sorted(r for r in (out / "runs").glob("*")  # real folders, links not followed
                   if r.is_dir() and not r.is_symlink()) if (out / "runs").is_dir() else []
-    spec = json.loads(json.dumps(search.spec()))
     passed_over = None
     if runs and runs[-1].resolve() != previous:
         newest = runs[-1]
@@ -299,7 +299,7 @@ def _run_dir(out: Path, search: PolicySearch,
             why = "it stopped before its search began: nothing to resume"
         else:
             with contextlib.suppress(ParetoSearchError):
-                if RunStore(newest).read_spec() == spec:
+                if RunStore(newest).read_spec() == definition:
                     return newest, True, None
             why = ("it finished on another window or spec, and 'current' does not point at it"
                    if (newest / "retune.json").exists()
@@ -331,9 +331,9 @@ def _warm_seeds(previous: Path | None, spec: RetuneSpec) -> list[dict[str, Any]]
 
 def _ranked_seeds(previous: Path, spec: RetuneSpec) -> list[dict[str, Any]]:
     store = RunStore(previous)
-    if store.read_spec()["policy"] != spec.config.policy:
+    if store.read_spec().policy != spec.config.policy:
         return []
-    front = [dict(e.params) for e in store.read_front()["front"]]
+    front = [dict(e.params) for e in store.read_front().front]
     records = pd.read_parquet(io.BytesIO(store.read("records.parquet", MAX_TABLE)))
     objectives = parse_objectives(spec.config.objectives)
     labels = [o.label for o in objectives]
@@ -379,26 +379,16 @@ def _read_production(path: Path | None) -> dict[str, Any] | None:
         raise ParetoSearchError(f"{path}: not a chosen config (not JSON: "
                                 f"{type(exc).__name__}: {str(exc)[:120]}); write it with "
                                 "'paretosearch select RUN --out FILE'") from exc
-    policy = doc.get("policy") if isinstance(doc, dict) else None
-    field = "fitted" if isinstance(doc, dict) and doc.get("fitted") else "params"
-    config = doc.get(field) if isinstance(doc, dict) else None
-    if not isinstance(policy, str):
-        raise ParetoSearchError(located(str(path), column="policy", value=policy,
-                                        problem="expected a policy name",
-                                        fix="write it with 'paretosearch select RUN --out FILE'"))
-    if not isinstance(config, dict):
-        raise ParetoSearchError(located(str(path), column=field, value=config,
-                                        problem="expected an object of parameter values",
-                                        fix="write it with 'paretosearch select RUN --out FILE'"))
-    if policy not in REGISTRY:
-        raise ParetoSearchError(located(str(path), column="policy", value=policy,
+    chosen = ChosenConfig.from_dict(doc, str(path))
+    if chosen.policy not in REGISTRY:
+        raise ParetoSearchError(located(str(path), column="policy", value=chosen.policy,
                                         problem="not a known policy"))
     try:
-        make_policy(policy, config)
+        make_policy(chosen.policy, chosen.deployed)
     except (ParetoSearchError, TypeError, ValueError) as exc:  # mixed-type values included
         raise ParetoSearchError(f"{path}: {exc}") from exc
-    return {"policy": policy, "config": config, "source": str(path.resolve()),
-            "config_sha256": config_hash(doc)}
+    return {"policy": chosen.policy, "config": chosen.deployed, "source": str(path.resolve()),
+            "config_sha256": chosen.config_sha256}
 
 
 def _since_previous(previous: Path | None, production: Mapping[str, Any],

@@ -5,21 +5,20 @@ from __future__ import annotations
 import glob
 import math
 import os
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from paretosearch.config import SearchConfig
 from paretosearch.io import regular_file
-from paretosearch.search.config import SearchConfig, policy_of
-from paretosearch.search.objectives import parse_objectives
-from paretosearch.search.settings import MODES, SearchSettings
-from policies import get_policy
-from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
+from paretosearch.settings import SearchSettings, options
+from simulator import ScalingTable, Workload, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located
 from simulator.files import read_yaml
-from simulator.slo import MIXES
 
 __all__ = ["RetuneSpec", "TooFewJobs", "Window", "read_window"]
 
@@ -31,7 +30,7 @@ class TooFewJobs(ParetoSearchError, ValueError):
 _KEYS = {"trace", "scaling_table", "window", "profile", "policy", "fixed", "objectives",
          "search", "warm_start", "production", "out", "workers", "slo_mix", "sharing"}
 _WINDOW_KEYS = {"seconds", "min_jobs", "max_jobs"}
-_SEARCH_KEYS = {"budget", "pop_size", "offspring", "seed", "mode"}
+_SEARCH_KEYS = {o.key.removeprefix("search.") for _, o in options(SearchSettings) if o.key}
 _WINDOW_S, _MIN_JOBS = 7 * 86400.0, 200
 _KINDS = {int: "an integer", str: "text", list: "a list", dict: "a mapping",
           bool: "true or false"}
@@ -74,25 +73,6 @@ class RetuneSpec:
         spec = _Fields(str(path), doc, path.parent)
         window, search = spec.section("window", _WINDOW_KEYS), spec.section("search", _SEARCH_KEYS)
         spec.only(_KEYS)
-        objectives = tuple(spec.get("objectives", list, list(SearchConfig.objectives)))
-        policy = spec.get("policy", str, SearchConfig.policy)
-        fixed = spec.get("fixed", dict, {})
-        profile = spec.get("profile", str, SearchConfig.profile)
-        slo_mix = spec.get("slo_mix", str, SearchConfig.slo_mix)
-        for key, value, check in (
-                ("objectives", objectives, lambda: parse_objectives(objectives)),
-                ("policy", policy, lambda: get_policy(policy)),
-                ("fixed", fixed, lambda: policy_of(policy, fixed)),
-                ("profile", profile, lambda: load_profile(profile))):
-            try:
-                check()
-            except ParetoSearchError as exc:
-                raise spec.fail(key, value, str(exc)) from exc
-        if slo_mix is not None and slo_mix not in MIXES:
-            raise spec.fail("slo_mix", slo_mix, f"known mixes: {', '.join(sorted(MIXES))}")
-        mode = search.get("mode", str, SearchSettings.mode)
-        if mode not in MODES:
-            raise search.fail("mode", mode, f"use one of {', '.join(MODES)}")
         min_jobs = window.integer("min_jobs", _MIN_JOBS, low=2)
         max_jobs = window.get("max_jobs", int, None)
         if max_jobs is not None and max_jobs < min_jobs:
@@ -101,17 +81,52 @@ class RetuneSpec:
             trace=str(spec.required_path("trace")), out=spec.required_path("out"),
             window_s=window.number("seconds", _WINDOW_S, low=0.0), min_jobs=min_jobs,
             max_jobs=max_jobs, scaling_table=spec.path("scaling_table"),
-            config=SearchConfig(
-                policy=policy, profile=profile, fixed=fixed, objectives=objectives,
-                settings=SearchSettings(
-                    budget=search.integer("budget", SearchSettings.budget, low=1),
-                    pop_size=search.integer("pop_size", SearchSettings.pop_size, low=2),
-                    n_offsprings=search.integer("offspring", SearchSettings.n_offsprings,
-                                                low=1),
-                    seed=search.integer("seed", SearchSettings.seed, low=0), mode=mode),
-                slo_mix=slo_mix, sharing=spec.get("sharing", bool, SearchConfig.sharing)),
+            config=_config({"": spec, "search": search}),
             warm_start=spec.get("warm_start", bool, True), production=spec.path("production"),
             workers=spec.integer("workers", 2, low=0), workers_named="workers" in spec.doc)
+
+
+def _config(sections: dict[str, _Fields]) -> SearchConfig:
+    """The search a spec asks for: each field declared with a retune key
+    (:class:`~paretosearch.settings.Option`) read from its section, of the field's kind, and
+    checked as the config checks it (policy first: the fixed parameters are its own)."""
+    values: dict[type, dict[str, Any]] = {SearchConfig: {}, SearchSettings: {}}
+    defaults: dict[type, Any] = {SearchConfig: SearchConfig(), SearchSettings: SearchSettings()}
+    for cls in (SearchConfig, SearchSettings):
+        for f, o in options(cls):
+            if o.key is None:
+                continue
+            section, _, key = o.key.rpartition(".")
+            fields_ = sections[section]
+            if key not in fields_.doc:
+                continue
+            kind = _kind(typing.get_type_hints(cls)[f.name])
+            # an explicit null only where the default is one
+            value = fields_.get(key, kind, getattr(defaults[cls], f.name))
+            read: Any = tuple(value) if kind is list else value
+            policy = values[SearchConfig].get("policy", SearchConfig.policy)
+            try:
+                if cls is SearchSettings:
+                    SearchSettings(**{f.name: read})
+                else:
+                    SearchConfig(**{"policy": policy, f.name: read})
+            except ParetoSearchError as exc:  # the settings' messages name the value
+                raise fields_.fail(key, None if cls is SearchSettings else value,
+                                   str(exc)) from exc
+            values[cls][f.name] = read
+    return SearchConfig(**values[SearchConfig], settings=SearchSettings(**values[SearchSettings]))
+
+
+def _kind(annotation: Any) -> type:
+    """What a spec holds for a field of this type: a list, a mapping or the scalar itself."""
+    origin = typing.get_origin(annotation)
+    if origin is tuple:
+        return list
+    if origin is Mapping:
+        return dict
+    scalar: type = next((a for a in typing.get_args(annotation) if a is not type(None)),
+                        annotation)
+    return scalar
 
 
 class _Fields:

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from paretosearch.cli import main
+from paretosearch.objectives import parse_objectives
 from paretosearch.runs.optuna_copy import OptunaCopy
 from paretosearch.runs.store import RunStore, param_key
 from paretosearch.search.evaluation import SearchSpace
-from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.spea2 import _fits
 from paretosearch.service.retune import Exit
 from simulator.errors import ParetoSearchError
@@ -209,7 +209,7 @@ def test_a_full_disk_at_the_optuna_copy_is_named(run_copy: Path) -> None:
         "from paretosearch.runs.optuna_copy import OptunaCopy\n"
         "from paretosearch.runs.store import RunStore\n"
         "from paretosearch.search.evaluation import SearchSpace\n"
-        "from paretosearch.search.objectives import parse_objectives\n"
+        "from paretosearch.objectives import parse_objectives\n"
         "run = Path(sys.argv[2])\n"
         "copy = OptunaCopy(run / 'optuna.log', parse_objectives(['jct:avg', 'pred_err:p99']),\n"
         "                  SearchSpace.of('wfq'))\n"

@@ -151,7 +151,7 @@ def test_default_load_is_the_philly_traces_median(pcs_scaling: ScalingTable) -> 
         wl = read_pcs_trace(path, scaling=pcs_scaling)
         loads.append(wl.service_s.sum() / ((wl.arrival_s[-1] - wl.arrival_s[0]) * 64))
     assert len(loads) == 5
-    assert PHILLY_LOAD == round(float(np.median(loads)), 1)
+    assert round(float(np.median(loads)), 1) == PHILLY_LOAD
     wl = generate(5000, gpus=64, seed=3)  # the generator's default is that load
     assert wl.service_s.sum() / (wl.arrival_s[-1] * 64) == pytest.approx(PHILLY_LOAD, rel=0.1)
 

@@ -155,25 +155,64 @@ def test_simulate_a_chosen_config_as_deployed(tmp_path: Path,
     assert out["chosen"] == out["fitted"] != out["refit"]
 
 
-@pytest.mark.parametrize("saved", ["config", "flat options"])
-def test_resume_needs_no_option_and_reads_earlier_runs(tmp_path: Path, saved: str) -> None:
-    # the run keeps its search's config (``cli.json``); runs started before configs were
-    # kept saved their options flat, and resume as well. A resume with other settings than
-    # the run's would be refused (run.json's spec), so a clean exit means they were read back
+def test_simulate_replays_the_workload_a_search_with_the_same_seed_trains_on(
+        tmp_path: Path) -> None:
+    # one sample builder (paretosearch.samples): the jobs, their deadlines and their sharing
+    # requirements of ``simulate --seed S`` are the first training sample of a search with S
+    # (of any policy family: the samples are the same)
+    from paretosearch.config import SearchConfig
+    from paretosearch.io import write_table
+    from paretosearch.service.api import PolicySearch
+    from paretosearch.settings import SearchSettings
+    from policies import make_policy
+    from simulator import load_profile, simulate
+
+    argv = ["--generate", "150", "--load", "0.7", "--slo-mix", "MIX1", "--sharing"]
+    out = tmp_path / "jobs.csv"
+    assert main(["simulate", *argv, "--seed", "11", "--policy", "fifo", "--profile",
+                 "pcs-testbed-16", "--out", str(out)]) == 0
+    config = SearchConfig(policy="themis", profile="pcs-testbed-16", jobs=150, load=0.7,
+                          slo_mix="MIX1", sharing=True, settings=SearchSettings(seed=11))
+    search = PolicySearch(None, config)
+    train = search.train[0]
+    write_table(simulate(train, load_profile("pcs-testbed-16"),
+                         make_policy("fifo", {}).fit(train)).records(), tmp_path / "search.csv")
+    pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(tmp_path / "search.csv"))
+    assert train.slos is not None and train.sharing is not None
+    other = PolicySearch(None, SearchConfig(
+        policy="themis", profile="pcs-testbed-16", jobs=150, load=0.7, slo_mix="MIX1",
+        sharing=True, settings=SearchSettings(seed=12))).train[0]
+    assert other.digest() != search.train[0].digest()  # the seed is what decides
+
+
+@pytest.mark.parametrize("saved", ["run.json", "cli.json", "flat options"])
+def test_resume_needs_no_option_and_reads_earlier_runs(tmp_path: Path, saved: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    # the run keeps its search's config in run.json (cli.json: how the trace was read); runs
+    # started before kept it in cli.json, and resume as well; those of before configs were
+    # kept (their options saved flat) are named. A resume with other settings than the run's
+    # would be refused (run.json's definition), so a clean exit means they were read back
     run = tmp_path / "run"
     argv = ["--generate", "120", "--budget", "6", "--pop-size", "3", "--seed", "4",
             "--policy", "themis", "--profile", "pcs-testbed-16", "--objective", "jct:p99",
             "--objective", "wait:avg", "--replicates", "1"]  # as runs before the default of 3
     assert main(["search", *argv, "--workers", "0", "--run-dir", str(run)]) == 0
-    doc = json.loads((run / "cli.json").read_text())
+    doc = json.loads((run / "run.json").read_text())
     assert doc["config"]["policy"] == "themis" and doc["config"]["settings"]["seed"] == 4
-    if saved == "flat options":
-        (run / "cli.json").write_text(json.dumps({
-            "trace": None, "scaling_table": None, "jobs": None, "generate": 120, "load": 0.9,
-            "replicates": 1, "slo_mix": None, "sharing": False, "profile": "pcs-testbed-16",
-            "policy": "themis", "objective": ["jct:p99", "wait:avg"], "set": [], "budget": 6,
-            "pop_size": 3, "offspring": 0, "seed": 4, "mode": "generational"}))
+    assert json.loads((run / "cli.json").read_text()) == {
+        "trace": None, "scaling_table": None, "jobs": None}
+    config = doc.pop("config")
+    if saved != "run.json":  # as earlier versions wrote them
+        (run / "run.json").write_text(json.dumps(doc))
+        (run / "cli.json").write_text(json.dumps(
+            {"trace": None, "scaling_table": None, "jobs": None, "config": config}
+            if saved == "cli.json" else {"trace": None, "generate": 120, "policy": "themis"}))
     spec = (run / "run.json").read_text()
+    if saved == "flat options":
+        assert main(["search", "--resume", str(run), "--workers", "0"]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"{run / 'run.json'}, column 'config': missing" in err
+        return
     assert main(["search", "--resume", str(run), "--workers", "0"]) == 0
     assert (run / "run.json").read_text() == spec
     assert main(["search", "--resume", str(run), "--workers", "0", "--seed", "5"]) == 0  # ignored
@@ -183,10 +222,13 @@ def test_a_damaged_saved_config_is_named(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    (run / "cli.json").write_text(json.dumps({"trace": None, "config": {"policy": "wfq"}}))
+    (run / "cli.json").write_text(json.dumps({"trace": None}))
+    (run / "run.json").write_text(json.dumps({"policy": "wfq", "profile": "pcs-64",
+                                              "objectives": ["jct:avg"], "fixed": {},
+                                              "config": {"policy": "wfq"}}))
     assert main(["search", "--resume", str(run), "--workers", "0"]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert f"{run / 'cli.json'}: not a search config" in err and "objectives" in err
+    assert f"{run / 'run.json'}, field config: not a search config" in err and "objectives" in err
 
 
 def test_gavel_cluster_without_a_file_and_dropped_jobs(tmp_path: Path,

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paretosearch.cli import main
+from paretosearch.definition import SearchDefinition
 from paretosearch.export import (
     FORMATS,
     ExportError,
@@ -319,7 +320,8 @@ def run_dir(tmp_path: Path) -> Path:
     front = [_front_entry([100.0, 1e4, None], 1.0), _front_entry([50.0, 5e3, None], 2.0)]
     (run / "run.json").write_text(json.dumps(spec))
     (run / "front.json").write_text(json.dumps({"front": [e.to_dict() for e in front]}))
-    chosen = ChosenConfig.of(spec, front[1], front_index=1, run=str(run))
+    chosen = ChosenConfig.of(SearchDefinition.from_dict(spec, "run.json"), front[1],
+                             front_index=1, run=str(run))
     (run / "chosen.json").write_text(json.dumps(chosen.to_dict()))
     return run
 

@@ -84,7 +84,7 @@ def test_warnings_cover_both_samples() -> None:
 
 def test_a_front_written_before_the_field_is_judged_on_reading(tmp_path: Path) -> None:
     doc = RunStore(_run(tmp_path, BASELINES_TEST, recorded=False)).read_front()
-    assert [e.dominated_by for e in doc["front"]] == [("srsf",), ("srsf",), ()]
+    assert [e.dominated_by for e in doc.front] == [("srsf",), ("srsf",), ()]
 
 
 def test_select_skips_dominated_entries_and_says_which(

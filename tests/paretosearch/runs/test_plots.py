@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from paretosearch.runs.plots import Marked, axis, draw_front, plot_front
-from paretosearch.runs.records import FrontEntry
+from paretosearch.runs.records import FrontDocument, FrontEntry
 
 
 @pytest.mark.parametrize(("label", "values", "title", "factor", "scale"), [
@@ -35,7 +35,7 @@ def test_axis_titles_units_and_scales(label: str, values: list[float], title: st
     assert a.factor == pytest.approx(factor)
 
 
-def _doc(objectives: tuple[str, ...]) -> dict[str, Any]:
+def _doc(objectives: tuple[str, ...]) -> FrontDocument:
     """A front whose baselines sit right beside its points (labels must go elsewhere)."""
     rng = np.random.default_rng(3)
     front = []
@@ -45,16 +45,16 @@ def _doc(objectives: tuple[str, ...]) -> dict[str, Any]:
         front.append(FrontEntry({"T": float(k)}, dict(metrics), metrics, test))
     near = {f"b{k}": {lab: v + 0.05 for lab, v in front[k].metrics.items()}
             for k in range(0, 8, 2)}
-    return {"front": front, "baselines": near,
-            "baselines_test": {n: {lab: v * 1.2 for lab, v in r.items()} for n, r in near.items()}}
+    return FrontDocument(front, baselines=near, baselines_test={
+        n: {lab: v * 1.2 for lab, v in r.items()} for n, r in near.items()})
 
 
 @pytest.mark.parametrize("objectives", [("jct:avg", "wait:avg"),
                                         ("jct:avg", "wait:avg", "makespan:avg")])
 def test_labels_cover_no_point_and_train_joins_test(objectives: tuple[str, ...]) -> None:
     doc = _doc(objectives)
-    fig = draw_front(doc, marked=Marked("chosen", doc["front"][3].metrics,
-                                        doc["front"][3].test_metrics))
+    fig = draw_front(doc, marked=Marked("chosen", doc.front[3].metrics,
+                                        doc.front[3].test_metrics))
     try:
         pairs = list(itertools.combinations(objectives, 2))
         panels = [ax for ax in fig.axes if ax.get_visible()]
@@ -67,7 +67,7 @@ def test_labels_cover_no_point_and_train_joins_test(objectives: tuple[str, ...])
             texts = [t for t in ax.texts if t.get_text()]
             # the names, and each front point's number (the tables' #)
             assert sorted(t.get_text() for t in texts) == sorted(
-                ["b0", "b2", "b4", "b6", "chosen", *map(str, range(len(doc["front"])))])
+                ["b0", "b2", "b4", "b6", "chosen", *map(str, range(len(doc.front)))])
             for t in texts:
                 box = t.get_window_extent(renderer)
                 assert not any(box.x0 < px < box.x1 and box.y0 < py < box.y1
@@ -75,7 +75,7 @@ def test_labels_cover_no_point_and_train_joins_test(objectives: tuple[str, ...])
             # one line per configuration with both samples: 8 front, 4 baselines, chosen
             joins = [ln for ln in ax.lines if len(ln.get_xdata()) == 2]
             assert len(joins) == 13
-            front = doc["front"][0]
+            front = doc.front[0]
             assert any(list(ln.get_xdata()) == [front.metrics[x], front.test_metrics[x]]
                        and list(ln.get_ydata()) == [front.metrics[y],
                                                     front.test_metrics[y]] for ln in joins)

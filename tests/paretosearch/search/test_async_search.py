@@ -72,7 +72,7 @@ def test_more_slots_breed_from_an_older_archive_and_still_replay(tmp_path: Path)
     """Four slots: four candidates running at once, each bred from the archive as it was when
     a slot freed up (what four workers do). A replay of the finished run starts nothing."""
     search = _search(tmp_path / "four")
-    search.store.write_spec(search.spec())
+    search.store.write_spec(search.definition())
     four = SerialRunner(search.train, search.train[0], slots=4)
     out = run_spea2(search.task, search.space, search.objectives, four, ASYNC,
                     store=search.store)

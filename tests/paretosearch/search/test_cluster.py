@@ -374,7 +374,7 @@ def test_cli_search_prefers_the_scheduler_address(env: Callable[..., None], tmp_
             assert main([*SEARCH_ARGS, "--run-dir", str(tmp_path / "run"),
                          "--cluster-config", str(local)]) == 0
         assert {t["worker"] for t in stream.data} == _workers(observer)
-    front = RunStore(tmp_path / "run").read_front()["front"]
+    front = RunStore(tmp_path / "run").read_front().front
     assert _key(front) == serial_front
     assert f"cluster file {local} ignored" in caplog.text
     assert f"the running scheduler at {tcp_scheduler}" in caplog.text

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from paretosearch.cli import main
+from paretosearch.objectives import parse_objectives
 from paretosearch.runs.optuna_copy import OptunaCopy, load_study
 from paretosearch.runs.store import RunStore
 from paretosearch.search.evaluation import SearchSpace, Task, evaluate
 from paretosearch.search.journal import param_key
-from paretosearch.search.objectives import parse_objectives
 from paretosearch.search.runners import SerialRunner
 from paretosearch.search.spea2 import SearchOutcome, _algorithm, run_spea2
 from paretosearch.service.api import PolicySearch, SearchConfig, SearchSettings
@@ -199,7 +199,7 @@ def test_dropped_dimensions_reach_run_front_and_cli(tmp_path: Path,
     assert all(not SLO_ONLY & set(e.params) for e in front)
     doc = json.loads((tmp_path / "front.json").read_text())
     assert doc["dropped"] == dict.fromkeys(sorted(SLO_ONLY), "the workload has no SLO jobs")
-    assert RunStore(tmp_path).read_spec()["dropped"] == doc["dropped"]
+    assert RunStore(tmp_path).read_spec().dropped == doc["dropped"]
     assert main(["front", str(tmp_path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     for name in SLO_ONLY:

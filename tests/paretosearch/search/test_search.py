@@ -17,8 +17,8 @@ from pymoo.core.problem import Problem
 from scipy.stats import qmc
 
 from paretosearch.cli.runs import _hypervolume_note
+from paretosearch.objectives import Objective, parse_objectives
 from paretosearch.search.evaluation import SearchSpace, Task, evaluate
-from paretosearch.search.objectives import Objective, parse_objectives
 from paretosearch.search.runners import DaskRunner, OnResult, SerialRunner
 from paretosearch.search.spea2 import (
     COVERED,
@@ -176,7 +176,7 @@ def test_sizes_follow_the_budget(settings: SearchSettings, sizes: tuple[int, int
                                       SearchSettings(budget=400, pop_size=50),
                                       SearchSettings.pcs(), SearchSettings(first=500)])
 def test_settings_saved_and_read_back_search_the_same(settings: SearchSettings) -> None:
-    """What run.json and cli.json hold makes the same settings again (a resume needs it)."""
+    """What run.json holds makes the same settings again (a resume needs it)."""
     again = SearchSettings(**json.loads(json.dumps(asdict(settings))))
     assert again == settings
     assert [again.first_sample(n) for n in (4, 13)] == [settings.first_sample(n)

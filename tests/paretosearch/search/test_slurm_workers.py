@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from paretosearch.search.cluster import load_cluster_spec, open_client
-from paretosearch.search.settings import SearchSettings
 from paretosearch.service.api import PolicySearch, SearchConfig
+from paretosearch.settings import SearchSettings
 from simulator.jit import cache_dir
 from tests.helpers.data import ROOT
 from tests.helpers.slurm import SBATCH, SLURMD, needs_slurm, reserved_port, slurm

@@ -51,11 +51,11 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
                        for b in values)
     assert all(e.test_metrics["jct:avg"] > 0 for e in front)
     published = RunStore(tmp_path).read_front()
-    assert front_key(published["front"]) == front_key(front) and published["done"]
-    assert set(published["baselines"]) == set(published["baselines_test"]) == set(BASELINES)
+    assert front_key(published.front) == front_key(front) and published.done
+    assert set(published.baselines) == set(published.baselines_test) == set(BASELINES)
     train, test = search.evaluate("srsf", {})  # the baselines are run on both samples
-    assert published["baselines"]["srsf"]["jct:avg"] == train["jct:avg"]
-    assert published["baselines_test"]["srsf"]["jct:avg"] == test["jct:avg"] != train["jct:avg"]
+    assert published.baselines["srsf"]["jct:avg"] == train["jct:avg"]
+    assert published.baselines_test["srsf"]["jct:avg"] == test["jct:avg"] != train["jct:avg"]
     assert len(pd.read_parquet(tmp_path / "records.parquet")) == 32
     assert len(journal_keys(tmp_path)) == 32
     chosen = search.SetConfig(search.knee())
@@ -70,7 +70,7 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
     labels = [o.label for o in search.objectives]
     for e in front:  # by hand: the baselines no worse on every objective on test, and unlike
         assert e.dominated_by == tuple(
-            name for name, b in published["baselines_test"].items()
+            name for name, b in published.baselines_test.items()
             if all(b[lab] <= e.test_metrics[lab] for lab in labels)
             and any(b[lab] < e.test_metrics[lab] for lab in labels))
     with pytest.raises(ParetoSearchError, match="out of range"):
@@ -228,7 +228,7 @@ def test_sigkill_then_resume_gives_the_same_front(tmp_path: Path, mode: str) -> 
     subprocess.run([sys.executable, "-m", "paretosearch.cli", "search", "--resume", str(cut),
                     "--workers", "0"], check=True, capture_output=True)
     a, b = RunStore(whole).read_front(), RunStore(cut).read_front()
-    assert front_key(a["front"]) == front_key(b["front"])
+    assert front_key(a.front) == front_key(b.front)
     keys = journal_keys(cut)
     assert len(keys) == len(set(keys)) == 60  # nothing lost, nothing evaluated twice
 

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from paretosearch.cli import main
+from paretosearch.objectives import parse_objectives
 from paretosearch.runs.records import FrontEntry
 from paretosearch.runs.retune_summary import ObjectiveDrift, WarmStart
 from paretosearch.runs.store import RunStore
-from paretosearch.search.objectives import parse_objectives
 from paretosearch.service.retune import (
     Exit,
     RetuneSpec,
@@ -38,9 +38,14 @@ from tests.helpers.runs import LINES, front_of, journal, write_spec, write_trace
     ({"window": {"max_jobs": "many"}}, "'window.max_jobs': must be an integer"),
     ({"window": {"min_jobs": 500, "max_jobs": 400}},
      r"'window.max_jobs': must be >= window.min_jobs \(500\)"),
-    ({"search": {"budget": 0}}, "'search.budget': must be an integer >= 1"),
-    ({"search": {"pop_size": 2.5}}, "'search.pop_size': must be an integer >= 2"),
+    # checked as SearchSettings checks them (the bounds are declared once)
+    ({"search": {"budget": 0}}, r"'search.budget': search budget must be >= 1 \(got 0\)$"),
+    ({"search": {"pop_size": 2.5}}, "'search.pop_size': must be an integer"),
+    ({"search": {"offspring": -1}}, "'search.offspring': search n_offsprings must be >= 0"),
+    ({"search": {"seed": True}}, "'search.seed': must be an integer"),
+    ({"search": {"mode": "eager"}}, "'search.mode': search mode 'eager': use one of"),
     ({"policy": "lottery"}, "'policy'.*unknown policy"),
+    ({"policy": None}, "'policy': must be text"),  # null only where the default is null
     ({"fixed": {"Q": 1}}, "'fixed'.*has no parameter 'Q'"),
     ({"fixed": {"W": "steep"}}, "'fixed'.*W"),
     ({"profile": "nowhere-64"}, "'profile'.*nowhere-64"),

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from paretosearch.search.objectives import parse_objectives
-from paretosearch.search.settings import SearchSettings
+from paretosearch.objectives import parse_objectives
+from paretosearch.settings import SearchSettings, option
 from policies import KernelPolicy, RoundPolicy, make_policy
 from simulator import ClusterProfile, load_profile
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
@@ -53,29 +53,48 @@ class SearchConfig:
     Every field is checked on construction; the errors name the field and the bad value.
     """
 
-    policy: str = "wfq"
+    policy: str = option("wfq", flag="--policy", key="policy",
+                         help="policy family to tune (default: %(default)s; 'paretosearch "
+                              "policies' lists them)")
     """Policy family to tune (``paretosearch policies`` lists them)."""
-    profile: str | ClusterProfile = "pcs-64"
-    """Cluster profile: a name, a YAML path or a profile."""
-    fixed: Mapping[str, Any] = field(default_factory=dict)
+    profile: str | ClusterProfile = option("pcs-64", key="profile")
+    """Cluster profile: a name, a YAML path or a profile (``--profile`` or ``--cluster``)."""
+    fixed: Mapping[str, Any] = option(factory=dict, flag="--set", key="fixed",
+                                      metavar="NAME=VALUE",
+                                      help="hold a parameter fixed (repeatable)")
     """Parameters held fixed (not searched)."""
-    objectives: tuple[str, ...] = ("jct:avg", "pred_err:p99")
+    objectives: tuple[str, ...] = option(
+        ("jct:avg", "pred_err:p99"), flag="--objective", key="objectives",
+        metavar="METRIC:MEASURE", help="objective, repeatable (default: jct:avg and pred_err:p99)")
     """Objectives as ``METRIC:MEASURE`` labels (``jct`` alone reads as ``jct:avg``). The
     default pairs avg JCT with the p99 prediction error, as PCS's Fig. 7 does: over a front
     the average error barely moves (under 1 %), its p99 trades off visibly against JCT
     (docs/robust-fronts.md)."""
     settings: SearchSettings = field(default_factory=SearchSettings)
-    jobs: int = 1000
+    jobs: int = option(1000, flag="--generate", metavar="N",
+                       help="jobs per generated sample (default: %(default)s)")
     """Jobs per generated sample."""
-    load: float = PHILLY_LOAD
+    load: float = option(PHILLY_LOAD, flag="--load",
+                         help="offered load of generated samples, 1 fills the cluster "
+                              "(default: %(default)s, the Philly traces' median on 64 GPUs)")
     """Offered load of generated samples (:data:`simulator.generate.PHILLY_LOAD`)."""
-    replicates: int | None = None
+    replicates: int | None = option(
+        None, flag="--replicates",
+        help="generated samples averaged per evaluation, and as many test samples (default: "
+             f"{GENERATED_REPLICATES}; a trace is one sample)")
     """Generated samples averaged per evaluation (common random numbers: every candidate
     faces the same draws), and as many test samples; None: :data:`GENERATED_REPLICATES` for a
     generated workload, 1 for a trace (one sample, split into train and test halves)."""
-    slo_mix: str | None = None
+    slo_mix: str | None = option(
+        None, flag="--slo-mix", key="slo_mix", metavar="MIX", choices=tuple(sorted(MIXES)),
+        help="give the jobs deadlines and rewards with a UniSched mix "
+             f"({', '.join(sorted(MIXES))}) for the slo_miss / be_jct objectives")
     """Give the jobs deadlines and rewards with a UniSched mix (``SLO``, ``MIX1``, ``MIX2``)."""
-    sharing: bool = False
+    sharing: bool = option(
+        False, flag="--sharing", key="sharing",
+        help="give the jobs SYNTHETIC GPU-sharing requirements (utilization, memory surges) "
+             "for co-locating policies (horus, ojpp, unified) and the slowdown / "
+             "perf_guaranteed / gpus_used / gpu_util_sum objectives")
     """Give jobs without their own SYNTHETIC GPU-sharing requirements."""
     cluster: ClusterProfile = field(init=False, repr=False, compare=False)
     """The profile, loaded."""

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import MISSING, Field, dataclass, field, fields
+from typing import Any
 
 from simulator.errors import ParetoSearchError
 
-__all__ = ["COVERED", "MAX_SEED", "MODES", "SearchSettings"]
+__all__ = ["COVERED", "MAX_SEED", "MODES", "Option", "SearchSettings", "option", "options"]
 
 COVERED = 8
 """Spaces of up to this many parameters open with a larger space-filling sample
@@ -17,6 +19,36 @@ MODES = ("generational", "async")
 """How the search waits for evaluations (:class:`SearchSettings`)."""
 MAX_SEED = 2**63 - 1
 """The largest seed: runs record it as an int64."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one field of a search is asked for, declared with the field (:func:`option`):
+    the ``paretosearch search`` flag and the retune spec key (``search.budget``: in the
+    spec's ``search`` mapping) that set it, None where it is not asked for there. The flags
+    (:mod:`paretosearch.cli.options`) and the spec's fields
+    (:meth:`~paretosearch.service.retune_spec.RetuneSpec.load`) are generated from these;
+    the checks are the dataclass's own."""
+
+    flag: str | None = None
+    key: str | None = None
+    help: str = ""
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+
+
+def option(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
+           **how: Any) -> Any:
+    """Declare a field of a search together with how it is asked for (:class:`Option`)."""
+    meta = {"option": Option(**how)}
+    return (field(default_factory=factory, metadata=meta) if factory is not None
+            else field(default=default, metadata=meta))
+
+
+def options(cls: type) -> list[tuple[Field[Any], Option]]:
+    """The declared fields of ``cls`` (a search's dataclass), each with its :class:`Option`,
+    in declaration order."""
+    return [(f, f.metadata["option"]) for f in fields(cls) if "option" in f.metadata]
 
 
 @dataclass(frozen=True)
@@ -36,11 +68,21 @@ class SearchSettings:
     front depends on the order evaluations finish, :class:`_SteadyState`).
     """
 
-    budget: int = 370
-    pop_size: int = 0
-    n_offsprings: int = 0
-    seed: int = 0
-    mode: str = "generational"
+    budget: int = option(370, flag="--budget", key="search.budget",
+                         help="evaluations, exactly (default: %(default)s)")
+    pop_size: int = option(0, flag="--pop-size", key="search.pop_size",
+                           help="SPEA2 archive size (default: a tenth of the budget, 10 to 70; "
+                                "PCS's settings: --pop-size 70 --offspring 105)")
+    n_offsprings: int = option(0, flag="--offspring", key="search.offspring",
+                               help="candidates per generation (default: as --pop-size)")
+    seed: int = option(0, flag="--seed", key="search.seed",
+                       help="search seed (default: %(default)s)")
+    mode: str = option(
+        "generational", flag="--mode", key="search.mode", choices=MODES,
+        help="generational: a generation at a time, the same front for the same seed whatever "
+             "the workers (default); async: a new offspring the moment a worker frees up, "
+             "which keeps many workers busy, the front depending on the order evaluations "
+             "finish")
     first: int = 0
     """Size of the space-filling first sample (0: :meth:`first_sample` sizes it; where
     ``pop_size`` is given, the archive)."""
