@@ -18,7 +18,7 @@ import pandas as pd
 from simulator import libm
 from simulator.colocation import JobSharing
 from simulator.errors import InvalidWorkload, located
-from simulator.files import to_numbers
+from simulator.files import read_data, to_numbers
 from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
 from simulator.slo import JOB_CLASSES, MIXES, SOFT, STRICT, SLOs, deadline_steps, pad_steps
 from simulator.workload import Workload
@@ -114,8 +114,9 @@ def read_cdf(path: str | Path) -> tuple[FloatArray, FloatArray]:
         ``(values, cdf)``, both non-decreasing, cdf ending at 1.
     """
     src = str(path)
+    data = read_data(path, InvalidWorkload, "CDF file")
     try:
-        df = pd.read_csv(path, comment=None)
+        df = pd.read_csv(data, comment=None)
     except (OSError, ValueError) as exc:
         raise InvalidWorkload(f"{src}: cannot read CDF file: {exc}") from exc
     if df.shape[1] != 2:

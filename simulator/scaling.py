@@ -18,6 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
+from simulator.files import read_data
 
 __all__ = ["PARAMETRIC_MODELS", "ScalingTable", "TypeSpeeds", "amdahl", "parametric_table"]
 
@@ -112,9 +113,10 @@ class ScalingTable:
         Where a model has iteration times, the speed-up is ``t_1 / t_g`` (as PCS computes it).
         """
         src = str(path)
+        data = read_data(path, InvalidWorkload, "scaling table")
         try:
-            df = pd.read_csv(path)
-        except (OSError, pd.errors.ParserError) as exc:
+            df = pd.read_csv(data)
+        except (OSError, ValueError) as exc:
             raise InvalidWorkload(f"{src}: cannot read scaling table: {exc}") from exc
         missing = {"model", "gpus", "speedup"} - set(df.columns)
         if missing:

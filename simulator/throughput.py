@@ -26,6 +26,7 @@ import pandas as pd
 from simulator import libm
 from simulator.colocation import Interference, fill_unmeasured
 from simulator.errors import InvalidWorkload
+from simulator.files import MAX_DOCUMENT, read_data
 from simulator.scaling import ScalingTable, TypeSpeeds
 from simulator.workload import Workload
 
@@ -163,9 +164,10 @@ class ThroughputTable:
     @classmethod
     def from_gavel_json(cls, path: str | Path) -> ThroughputTable:
         """Load Gavel's ``simulation_throughputs.json``."""
+        data = read_data(path, InvalidWorkload, "throughput table", MAX_DOCUMENT)
         try:
-            doc = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            doc = json.loads(data.getvalue())
+        except (ValueError, RecursionError) as exc:
             raise InvalidWorkload(f"{path}: cannot read a throughput table: {exc}") from exc
         types = tuple(sorted(k for k in doc if not k.endswith("_unconsolidated")))
         if not types:
