@@ -169,3 +169,39 @@ def test_a_fifo_as_input_is_refused_at_once(tmp_path: Path, argv: list[str],
     err = " ".join(capsys.readouterr().err.split())
     assert str(fifo) in err and any(m in err for m in ("not a regular file",
                                                         "unsupported trace format")), err
+
+
+# --- exit codes: what docs/security.md and the guides document, for every command ------------
+
+EXITS: list[tuple[str, list[str], int]] = [
+    ("simulate: bad input", ["simulate", "--generate", "40", "--set", "W=nan"], 2),
+    ("search: bad input", ["search", "--generate", "40", "--budget", "0", "--workers", "0"], 2),
+    ("front: not a run", ["front", "{tmp}"], 2),
+    ("report: not a run", ["report", "{tmp}"], 2),
+    ("select: not a run", ["select", "{tmp}", "--knee"], 2),
+    ("export: not a config", ["export", "{tmp}/missing.json", "--format", "slurm"], 2),
+    ("compile: unknown policy", ["compile", "--policy", "nope"], 2),
+    ("retune: bad spec", ["retune", "--spec", "{tmp}/missing.yaml"], Exit.BAD_INPUT),
+    ("retune: too few jobs", ["retune", "--spec", "{spec}"], Exit.TOO_FEW_JOBS),
+    ("an unknown command", ["nope"], 2),
+    ("policies: an unknown option", ["policies", "--nope"], 2),
+    ("profiles: fine", ["profiles"], 0),
+]
+
+
+@pytest.mark.parametrize(("argv", "code"), [e[1:] for e in EXITS], ids=[e[0] for e in EXITS])
+def test_each_command_exits_as_documented(tmp_path: Path, argv: list[str], code: int,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """0 done, 2 bad input (a one-line message, or argparse's usage), retune's own codes
+    (docs/guide/retune.md); never 1, which is a traceback."""
+    write_trace(tmp_path / "trace.csv", 20)
+    spec = write_spec(tmp_path)
+    argv = [a.replace("{tmp}", str(tmp_path)).replace("{spec}", str(spec)) for a in argv]
+    try:
+        got = main(argv)
+    except SystemExit as exc:  # argparse
+        got = int(exc.code or 0)
+    err = capsys.readouterr().err
+    assert got == code, err
+    assert "Traceback" not in err
+    assert code == 0 or err.strip(), "a refusal says why"
