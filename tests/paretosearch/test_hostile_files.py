@@ -260,3 +260,37 @@ def test_runs_latest_that_is_not_our_link_is_kept(tmp_path: Path, kind: str,
     assert "runs/latest: cannot point it at" in capsys.readouterr().err
     assert latest.read_text() == "mine" if kind == "file" else not latest.is_symlink()
 
+
+
+# --- a throughput table (Gavel's JSON): shape and rates checked, naming the entry -------------
+
+GAVEL_JSON = SHARED / "data" / "gavel" / "simulation_throughputs.json"
+THROUGHPUTS: list[tuple[str, str, str]] = [
+    ("a list", "[]", "a JSON object of GPU types"),
+    ("jobs as a list", '{"k80": []}', "column 'k80'"),
+    ("a job as a number", '{"k80": {"(\'a\', 1)": 5}}', "column \"k80.('a', 1)\""),
+    ("no null rate", '{"k80": {"(\'a\', 1)": {}}}', "column \"k80.('a', 1)\""),
+    ("a rate as text", '{"k80": {"(\'a\', 1)": {"null": "x"}}}', ".null\": must be a finite"),
+    ("a negative rate", '{"k80": {"(\'a\', 1)": {"null": -1}}}', "(got -1)"),
+    ("a NaN rate", '{"k80": {"(\'a\', 1)": {"null": NaN}}}', "(got nan)"),
+    ("a 1e400 rate", '{"k80": {"(\'a\', 1)": {"null": 1e400}}}', "(got inf)"),
+    ("a pair as a number", '{"k80": {"(\'a\', 1)": {"null": 1, "(\'a\', 1)": 7}}}', "as [a, b]"),
+    ("a pair with text", '{"k80": {"(\'a\', 1)": {"null": 1, "(\'a\', 1)": [1, "b"]}}}',
+     "as [a, b]"),
+    ("nested 100,000 deep", "[" * 100_000 + "]" * 100_000, "cannot read a throughput table"),
+]
+
+
+@pytest.mark.parametrize(("text", "said"), [t[1:] for t in THROUGHPUTS],
+                         ids=[t[0] for t in THROUGHPUTS])
+def test_a_malformed_throughput_table_is_named(tmp_path: Path, text: str, said: str) -> None:
+    path = tmp_path / "throughputs.json"
+    path.write_text(text)
+    with pytest.raises(ParetoSearchError) as caught:
+        ThroughputTable.from_gavel_json(path)
+    assert str(path) in str(caught.value) and said in str(caught.value), str(caught.value)
+
+
+def test_gavels_own_throughput_table_still_loads() -> None:
+    table = ThroughputTable.from_gavel_json(GAVEL_JSON)
+    assert table.gpu_types == ("k80", "p100", "v100")
