@@ -220,7 +220,7 @@ def _gavel_lines(path: str | Path) -> pd.DataFrame:
     lines get Gavel's defaults: priority weight 1, no SLO)."""
     data = read_data(path, InvalidWorkload, "Gavel trace")
     try:
-        lines = data.getvalue().decode().splitlines()
+        lines = data.getvalue().decode("utf-8-sig").splitlines()  # a BOM is no cell
     except UnicodeDecodeError as exc:
         raise InvalidWorkload(f"{path}: cannot read Gavel trace: {exc}") from exc
     while lines and not lines[-1].strip():

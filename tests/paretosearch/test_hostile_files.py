@@ -294,3 +294,15 @@ def test_a_malformed_throughput_table_is_named(tmp_path: Path, text: str, said: 
 def test_gavels_own_throughput_table_still_loads() -> None:
     table = ThroughputTable.from_gavel_json(GAVEL_JSON)
     assert table.gpu_types == ("k80", "p100", "v100")
+
+
+@pytest.mark.parametrize("frame", ["bom", "crlf"])
+def test_a_gavel_trace_with_a_bom_or_crlf_is_the_same_trace(tmp_path: Path, frame: str) -> None:
+    text = (ROOT / "tests" / "fixtures" / "gavel" / "continuous_multi.trace").read_bytes()
+    plain, framed = tmp_path / "plain.trace", tmp_path / "framed.trace"
+    plain.write_bytes(text)
+    framed.write_bytes(b"\xef\xbb\xbf" + text if frame == "bom" else text.replace(b"\n", b"\r\n"))
+    table = ThroughputTable.from_gavel_json(GAVEL_JSON)
+    one, other = read_gavel_trace(framed, table), read_gavel_trace(plain, table)
+    for name in ("job_id", "arrival_s", "gpus", "service_s", "model"):
+        assert (getattr(one, name) == getattr(other, name)).all(), name
