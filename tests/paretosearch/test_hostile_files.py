@@ -173,6 +173,12 @@ YAML: list[tuple[str, Callable[[str], str | bytes], str]] = [
      "relative_speed"),
     ("memory -16", lambda t: t.replace("gpu_memory_gib: 16", "gpu_memory_gib: -16"),
      "gpu_memory_gib"),
+    ("a restart .inf", lambda t: t.replace("restart_overhead_s: 0", "restart_overhead_s: .inf"),
+     "overheads.restart_overhead_s': must be a number >= 0 (got inf)"),
+    ("a suspend .nan", lambda t: t.replace("suspend_overhead_s: 0", "suspend_overhead_s: .nan"),
+     "overheads.suspend_overhead_s"),
+    ("network .inf", lambda t: t.replace("inter_node_factor: 1.0", "inter_node_factor: .inf"),
+     "network.inter_node_factor"),
 ]
 
 
