@@ -312,3 +312,27 @@ def test_a_gavel_trace_with_a_bom_or_crlf_is_the_same_trace(tmp_path: Path, fram
     one, other = read_gavel_trace(framed, table), read_gavel_trace(plain, table)
     for name in ("job_id", "arrival_s", "gpus", "service_s", "model"):
         assert (getattr(one, name) == getattr(other, name)).all(), name
+
+
+# --- a scaling table: each cell named by its row and column, the value as written ------------
+
+SCALING_CELLS = [("gpus", "nan", "row 2, column 'gpus'"), ("gpus", "1.5", "(got 1.5)"),
+                 ("gpus", "1e400", "row 2, column 'gpus'"), ("speedup", "abc", "(got 'abc')"),
+                 ("speedup", "inf", "row 2, column 'speedup'"),
+                 ("time_per_iter_us", "-2", "row 2, column 'time_per_iter_us'"),
+                 ("time_per_iter_us", "1e400", "row 2, column 'time_per_iter_us'")]
+
+
+@pytest.mark.parametrize(("column", "cell", "said"), SCALING_CELLS,
+                         ids=[f"{c} {v}" for c, v, _ in SCALING_CELLS])
+def test_a_bad_scaling_table_cell_is_named_at_its_row(tmp_path: Path, column: str, cell: str,
+                                                      said: str) -> None:
+    lines = SCALING.read_text().splitlines()
+    header = lines[0].split(",")
+    row = lines[2].split(",")
+    row[header.index(column)] = cell
+    path = tmp_path / "scaling.csv"
+    path.write_text("\n".join([lines[0], lines[1], ",".join(row), *lines[3:]]) + "\n")
+    with pytest.raises(ParetoSearchError) as caught:
+        ScalingTable.from_csv(path)
+    assert str(path) in str(caught.value) and said in str(caught.value), str(caught.value)
