@@ -124,11 +124,11 @@ def read_cdf(path: str | Path) -> tuple[FloatArray, FloatArray]:
                                                    f"found {df.shape[1]}"))
     values = to_numbers(df.iloc[:, 0]).to_numpy(np.float64)
     cdf = to_numbers(df.iloc[:, 1]).to_numpy(np.float64)
-    for name, arr in (("value", values), ("cdf", cdf)):
+    for j, (name, arr) in enumerate((("value", values), ("cdf", cdf))):
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
             i = int(bad[0])
-            raise InvalidWorkload(located(src, row=i + 1, column=name, value=df.iloc[i, 0],
+            raise InvalidWorkload(located(src, row=i + 1, column=name, value=df.iloc[i, j],
                                           problem="must be a finite number"))
     bad = np.flatnonzero((cdf < 0) | (cdf > 1))
     if bad.size:

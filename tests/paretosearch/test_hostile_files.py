@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -336,3 +337,15 @@ def test_a_bad_scaling_table_cell_is_named_at_its_row(tmp_path: Path, column: st
     with pytest.raises(ParetoSearchError) as caught:
         ScalingTable.from_csv(path)
     assert str(path) in str(caught.value) and said in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(("rows", "said"), [
+    ("1,0.5\n2,inf", "row 2, column 'cdf': must be a finite number (got inf)"),
+    ("1,nan\n2,1", "row 1, column 'cdf': must be a finite number (got nan)"),
+    ("1,0.5\n1e400,1", "row 2, column 'value': must be a finite number (got inf)"),
+], ids=["an infinite cdf", "a NaN cdf", "a 1e400 value"])
+def test_a_bad_cdf_cell_is_named_with_its_own_value(tmp_path: Path, rows: str, said: str) -> None:
+    path = tmp_path / "cdf.csv"
+    path.write_text(f"value,cdf\n{rows}\n")
+    with pytest.raises(ParetoSearchError, match=re.escape(said)):
+        read_cdf(path)
