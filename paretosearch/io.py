@@ -192,16 +192,52 @@ def write_text(path: str | Path, text: str) -> Path:
     return atomic_write(path, write)
 
 
-def load_json(data: str | bytes) -> Any:
+def load_json(data: str | bytes, *, finite: bool = True) -> Any:
     """``json.loads`` for a document paretosearch did not write: an integer past int64's range
-    (which no field holds, and which float() cannot take) is refused.
+    (which no field holds, and which float() cannot take), a key given twice (which of the two
+    would count?) and, with ``finite``, ``NaN``, ``Infinity`` or a number past a float's range
+    (``1e400``) are refused: paretosearch writes none of these in a document (only a journal
+    line may record a NaN metric).
 
     Raises:
-        ValueError: not UTF-8, not JSON, or such an integer (JSONDecodeError and
+        ValueError: not UTF-8, not JSON, or such a number or key (JSONDecodeError and
             UnicodeDecodeError are ValueErrors).
         RecursionError: nested too deep.
     """
-    return json.loads(data, parse_int=_int64)
+    if not finite:
+        return json.loads(data, parse_int=_int64, object_pairs_hook=_unique)
+    doc = json.loads(data, parse_int=_int64, parse_float=_float, parse_constant=_NotFinite,
+                     object_pairs_hook=_unique)
+    todo: list[tuple[str, Any]] = [("", doc)]
+    while todo:
+        where, value = todo.pop()
+        if isinstance(value, dict):
+            todo += [(f"{where}.{k}" if where else k, v) for k, v in value.items()]
+        elif isinstance(value, list):
+            todo += [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        elif isinstance(value, _NotFinite):
+            raise ValueError(f"field {where or '(the document)'}: the number {value.text[:24]} "
+                             "is not finite (NaN, or past a float's range); give a finite number")
+    return doc
+
+
+class _NotFinite:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _float(text: str) -> float | _NotFinite:
+    value = float(text)
+    return value if math.isfinite(value) else _NotFinite(text)
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    doc = dict(pairs)
+    if len(doc) < len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise ValueError(f"the key {twice!r} is given twice in one object; keep one")
+    return doc
 
 
 def _int64(text: str) -> int:

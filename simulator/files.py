@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from pathlib import Path
@@ -12,10 +13,13 @@ import yaml
 
 from simulator.errors import ParetoSearchError
 
-__all__ = ["MAX_DOCUMENT", "MAX_YAML_NODES", "read_bounded", "read_yaml", "to_numbers"]
+__all__ = ["MAX_DOCUMENT", "MAX_TABLE", "MAX_YAML_NODES", "read_bounded", "read_data",
+           "read_yaml", "to_numbers"]
 
 MAX_DOCUMENT = 64 * 2**20
 """The most bytes a document (JSON or YAML: a front, a spec, a profile) may have."""
+MAX_TABLE = 2**30
+"""The most bytes a table (a trace, a scaling or throughput table, profiling data) may have."""
 MAX_YAML_NODES = 100_000
 """The most nodes a YAML document may expand to, its aliases followed (an alias bomb of a
 few lines expands to billions)."""
@@ -50,11 +54,22 @@ def read_bounded(path: str | Path, limit: int, *, inside: str | Path | None = No
     return data
 
 
+def read_data(path: str | Path, error: type[ParetoSearchError], what: str,
+              limit: int = MAX_TABLE) -> io.BytesIO:
+    """The bytes of the ``what`` at ``path`` (:func:`read_bounded`: a regular file, never a
+    folder, a FIFO or a device, of at most ``limit`` bytes), or ``error`` naming the file and
+    what is wrong with it."""
+    try:
+        return io.BytesIO(read_bounded(path, limit))
+    except ParetoSearchError as exc:
+        raise error(f"cannot read the {what}: {exc}") from exc
+
+
 def read_yaml(path: str | Path, error: type[ParetoSearchError], what: str) -> Any:
     """The YAML document at ``path`` (``yaml.safe_load``: plain data, no tags that build
     objects), or ``error`` naming the file and what is wrong: unreadable, too large, not
-    text, not YAML (a bad date such as 2017-13-45 included), nested too deep, or expanding
-    past :data:`MAX_YAML_NODES` nodes through its aliases."""
+    text, not YAML (a bad date such as 2017-13-45 included), nested too deep, a key given twice
+    in one mapping, or expanding past :data:`MAX_YAML_NODES` nodes through its aliases."""
     try:
         text = read_bounded(path, MAX_DOCUMENT).decode()
         _check_expansion(yaml.compose(text, Loader=yaml.SafeLoader), MAX_YAML_NODES)
@@ -69,12 +84,15 @@ def read_yaml(path: str | Path, error: type[ParetoSearchError], what: str) -> An
 
 
 def _check_expansion(root: yaml.Node | None, limit: int) -> None:
-    """Raise if the node graph, every alias expanded, has more than ``limit`` nodes."""
+    """Raise if the node graph, every alias expanded, has more than ``limit`` nodes, or a
+    mapping in it gives a key twice."""
     sizes: dict[int, int] = {}
 
     def size(node: yaml.Node) -> int:
         if id(node) not in sizes:
             sizes[id(node)] = 1  # a node that holds itself counts once
+            if isinstance(node, yaml.MappingNode):
+                _check_unique(node)
             children = (node.value if isinstance(node, yaml.SequenceNode) else
                         [n for pair in node.value for n in pair]
                         if isinstance(node, yaml.MappingNode) else [])
@@ -83,6 +101,17 @@ def _check_expansion(root: yaml.Node | None, limit: int) -> None:
 
     if root is not None and size(root) > limit:
         raise ValueError(f"its aliases expand it past {limit:,} nodes (an alias bomb?)")
+
+
+def _check_unique(node: yaml.MappingNode) -> None:
+    """Raise if a key is given twice in one mapping (YAML keeps the last without a word)."""
+    seen: set[str] = set()
+    for key, _ in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.value != "<<":
+            if key.value in seen:
+                raise ValueError(f"the key {key.value!r} is given twice in one mapping (line "
+                                 f"{key.start_mark.line + 1}); keep one")
+            seen.add(key.value)
 
 
 def _int64s(doc: Any) -> Any:

@@ -18,7 +18,7 @@ import pandas as pd
 from simulator import libm
 from simulator.colocation import JobSharing
 from simulator.errors import InvalidWorkload, located
-from simulator.files import to_numbers
+from simulator.files import read_data, to_numbers
 from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
 from simulator.slo import JOB_CLASSES, MIXES, SOFT, STRICT, SLOs, deadline_steps, pad_steps
 from simulator.workload import Workload
@@ -121,8 +121,9 @@ def read_cdf(path: str | Path) -> tuple[FloatArray, FloatArray]:
         ``(values, cdf)``, both non-decreasing, cdf ending at 1.
     """
     src = str(path)
+    data = read_data(path, InvalidWorkload, "CDF file")
     try:
-        df = pd.read_csv(path, comment=None)
+        df = pd.read_csv(data, comment=None)
     except (OSError, ValueError) as exc:
         raise InvalidWorkload(f"{src}: cannot read CDF file: {exc}") from exc
     if df.shape[1] != 2:
@@ -130,11 +131,11 @@ def read_cdf(path: str | Path) -> tuple[FloatArray, FloatArray]:
                                                    f"found {df.shape[1]}"))
     values = to_numbers(df.iloc[:, 0]).to_numpy(np.float64)
     cdf = to_numbers(df.iloc[:, 1]).to_numpy(np.float64)
-    for name, arr in (("value", values), ("cdf", cdf)):
+    for j, (name, arr) in enumerate((("value", values), ("cdf", cdf))):
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
             i = int(bad[0])
-            raise InvalidWorkload(located(src, row=i + 1, column=name, value=df.iloc[i, 0],
+            raise InvalidWorkload(located(src, row=i + 1, column=name, value=df.iloc[i, j],
                                           problem="must be a finite number"))
     bad = np.flatnonzero((cdf < 0) | (cdf > 1))
     if bad.size:

@@ -43,9 +43,11 @@ so nothing can leak.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import hashlib
+import logging
 import os
 import re
 import time
@@ -62,6 +64,7 @@ from simulator.errors import ParetoSearchError
 __all__ = ["KernelCacheError", "cache_dir", "compile_cpu_s", "compile_notice", "compiled",
            "configure_cache", "module_stamp", "njit", "njit_lazily", "source_digest"]
 
+_LOG = logging.getLogger(__name__)
 _ROOT = Path(__file__).resolve().parent.parent
 _PACKAGES = ("simulator", "policies")
 _SIGNATURES: dict[Any, Any] = {}
@@ -164,7 +167,69 @@ class _ProjectLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocat
         if path.parent == _ROOT or not path.is_relative_to(_ROOT) or (
                 path.relative_to(_ROOT).parts[0] not in _PACKAGES):
             return None
-        return super().from_function(py_func, py_file)
+        # numba would pass over a folder it cannot write to another cache (the source tree's
+        # __pycache__); ours is the one named, so a read-only one still serves what is in it
+        # and a save there is a KernelCacheError
+        with contextlib.suppress(OSError):
+            os.makedirs(cache_dir(), exist_ok=True)
+        return cls(py_func, py_file)
+
+
+class _GuardedCache(caching.FunctionCache):  # type: ignore[misc]
+    """numba's cache of one function, where a damaged entry (a truncated or garbled index or
+    data file) is compiled again and overwritten, and a folder that cannot take a save is a
+    :class:`KernelCacheError`, wherever in a compile the save happens."""
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        try:
+            return super().load_overload(sig, target_context)
+        except OSError:  # a folder that cannot be read: nothing cached (a save will say why)
+            return None
+        except Exception as exc:  # unpickling a damaged file raises anything
+            _LOG.warning("%s: a damaged kernel cache entry (%s: %s); compiling it again",
+                         self._cache_file._index_path, type(exc).__name__, exc)
+            with contextlib.suppress(OSError):
+                os.unlink(self._cache_file._index_path)
+            return None
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        try:
+            super().save_overload(sig, data)
+        except OSError as exc:  # a full disk, a read-only folder
+            raise KernelCacheError(
+                f"{cache_dir()}: cannot save the compiled kernels there "
+                f"({exc.strerror or exc}); make it a writable folder with free space, or set "
+                "PARETOSEARCH_CACHE_DIR (or NUMBA_CACHE_DIR) to one") from exc
+
+
+def _guarded(dispatcher: Any) -> Any:
+    dispatcher._cache = _GuardedCache(dispatcher.py_func)
+    return dispatcher
+
+
+def _cache_error(exc: BaseException) -> KernelCacheError | None:
+    """The :class:`KernelCacheError` behind ``exc``: numba wraps an error raised while it
+    types a caller (a helper compiled and saved on the way) in its own."""
+    seen: set[int] = set()
+    here: BaseException | None = exc
+    while here is not None and id(here) not in seen:
+        if isinstance(here, KernelCacheError):
+            return here
+        seen.add(id(here))
+        here = here.__cause__ or here.__context__
+    return None
+
+
+@contextmanager
+def _cache_errors_plain() -> Iterator[None]:
+    """Raise a :class:`KernelCacheError` behind a compile error as itself."""
+    try:
+        yield
+    except Exception as exc:
+        found = _cache_error(exc)
+        if found is None or found is exc:
+            raise
+        raise found from found.__cause__
 
 
 def configure_cache() -> Path:
@@ -182,7 +247,8 @@ configure_cache()
 def _compile_unliteral(dispatcher: Any, sig: Any) -> Any:
     if isinstance(sig, tuple):
         sig = tuple(numba.types.unliteral(t) for t in sig)
-    return type(dispatcher).compile(dispatcher, sig)
+    with _cache_errors_plain():
+        return type(dispatcher).compile(dispatcher, sig)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -200,7 +266,7 @@ def njit(function: Any = None, **options: Any) -> Any:
     non-literal signature, which every such call then converts to. Type checkers see the
     function's own signature (a numba dispatcher at run time), as with :func:`njit_lazily`."""
     def wrap(function: Any) -> Any:
-        dispatcher = numba.njit(cache=True, **options)(function)
+        dispatcher = _guarded(numba.njit(cache=True, **options)(function))
         dispatcher.compile = functools.partial(_compile_unliteral, dispatcher)
         return dispatcher
     return wrap if function is None else wrap(function)
@@ -210,7 +276,7 @@ def njit_lazily(signature: Any, **options: Any) -> Callable[[_F], _F]:
     """``numba.njit(signature, cache=True, **options)`` that compiles when :func:`compiled`
     first asks for it, not at import."""
     def wrap(function: Any) -> Any:
-        dispatcher = numba.njit(cache=True, **options)(function)
+        dispatcher = _guarded(numba.njit(cache=True, **options)(function))
         _SIGNATURES[dispatcher] = signature
         return dispatcher
     return wrap
@@ -225,20 +291,26 @@ def compiled(function: Any) -> Any:
         return function
     cpu0 = time.process_time()
     py_func = function.py_func
-    locks = cache_dir() / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / f"{py_func.__module__}.{py_func.__qualname__}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        try:
-            function.compile(signature)
-        except OSError as exc:  # numba saves what it compiled: a full disk, a read-only folder
-            raise KernelCacheError(
-                f"{cache_dir()}: cannot save the compiled kernels there ({exc.strerror or exc}); "
-                "free space there, or set PARETOSEARCH_CACHE_DIR to a writable folder with "
-                "room") from exc
+    with _kernel_lock(f"{py_func.__module__}.{py_func.__qualname__}"), _cache_errors_plain():
+        function.compile(signature)
     function.disable_compile()
     _SPENT[0] += time.process_time() - cpu0
     return function
+
+
+@contextmanager
+def _kernel_lock(name: str) -> Iterator[None]:
+    """An exclusive lock on ``name`` in the cache folder; none where the folder cannot take a
+    lock file (read-only: nothing can be saved there, so there is nothing to race for)."""
+    try:
+        (cache_dir() / "locks").mkdir(parents=True, exist_ok=True)
+        lock = open(cache_dir() / "locks" / f"{name}.lock", "w")  # noqa: SIM115
+    except OSError:
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 class KernelCacheError(ParetoSearchError):

@@ -20,6 +20,7 @@ Schema (every key is checked; unknown keys are errors)::
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,7 +107,7 @@ class _Checker:
         v = obj[key]
         kind = int if integer else (int, float)
         ok = isinstance(v, kind) and not isinstance(v, bool)
-        ok = ok and (v > low if strict else v >= low) and v <= high
+        ok = ok and math.isfinite(v) and (v > low if strict else v >= low) and v <= high
         if not ok:
             rule = f"{'>' if strict else '>='} {low}" + (f" and <= {high}" if high < 1e300 else "")
             raise self.fail(f"{field}.{key}", v,
@@ -116,7 +117,7 @@ class _Checker:
     def numbers(self, obj: dict[str, Any], key: str, field: str, n: int) -> Any:
         v = obj[key]
         ok = isinstance(v, list) and len(v) == n and all(
-            isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+            isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in v)
         if not ok:
             raise self.fail(f"{field}.{key}", v, f"must be a list of {n} numbers")
         return tuple(float(x) for x in v)

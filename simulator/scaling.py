@@ -18,6 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
+from simulator.files import read_data, to_numbers
 
 __all__ = ["PARAMETRIC_MODELS", "ScalingTable", "TypeSpeeds", "amdahl", "parametric_table"]
 
@@ -112,9 +113,10 @@ class ScalingTable:
         Where a model has iteration times, the speed-up is ``t_1 / t_g`` (as PCS computes it).
         """
         src = str(path)
+        data = read_data(path, InvalidWorkload, "scaling table")
         try:
-            df = pd.read_csv(path)
-        except (OSError, pd.errors.ParserError) as exc:
+            df = pd.read_csv(data)
+        except (OSError, ValueError) as exc:
             raise InvalidWorkload(f"{src}: cannot read scaling table: {exc}") from exc
         missing = {"model", "gpus", "speedup"} - set(df.columns)
         if missing:
@@ -123,21 +125,28 @@ class ScalingTable:
                                           fix="expected columns model,gpus,speedup"))
         points: dict[str, list[float]] = {}
         first_time: dict[str, float] = {}
-        times = df["time_per_iter_us"] if "time_per_iter_us" in df else np.zeros(len(df))
-        for row, (model, gpus, speed, t_iter) in enumerate(
-                zip(df["model"], df["gpus"], df["speedup"], times, strict=True), start=1):
+        times = to_numbers(df["time_per_iter_us"]) if "time_per_iter_us" in df else pd.Series(
+            np.full(len(df), np.nan))
+        for row, (model, cell, gpus, speed, t_iter) in enumerate(
+                zip(df["model"], df["gpus"], to_numbers(df["gpus"]), to_numbers(df["speedup"]),
+                    times, strict=True), start=1):
             seen = points.setdefault(str(model), [])
-            if not (isinstance(gpus, int | np.integer) and gpus == len(seen) + 1):
+            if gpus != len(seen) + 1:  # NaN, a fraction, out of order
                 raise InvalidWorkload(located(
-                    src, row=row, column="gpus", value=gpus,
+                    src, row=row, column="gpus", value=cell,
                     problem=f"model {model!r} must list GPU counts 1, 2, ... in order "
                             f"(expected {len(seen) + 1})"))
             if not (np.isfinite(speed) and 0 < speed <= MAX_SPEEDUP):
-                raise InvalidWorkload(located(src, row=row, column="speedup", value=speed,
+                raise InvalidWorkload(located(src, row=row, column="speedup",
+                                              value=df["speedup"].iloc[row - 1],
                                               problem=f"must be a number > 0 and at most "
                                                       f"{MAX_SPEEDUP:,.0f}"))
             # PCS derives speed-ups from iteration times (t_1 / t_g); the rounded speedup
-            # column is the fallback where a model has no timings.
+            # column is the fallback where a model has no timings (0 or an empty cell).
+            if not (np.isnan(t_iter) or 0 <= t_iter < np.inf):
+                raise InvalidWorkload(located(
+                    src, row=row, column="time_per_iter_us", value=df["time_per_iter_us"].iloc[
+                        row - 1], problem="must be a finite time >= 0 (0 or empty: no timing)"))
             if gpus == 1:
                 first_time[str(model)] = float(t_iter)
             t1 = first_time[str(model)]

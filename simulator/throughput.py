@@ -25,7 +25,8 @@ import pandas as pd
 
 from simulator import libm
 from simulator.colocation import Interference, fill_unmeasured
-from simulator.errors import InvalidWorkload
+from simulator.errors import InvalidWorkload, located
+from simulator.files import MAX_DOCUMENT, read_data
 from simulator.scaling import ScalingTable, TypeSpeeds
 from simulator.workload import Workload
 
@@ -163,10 +164,12 @@ class ThroughputTable:
     @classmethod
     def from_gavel_json(cls, path: str | Path) -> ThroughputTable:
         """Load Gavel's ``simulation_throughputs.json``."""
+        data = read_data(path, InvalidWorkload, "throughput table", MAX_DOCUMENT)
         try:
-            doc = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            doc = json.loads(data.getvalue())
+        except (ValueError, RecursionError) as exc:
             raise InvalidWorkload(f"{path}: cannot read a throughput table: {exc}") from exc
+        _check_table(doc, str(path))
         types = tuple(sorted(k for k in doc if not k.endswith("_unconsolidated")))
         if not types:
             raise InvalidWorkload(f"{path}: no GPU types at the top level")
@@ -185,6 +188,33 @@ class ThroughputTable:
             for k, row in doc.get(f"{t}_unconsolidated", {}).items():
                 spread[index[_key(k, path)], c] = float(row["null"])
         return cls(tuple(entries), types, iso, spread, pair)
+
+
+def _check_table(doc: object, src: str) -> None:
+    """Raise unless ``doc`` has the shape of Gavel's throughputs: ``{GPU type: {job: {"null":
+    steps/s alone, partner job: [steps/s, partner's steps/s]}}}``, every rate a finite number
+    >= 0 (0: the job does not fit that GPU)."""
+    def rate(v: object) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < np.inf
+
+    if not isinstance(doc, dict):
+        raise InvalidWorkload(located(src, value=type(doc).__name__,
+                                      problem="a JSON object of GPU types expected"))
+    for gpu, jobs in doc.items():
+        if not isinstance(jobs, dict):
+            raise InvalidWorkload(located(src, column=gpu, value=jobs,
+                                          problem="a JSON object of jobs expected"))
+        for job, row in jobs.items():
+            if not isinstance(row, dict) or "null" not in row:
+                raise InvalidWorkload(located(src, column=f"{gpu}.{job}", value=row, problem=(
+                    "expected {'null': steps/s alone, PARTNER: [steps/s, partner's]}")))
+            for partner, value in row.items():
+                if not (rate(value) if partner == "null" else isinstance(value, list) and len(
+                        value) == 2 and all(rate(v) for v in value)):
+                    raise InvalidWorkload(located(
+                        src, column=f"{gpu}.{job}.{partner}", value=value,
+                        problem="must be a finite throughput >= 0" + (
+                            "" if partner == "null" else " for each of the pair, as [a, b]")))
 
 
 def model_name(job_type: str, scale: int) -> str:

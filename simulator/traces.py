@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
-from simulator.files import to_numbers
+from simulator.files import read_data, to_numbers
 from simulator.scaling import ScalingTable, parametric_table
 from simulator.throughput import ThroughputTable, model_name
 from simulator.workload import PCS_TRACE_COLUMNS, Workload, read_pcs_trace, read_table
@@ -54,8 +54,9 @@ GAVEL_COLUMNS = ("job_type", "command", "working_directory", "num_steps_arg", "n
 
 def read_csv_columns(path: str | Path, required: tuple[str, ...], what: str) -> pd.DataFrame:
     """A CSV ``what`` with its ``required`` columns, or an error naming the file and column."""
+    data = read_data(path, InvalidWorkload, what)
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(data)
     except (OSError, ValueError) as exc:
         raise InvalidWorkload(f"{path}: cannot read {what}: {exc}") from exc
     missing = [c for c in required if c not in df]
@@ -217,9 +218,10 @@ def read_tiresias(path: str | Path, *, scaling: ScalingTable | None = None) -> W
 def _gavel_lines(path: str | Path) -> pd.DataFrame:
     """A Gavel trace's cells as text, one row per line, in :data:`GAVEL_COLUMNS` (8-column
     lines get Gavel's defaults: priority weight 1, no SLO)."""
+    data = read_data(path, InvalidWorkload, "Gavel trace")
     try:
-        lines = Path(path).read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        lines = data.getvalue().decode("utf-8-sig").splitlines()  # a BOM is no cell
+    except UnicodeDecodeError as exc:
         raise InvalidWorkload(f"{path}: cannot read Gavel trace: {exc}") from exc
     while lines and not lines[-1].strip():
         lines.pop()
@@ -324,8 +326,9 @@ def read_trace(path: str | Path, *, scaling: ScalingTable | None = None,
                                   "e.g. simulation_throughputs.json)")
         return read_gavel_trace(path, throughputs)
     if path.suffix == ".csv":
+        data = read_data(path, InvalidWorkload, "trace")
         try:
-            header = set(pd.read_csv(path, nrows=0).columns)
+            header = set(pd.read_csv(data, nrows=0).columns)
         except (OSError, ValueError) as exc:
             raise InvalidWorkload(f"{path}: cannot read trace: {exc}") from exc
         for columns, loader in _FORMATS:

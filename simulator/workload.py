@@ -43,7 +43,7 @@ import pandas as pd
 
 from simulator.colocation import SHARING_COLUMNS, Interference, JobSharing
 from simulator.errors import InvalidWorkload, located
-from simulator.files import to_numbers
+from simulator.files import read_data, to_numbers
 from simulator.scaling import ScalingTable, TypeSpeeds, parametric_table
 from simulator.slo import SLOs
 
@@ -176,7 +176,7 @@ class Workload:
             i = int(bad[0]) + 1
             raise InvalidWorkload(located(
                 source, row=i + 1, column=names["arrival_s"], value=float(arrival[i]),
-                problem=f"arrivals must not decrease (previous row has {arrival[i - 1]!r})",
+                problem=f"arrivals must not decrease (previous row has {float(arrival[i - 1])!r})",
                 fix="sort the rows by arrival time"))
         service = col.floats("service_s", lambda a: (a > 0) & (a <= MAX_SECONDS), _ABOVE_0)
         gpus = col.ints("gpus", lambda a: a >= 1, ">= 1")
@@ -263,8 +263,9 @@ class _Columns:
 def read_table(path: str | Path, *, scaling: ScalingTable | None = None) -> Workload:
     """Load a CSV or Parquet file in the documented schema."""
     path = Path(path)
+    data = read_data(path, InvalidWorkload, "workload table")
     try:
-        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        df = pd.read_parquet(data) if path.suffix == ".parquet" else pd.read_csv(data)
     except (OSError, ValueError) as exc:
         raise InvalidWorkload(f"{path}: cannot read workload table: {exc}") from exc
     return Workload.from_frame(df, scaling=scaling, source=str(path))
@@ -276,8 +277,9 @@ def read_pcs_trace(path: str | Path, *, scaling: ScalingTable) -> Workload:
     ``num_jobs`` is the job's GPU demand and ``model_name`` must be a row of ``scaling``
     (PCS's ``scaling_tables.csv``).
     """
+    data = read_data(path, InvalidWorkload, "PCS trace")
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(data)
     except (OSError, ValueError) as exc:
         raise InvalidWorkload(f"{path}: cannot read PCS trace: {exc}") from exc
     return Workload.from_frame(df, scaling=scaling, source=str(path), columns=PCS_TRACE_COLUMNS)

@@ -255,7 +255,13 @@ def _search(args: argparse.Namespace, console: Console) -> None:
 
 
 def _point_latest(run: Path) -> None:
-    """Make ``runs/latest`` point at ``run`` (replaced atomically)."""
+    """Make ``runs/latest`` point at ``run`` (replaced atomically); anything there but a link
+    (a file, a FIFO, a folder: someone else's) is refused, never replaced."""
+    latest = run.parent / "latest"
+    if os.path.lexists(latest) and not latest.is_symlink():
+        kind = "a folder" if latest.is_dir() else "a file" if latest.is_file() else "not a link"
+        raise ParetoSearchError(f"{latest}: cannot point it at {run.name} ({kind}); it should "
+                                "be a link that paretosearch moves: remove it, or pass --run-dir")
     run.mkdir(parents=True, exist_ok=True)
     tmp = run.parent / f".latest-{os.getpid()}"
     tmp.unlink(missing_ok=True)

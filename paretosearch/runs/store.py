@@ -260,7 +260,7 @@ class RunStore:
         for n, raw in enumerate(self.read(name, MAX_TABLE).splitlines(), 1):
             where = f"{self.path / name}, line {n}"
             try:
-                row = load_json(raw)
+                row = load_json(raw, finite=False)  # a metric may be NaN
             except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep
                 row = None
             if isinstance(row, dict):

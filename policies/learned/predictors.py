@@ -47,6 +47,7 @@ from policies.learned.profiling_data import (
     validate_columns,
 )
 from simulator.errors import located
+from simulator.files import MAX_DOCUMENT, read_data
 
 __all__ = ["InterferencePredictor", "UtilizationPredictor"]
 
@@ -189,9 +190,10 @@ class _Predictor:
                 training row (named by its 1-based index in ``rows``).
         """
         src = str(path)
+        text = read_data(path, InvalidProfilingData, "saved predictor", MAX_DOCUMENT)
         try:
-            doc = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
+            doc = json.loads(text.getvalue())
+        except (ValueError, RecursionError) as exc:
             raise InvalidProfilingData(f"{src}: cannot read a saved predictor: {exc}") from exc
 
         def bad(field: str, problem: str, fix: str = "") -> InvalidProfilingData:

@@ -54,7 +54,7 @@ import pandas as pd
 
 from simulator import libm
 from simulator.errors import ParetoSearchError, located
-from simulator.files import to_numbers
+from simulator.files import read_data, to_numbers
 
 __all__ = [
     "INTERFERENCE_COLUMNS", "SYNTHETIC_SLOWDOWN_NOISE", "SYNTHETIC_UTIL_NOISE",
@@ -153,8 +153,9 @@ def validate_columns(frame: pd.DataFrame, columns: tuple[Column, ...],
 
 
 def _read(path: str | Path, columns: tuple[Column, ...], what: str) -> pd.DataFrame:
+    data = read_data(path, InvalidProfilingData, what)
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(data)
     except (OSError, ValueError) as exc:
         raise InvalidProfilingData(f"{path}: cannot read {what} as CSV: {exc}") from exc
     values = validate_columns(frame, columns, str(path))

@@ -7,12 +7,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numba
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.jit import module_stamp, njit
@@ -90,6 +91,7 @@ def test_a_helper_compiles_one_copy_whatever_constants_its_callers_pass(
     assert ours.signatures == [(numba.types.boolean, numba.types.int64)]
 
 
+@settings(deadline=None)  # the first example compiles (or loads) stable_order
 @given(st.lists(st.sampled_from([0.0, 1.0, 2.5, -3.0, np.inf]) | st.floats(-1e6, 1e6),
                 max_size=80))
 def test_stable_order_is_numpys_stable_argsort(keys: list[float]) -> None:
@@ -128,27 +130,94 @@ def test_two_processes_needing_one_kernel_compile_it_once(tmp_path: Path) -> Non
     assert compiled == [0, 1]
 
 
-FULL = """
-import resource, signal
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
-resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
-from simulator import engine
+NESTED = """
+from numba import types
+from simulator.jit import njit, njit_lazily
+
+@njit
+def inner(x):
+    return x * 2.0 + 1.0
+
+@njit
+def outer(x):
+    return inner(x) + 1.0
+
+@njit_lazily(types.float64(types.float64))
+def kernel(x):
+    return outer(x) - 1.0
+"""
+
+CHILD = """
+import resource, signal, sys
+from simulator import nested
 from simulator.jit import KernelCacheError, compiled
+if sys.argv[1] == "full":
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
 try:
-    compiled(engine.no_queue)
+    print(nested.outer(1.0) if sys.argv[2] == "helper" else compiled(nested.kernel)(1.0))
 except KernelCacheError as exc:
     print(exc)
 """
 
 
-def test_a_cache_folder_without_room_is_an_error_naming_it(tmp_path: Path) -> None:
-    """A full disk (a real file-size limit: the kernel's EFBIG) while numba saves a kernel is
-    one error naming the folder and the fix, not numba's traceback."""
-    cache = tmp_path / "cache"
-    env = {**os.environ, "PARETOSEARCH_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT),
+@pytest.fixture(scope="module")
+def nested_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the project with a kernel that calls a helper that calls a helper: numba
+    compiles and saves the helpers while it types their caller."""
+    root = _copy(tmp_path_factory.mktemp("tree"))
+    (root / "simulator" / "nested.py").write_text(NESTED)
+    return root
+
+
+def _child(root: Path, cache: Path, limit: str, entry: str) -> str:
+    env = {**os.environ, "PARETOSEARCH_CACHE_DIR": str(cache), "PYTHONPATH": str(root),
            "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run([sys.executable, "-c", FULL], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", CHILD, limit, entry], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"{cache}: cannot save the compiled kernels there"), done.stdout
-    assert "PARETOSEARCH_CACHE_DIR" in done.stdout
+    return done.stdout.strip()
+
+
+def _unwritable(tmp: Path, how: str) -> Path:
+    if how == "not a folder":
+        (tmp / "file").write_text("")
+        return tmp / "file" / "cache"
+    if os.geteuid() == 0:
+        pytest.skip("root writes to a read-only folder")
+    (tmp / "ro").mkdir(mode=0o555)
+    return tmp / "ro"
+
+
+@pytest.mark.parametrize("entry", ["kernel", "helper"])
+@pytest.mark.parametrize("how", ["full disk", "not a folder", "read-only"])
+def test_a_cache_folder_that_cannot_take_a_save_is_an_error_naming_it(
+        nested_tree: Path, tmp_path: Path, how: str, entry: str) -> None:
+    """A full disk (a real file-size limit: the kernel's EFBIG), a path through a file, or a
+    read-only folder, met while numba saves a helper it compiled on the way to a kernel
+    (``compiled``) or to a helper's first call from Python, is one error naming the folder
+    and the fix, not numba's traceback (numba wraps what a nested compile raises)."""
+    cache = tmp_path / "cache" if how == "full disk" else _unwritable(tmp_path, how)
+    said = _child(nested_tree, cache, "full" if how == "full disk" else "none", entry)
+    assert said.startswith(f"{cache}: cannot save the compiled kernels there"), said
+    assert "PARETOSEARCH_CACHE_DIR" in said
+    if how == "full disk":  # what a failed save left behind does not stop the next process
+        assert _child(nested_tree, cache, "none", entry) == ("3.0" if entry == "kernel" else "4.0")
+
+
+@pytest.mark.parametrize("damage", [lambda b: b[: len(b) // 2], lambda b: b"garbage",
+                                    lambda b: b""], ids=["truncated", "garbled", "empty"])
+@pytest.mark.parametrize("suffix", [".nbi", ".nbc"])
+def test_a_damaged_cache_entry_is_compiled_again(
+        nested_tree: Path, tmp_path: Path, suffix: str, damage: Callable[[bytes], bytes]) -> None:
+    """Truncated, garbled or emptied index or data files: a warning naming the entry, the
+    same result, and a cache repaired for the next process."""
+    cache = tmp_path / "cache"
+    assert _child(nested_tree, cache, "none", "kernel") == "3.0"
+    files = sorted(cache.rglob(f"*{suffix}"))
+    assert len(files) == 3  # inner, outer, kernel
+    damaged = {path: damage(path.read_bytes()) for path in files}
+    for path, data in damaged.items():
+        path.write_bytes(data)
+    assert _child(nested_tree, cache, "none", "kernel") == "3.0"
+    assert all(path.read_bytes() != data for path, data in damaged.items())  # saved again
