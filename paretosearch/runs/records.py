@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from paretosearch.objectives import Objective, dominates, parse_objectives
+from paretosearch.objectives import Objective, dominates, indistinct, parse_objectives
 from paretosearch.runs.shapes import NUMBER, Or
 from simulator.errors import ParetoSearchError, located
 
@@ -206,6 +206,14 @@ def front_warnings(front: Sequence[FrontEntry], baselines: Records,
            for name, rec in baselines.items()
            if all(_beats(rec, e.metrics, e) for e in front)]
     tested = [e for e in front if e.test_metrics is not None]
+    objectives = parse_objectives(front[0].objectives)
+    same = [e.test_metrics or {} for e in tested] + list(baselines_test.values())
+    if len(same) > 1 and all(_defined(r, objectives) for r in same) and indistinct(
+            same, objectives):
+        out.append("the test sample does not tell the policies apart: every configuration and "
+                   "baseline scores the same on it (its jobs hardly contend for GPUs), so it "
+                   "says nothing of how the front holds up; test on a sample that loads the "
+                   "cluster (a longer trace, or more generated jobs)")
     whole = [name for name, rec in baselines_test.items()
              if tested and all(_beats(rec, e.test_metrics or {}, e) for e in tested)]
     if whole:
@@ -227,10 +235,13 @@ def _beats(baseline: Mapping[str, float], record: Mapping[str, float],
     """Whether a baseline's record dominates ``record`` on ``entry``'s objectives (a value
     missing or undefined on either side decides nothing: no domination)."""
     objectives = parse_objectives(entry.objectives)
-    values = [v for r in (baseline, record) for v in (r.get(o.label) for o in objectives)]
-    if any(v is None or v != v for v in values):
-        return False
-    return dominates(baseline, record, objectives)
+    return (_defined(baseline, objectives) and _defined(record, objectives)
+            and dominates(baseline, record, objectives))
+
+
+def _defined(record: Mapping[str, float], objectives: Sequence[Objective]) -> bool:
+    """Whether ``record`` holds a number for every objective (not missing, not NaN)."""
+    return all((v := record.get(o.label)) is not None and v == v for o in objectives)
 
 
 def config_hash(config: Mapping[str, Any]) -> str:

@@ -135,3 +135,21 @@ def test_the_plot_greys_dominated_entries(tmp_path: Path) -> None:
         import matplotlib.pyplot as plt
 
         plt.close(fig)
+
+
+def test_rounding_is_no_domination_and_a_sample_that_ties_everyone_is_said() -> None:
+    # trace 6214e9, first 1,000 jobs: on its second half no job waits, and every policy's avg
+    # JCT is the same schedule's, summed in another order (Themis's in its last bits lower)
+    test = {"jct:avg": 1503.3300000000008, "pred_err:avg": 0.0}
+    themis = {"themis": {"jct:avg": 1503.329999999998, "pred_err:avg": 0.0}}
+    front = [_entry(1.0, (772344.7, 50.5), tuple(test.values())),
+             _entry(2.0, (4146619.5, 0.0), tuple(test.values()))]
+    marked = mark_dominated(front, themis)
+    assert [e.dominated_by for e in marked] == [(), ()]
+    said = front_warnings(marked, {}, themis)
+    assert len(said) == 1 and said[0].startswith("the test sample does not tell the policies "
+                                                 "apart")
+    # a real difference still counts, however small against the values
+    slightly = {"themis": {"jct:avg": 1503.32, "pred_err:avg": 0.0}}
+    assert [e.dominated_by for e in mark_dominated(front, slightly)] == [("themis",)] * 2
+    assert not any("does not tell" in w for w in front_warnings(front, {}, slightly))
