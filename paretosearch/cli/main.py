@@ -30,7 +30,7 @@ from paretosearch.cli.runs import (
     scaling_table,
     seed_arg,
 )
-from paretosearch.config import policy_of
+from paretosearch.config import SearchConfig, policy_of
 from paretosearch.io import (
     MAX_DOCUMENT,
     json_text,
@@ -54,7 +54,7 @@ from simulator import (
     simulate,
     summary,
 )
-from simulator.generate import PHILLY_LOAD, add_stopping_criteria
+from simulator.generate import add_stopping_criteria
 from simulator.slo import MIXES
 from simulator.throughput import ThroughputTable, generate_gavel
 
@@ -86,9 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--trace", type=Path, metavar="PATH",
                      help="a trace CSV (PCS/Philly, Chronus, Helios, Pollux/Sia Philly), a "
                           "CSV/Parquet in the workload schema, or a Gavel .trace (with --gavel)")
-    src.add_argument("--generate", type=int, default=1000, metavar="N",
-                     help="jobs of the built-in Philly-like generator (default: 1000)")
-    src.add_argument("--load", type=float, default=PHILLY_LOAD,
+    src.add_argument("--generate", type=int, default=SearchConfig.jobs, metavar="N",
+                     help="jobs of the built-in Philly-like generator (default: %(default)s)")
+    src.add_argument("--load", type=float, default=SearchConfig.load,
                      help="offered load for generated workloads, 1 fills the cluster (default: "
                           "%(default)s, the Philly traces' median on 64 GPUs)")
     src.add_argument("--cdf", metavar="NAME",
