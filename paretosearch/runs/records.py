@@ -196,15 +196,24 @@ def mark_dominated(front: Sequence[FrontEntry], baselines_test: Records) -> list
 def front_warnings(front: Sequence[FrontEntry], baselines: Records,
                    baselines_test: Records) -> list[str]:
     """What an operator must hear before choosing from ``front``: each baseline that
-    dominates every entry on the training sample (the search missed it), those that dominate
+    dominates every entry on the training sample (the search missed it), how many entries
+    baselines dominate there (the family, as searched, loses to them), those that dominate
     every entry on the test sample (the front does not hold up on unseen data), and how many
     entries a baseline dominates on the test sample."""
     if not front:
         return []
+    on_train = {name: [_beats(rec, e.metrics, e) for e in front]
+                for name, rec in baselines.items()}
     out = [f"the baseline {name} dominates the whole front on the training sample: the search "
            "missed it. Search with a larger budget, or use the baseline"
-           for name, rec in baselines.items()
-           if all(_beats(rec, e.metrics, e) for e in front)]
+           for name, hits in on_train.items() if all(hits)]
+    missed = [name for name, hits in on_train.items() if any(hits) and not all(hits)]
+    if missed:
+        k = sum(any(on_train[name][i] for name in missed) for i in range(len(front)))
+        out.append(f"{k} of {len(front)} configurations are dominated already on the training "
+                   f"sample, by {', '.join(missed)}: this policy family, as searched, does not "
+                   "reach those baselines' trade-offs there. Search with a larger budget, or "
+                   "deploy the baseline if its trade-off suits")
     tested = [e for e in front if e.test_metrics is not None]
     objectives = parse_objectives(front[0].objectives)
     same = [e.test_metrics or {} for e in tested] + list(baselines_test.values())

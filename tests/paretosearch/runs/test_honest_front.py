@@ -1,6 +1,7 @@
 """Publishing honestly (issue 40): each front entry names the baselines that dominate it on
 the test sample, the CLI, the plot and the report mark those entries, choices skip them, and
-a baseline that beats the whole front on either sample is said so in words.
+a baseline that beats the whole front (or, on the training sample, part of it) is said so in
+words.
 
 The fronts are written by hand, so which baseline dominates which entry is worked out here
 from the numbers (the oracle), not by the code under test."""
@@ -80,6 +81,14 @@ def test_warnings_cover_both_samples() -> None:
     assert said[0].startswith("the baseline afs dominates the whole front on the training")
     assert said[1].startswith("on the test sample, afs dominates every configuration")
     assert len(said) == 2
+    # a baseline that beats part of the front on train: the family, as searched, loses there
+    # (afs (140, 4) beats #1 (150, 5) only; srsf (120, 20) none)
+    part = {**BASELINES, "afs": {"jct:avg": 140.0, "pred_err:avg": 4.0}}
+    said = front_warnings(FRONT, part, {})
+    assert said == ["1 of 3 configurations are dominated already on the training sample, by "
+                    "afs: this policy family, as searched, does not reach those baselines' "
+                    "trade-offs there. Search with a larger budget, or deploy the baseline if "
+                    "its trade-off suits"]
 
 
 def test_a_front_written_before_the_field_is_judged_on_reading(tmp_path: Path) -> None:
