@@ -191,12 +191,6 @@ class RoundState:
         """Each active job's progress rate under a candidate ``(jobs, nodes)`` allocation."""
         return job_rates(alloc, self.model, self.cluster, self.speeds, self.scaling)
 
-    def gang_rates(self) -> FloatArray:
-        """``(jobs, types)``: each job's rate with its whole demand on one node of each type."""
-        gang = self.scaling.speed(self.model, self.demand.astype(np.float64))
-        rates: FloatArray = gang[:, None] * self.speeds[self.model]
-        return rates
-
 
 @runtime_checkable
 class RoundScheduler(Protocol):

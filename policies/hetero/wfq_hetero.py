@@ -34,11 +34,11 @@ from simulator import libm
 from simulator.errors import InvalidPolicyParams
 from simulator.jit import njit, njit_lazily
 from simulator.profile import ClusterProfile
-from simulator.round_arrays import (
+from simulator.round_view import (
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,
-    JobArrays,
+    JobView,
     PolicyMemory,
     active_rows,
     empty_memory,
@@ -172,7 +172,7 @@ class WFQHetero(KernelRoundPolicy):
         """Derive classes from the training workload's estimated sizes (no-op if known)."""
         return with_classes(self, workload)
 
-    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """The thresholds and per-tier class weights (``params``) and the types by speed,
         fastest first (``gi``: the mean over models, stable on ties)."""
         if not self.thresholds:

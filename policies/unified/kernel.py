@@ -41,8 +41,7 @@ from policies.hetero.wfq_hetero import share_by_weight
 from policies.ojpp.pack import Pack, cache_slowdowns, join, leave, resum
 from policies.ojpp.placement import place_pack
 from simulator.jit import configure_cache, njit, njit_lazily
-from simulator.round_arrays import NEXT_ROUND, PLAN, ROUND_KERNEL_SIG, active_rows, touch
-from simulator.round_plan import speed
+from simulator.round_view import NEXT_ROUND, PLAN, ROUND_KERNEL_SIG, active_rows, speed, touch
 from simulator.slo import SOFT, STRICT
 
 configure_cache()

@@ -24,7 +24,7 @@ from policies.base import param, register
 from policies.gangs import priority_plan
 from policies.round_kernel import KernelRoundPolicy
 from simulator.jit import njit, njit_lazily
-from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
+from simulator.round_view import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 from simulator.slo import SOFT, STRICT
 
 __all__ = ["LLF", "Hydra"]
