@@ -20,7 +20,7 @@ from policies.base import EventDriven
 from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload
 from simulator.jit import configure_cache, njit
-from simulator.round_view import (
+from simulator.rounds.view import (
     N_ACTIVE,
     ClusterArrays,
     JobView,
@@ -177,7 +177,7 @@ def require_sharing(cluster: ClusterArrays, policy: str) -> None:
         raise InvalidWorkload(
             f"policy {policy!r} places jobs by their GPU utilization and memory, but the "
             f"workload has no sharing columns (gpu_util, gpu_mem_gib, mem_surge_gib, "
-            f"mem_surge_p): add them, or generate them with simulator.generate.add_sharing")
+            f"mem_surge_p): add them, or generate them with simulator.inputs.generate.add_sharing")
 
 
 def require_fit_alone(cluster: ClusterArrays, jobs: JobView) -> None:

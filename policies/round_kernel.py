@@ -1,11 +1,11 @@
-"""Round policies that decide with a compiled kernel (the contract: :mod:`simulator.round_view`).
+"""Round policies that decide with a compiled kernel (the contract: :mod:`simulator.rounds.view`).
 
 :class:`KernelRoundPolicy` hands its kernel and initial memory to the engine, which calls the
 kernel inside its compiled loop. Its :meth:`~KernelRoundPolicy.plan` runs the same kernel on a
-:class:`~simulator.rounds.RoundState` (:func:`simulator.round_python.kernel_plan`: unit tests,
+:class:`~simulator.rounds.RoundState` (:func:`simulator.rounds.python_path.kernel_plan`: unit tests,
 and harnesses that wrap a policy), keeping the kernel's memory in ``state.memo``, so both paths
 decide alike. A subclass that overrides ``plan`` decides in Python instead (the on-ramp,
-:mod:`simulator.round_python`).
+:mod:`simulator.rounds.python_path`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import numpy.typing as npt
 
 from policies.base import RoundPolicy
 from simulator.jit import compiled
-from simulator.round_python import kernel_plan
-from simulator.round_view import ClusterArrays, JobView, PolicyMemory, StateView, empty_memory
 from simulator.rounds import RoundState
+from simulator.rounds.python_path import kernel_plan
+from simulator.rounds.view import ClusterArrays, JobView, PolicyMemory, StateView, empty_memory
 
 __all__ = ["KernelRoundPolicy"]
 
@@ -31,7 +31,7 @@ FloatArray = npt.NDArray[np.float64]
 @dataclass(frozen=True)
 class KernelRoundPolicy(RoundPolicy):
     """A round policy whose decisions come from ``kernel`` (signature
-    :data:`simulator.round_view.ROUND_KERNEL_SIG`, set as a ``staticmethod``)."""
+    :data:`simulator.rounds.view.ROUND_KERNEL_SIG`, set as a ``staticmethod``)."""
 
     kernel: ClassVar[Any]
     clairvoyant: ClassVar[bool] = False

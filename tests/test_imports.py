@@ -46,12 +46,12 @@ def test_imports_point_one_way(package: str) -> None:
                 f"{path}: imports {name}")
 
 
-ENGINE = ("simulator.round_arrays", "simulator.round_plan", "simulator.round_engine",
-          "simulator.round_driver", "simulator.round_python")
+ENGINE = ("simulator.rounds.arrays", "simulator.rounds.plan", "simulator.rounds.engine",
+          "simulator.rounds.driver", "simulator.rounds.python_path")
 """The round engine's own modules: a round policy sees the engine through
-``simulator.round_view`` only (its read-only job and state views and its memory)."""
-BRIDGES = {"policies/round_kernel.py": {"simulator.round_python"},
-           "policies/compiling.py": {"simulator.round_engine"}}
+``simulator.rounds.view`` only (its read-only job and state views and its memory)."""
+BRIDGES = {"policies/round_kernel.py": {"simulator.rounds.python_path"},
+           "policies/compiling.py": {"simulator.rounds.engine"}}
 """Where a policy module may reach further: the Python on-ramp that runs a kernel on a
 ``RoundState``, and the command that compiles the engine's kernels ahead."""
 
@@ -60,7 +60,7 @@ def test_round_policies_import_only_the_view() -> None:
     for path in (ROOT / "policies").rglob("*.py"):
         allowed = BRIDGES.get(str(path.relative_to(ROOT)), set())
         reached = {n for n in _imported(path) if n in ENGINE} - allowed
-        assert not reached, f"{path}: imports {sorted(reached)}; use simulator.round_view"
+        assert not reached, f"{path}: imports {sorted(reached)}; use simulator.rounds.view"
 
 
 def _graph(package: str) -> dict[str, set[str]]:

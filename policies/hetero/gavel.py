@@ -116,7 +116,7 @@ from policies.hetero.gavel_rounds import (
 )
 from policies.round_kernel import KernelRoundPolicy
 from simulator.jit import njit_lazily
-from simulator.round_view import (
+from simulator.rounds.view import (
     HOST,
     N_ACTIVE,
     NXT,

@@ -11,7 +11,7 @@ import numpy as np
 
 from policies.gangs import gang_row
 from simulator.jit import njit
-from simulator.round_view import NXT, Layout, touch
+from simulator.rounds.view import NXT, Layout, touch
 
 __all__ = ["FAILS", "MT_WORDS", "ORDERS", "F", "G", "I", "bookkeeping", "gavel_grant", "place",
            "ran_at", "scheduled", "throughput_of"]

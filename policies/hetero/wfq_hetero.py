@@ -32,9 +32,10 @@ from policies.pcs.wfq import class_cv, class_weights, tier_weight, with_classes
 from policies.round_kernel import KernelRoundPolicy
 from simulator import libm
 from simulator.errors import InvalidPolicyParams
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.workload import Workload
 from simulator.jit import njit, njit_lazily
-from simulator.profile import ClusterProfile
-from simulator.round_view import (
+from simulator.rounds.view import (
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,
@@ -44,7 +45,6 @@ from simulator.round_view import (
     empty_memory,
     touch,
 )
-from simulator.workload import Workload
 
 __all__ = ["WFQHetero", "share_by_weight"]
 

@@ -36,7 +36,7 @@ from policies.colocating import (
 )
 from policies.gangs import yarn_row
 from simulator.jit import njit, njit_lazily
-from simulator.round_view import (
+from simulator.rounds.view import (
     N_HOLD,
     PLAN,
     ROUND_KERNEL_SIG,

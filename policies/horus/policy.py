@@ -56,7 +56,7 @@ from policies.colocating import (
 )
 from policies.horus.queues import cluster_queues, fair_buffer, queue_counts, queue_weights
 from simulator.jit import njit, njit_lazily
-from simulator.round_view import (
+from simulator.rounds.view import (
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,

@@ -67,7 +67,7 @@ from policies.ojpp.placement import (
 from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload
 from simulator.jit import configure_cache, njit, njit_lazily
-from simulator.round_view import (
+from simulator.rounds.view import (
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,

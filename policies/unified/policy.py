@@ -51,11 +51,11 @@ from policies.round_kernel import KernelRoundPolicy
 from policies.unified.kernel import F_LEASE, G_BOUNDARY, G_QUIET, LAYOUT, unified_kernel
 from policies.unisched.policy import be_reward_scale
 from simulator.errors import InvalidPolicyParams
-from simulator.profile import ClusterProfile
-from simulator.round_view import ClusterArrays, JobView, PolicyMemory, empty_memory
-from simulator.sharing import can_share
-from simulator.slo import SOFT, STRICT
-from simulator.workload import Workload
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.slo import SOFT, STRICT
+from simulator.inputs.workload import Workload
+from simulator.rounds.sharing import can_share
+from simulator.rounds.view import ClusterArrays, JobView, PolicyMemory, empty_memory
 
 __all__ = ["Unified"]
 

@@ -59,9 +59,11 @@ from policies.unisched.milp import (
     solve_selector,
 )
 from simulator import libm
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.slo import SOFT, STRICT
+from simulator.inputs.workload import Workload
 from simulator.jit import njit, njit_lazily
-from simulator.profile import ClusterProfile
-from simulator.round_view import (
+from simulator.rounds.view import (
     HOST,
     N_ACTIVE,
     PLAN,
@@ -74,8 +76,6 @@ from simulator.round_view import (
     empty_memory,
     touch,
 )
-from simulator.slo import SOFT, STRICT
-from simulator.workload import Workload
 
 __all__ = ["UniSched", "expected_sr_overhead", "expected_suspensions"]
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from policies import FIFO, RoundPolicy, YarnCS, param
 from simulator import Workload, generate, load_profile, simulate
-from simulator.profile import ClusterProfile, NodeGroup
+from simulator.inputs.profile import ClusterProfile, NodeGroup
+from simulator.inputs.scaling import TypeSpeeds, parametric_table
 from simulator.rounds import Cluster, InvalidPlan, RoundState
-from simulator.scaling import TypeSpeeds, parametric_table
 
 
 @dataclass(frozen=True)

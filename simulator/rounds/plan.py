@@ -4,7 +4,7 @@
 :func:`apply_plan` adopts them: preemptions, restart pauses, first starts, each job's rate
 alone (:func:`job_rate`), the workers indexed by device (:func:`index_devices`), the memory
 surges drawn and every holding job's rate with its sharing slowdown (:func:`rerate`).
-The loop that calls them is :mod:`simulator.round_engine`.
+The loop that calls them is :mod:`simulator.rounds.engine`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from simulator.jit import configure_cache, njit
 configure_cache()
 
 from simulator import pcg64  # noqa: E402  (after the cache is configured)
-from simulator.round_view import (  # noqa: E402
+from simulator.rounds.view import (  # noqa: E402
     ERR_A,
     ERR_B,
     ERR_X,

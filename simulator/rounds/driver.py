@@ -1,10 +1,10 @@
-"""Runs a round policy on the compiled loop (:mod:`simulator.round_engine`).
+"""Runs a round policy on the compiled loop (:mod:`simulator.rounds.engine`).
 
 A policy with a compiled kernel (``round_kernel``) decides inside the loop; any other round
 policy decides in Python: the loop stops at each of its decisions, :class:`_Run` hands it a
 :class:`~simulator.rounds.RoundState` and applies the plan it returns. Both follow the
 semantics in :mod:`simulator.rounds`; predictions play each arrival's snapshot out on a
-workspace copy (:func:`simulator.round_engine.fork`).
+workspace copy (:func:`simulator.rounds.engine.fork`).
 """
 
 from __future__ import annotations
@@ -15,15 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from simulator import round_engine as eng
-from simulator import round_plan as rp
-from simulator import round_view as rv
 from simulator.errors import InvalidWorkload, located
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.scaling import TypeSpeeds
+from simulator.inputs.workload import Workload
 from simulator.jit import compile_cpu_s, compiled
 from simulator.pcg64 import from_generator
-from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
-from simulator.round_arrays import (
+from simulator.rounds import Cluster, InvalidPlan, RoundScheduler, RoundState, checked_plan
+from simulator.rounds import engine as eng
+from simulator.rounds import plan as rp
+from simulator.rounds import view as rv
+from simulator.rounds.arrays import (
     cluster_arrays,
     engine_state,
     host_kernel,
@@ -32,11 +35,8 @@ from simulator.round_arrays import (
     state_view,
     workspace,
 )
-from simulator.round_view import empty_memory
-from simulator.rounds import Cluster, InvalidPlan, RoundScheduler, RoundState, checked_plan
-from simulator.scaling import TypeSpeeds
-from simulator.sharing import SharingModel
-from simulator.workload import Workload
+from simulator.rounds.sharing import SharingModel
+from simulator.rounds.view import empty_memory
 
 __all__ = ["run"]
 

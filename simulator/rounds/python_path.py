@@ -3,9 +3,9 @@
 A round policy may start in Python: its ``plan(state)`` takes a
 :class:`~simulator.rounds.RoundState` (the active jobs, copies) and returns GPUs per node (or
 devices) per job; the engine stops at each of its decisions and checks and applies the plan
-(:mod:`simulator.round_driver`). It is slow (a Python call per decision) but needs nothing
+(:mod:`simulator.rounds.driver`). It is slow (a Python call per decision) but needs nothing
 compiled, so a new policy can be written and tested this way first, then moved into a kernel
-(:mod:`simulator.round_view`). :class:`policies.round_kernel.KernelRoundPolicy` runs its
+(:mod:`simulator.rounds.view`). :class:`policies.round_kernel.KernelRoundPolicy` runs its
 kernel on a ``RoundState`` too (:func:`kernel_plan`: unit tests, and test harnesses that wrap
 a policy), so both paths decide alike.
 """
@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simulator.round_arrays import (
+from simulator.rounds import RoundState
+from simulator.rounds.arrays import (
     EngineState,
     JobArrays,
     cluster_arrays,
@@ -27,10 +28,9 @@ from simulator.round_arrays import (
     jobs_from_columns,
     state_view,
 )
-from simulator.round_engine import stop_tasks
-from simulator.round_plan import index_devices
-from simulator.round_view import HOST, N_ACTIVE, N_HOLD, ClusterArrays, JobView, PolicyMemory
-from simulator.rounds import RoundState
+from simulator.rounds.engine import stop_tasks
+from simulator.rounds.plan import index_devices
+from simulator.rounds.view import HOST, N_ACTIVE, N_HOLD, ClusterArrays, JobView, PolicyMemory
 
 __all__ = ["decision_state", "job_arrays_from", "kernel_plan"]
 
@@ -40,7 +40,7 @@ def kernel_plan(kernel: Any, host_step: Callable[..., None],
                 shares: bool, clairvoyant: bool) -> npt.NDArray[np.int64]:
     """The plan a compiled ``kernel`` makes at the decision ``state``, its memory from
     ``memory(cluster, jobs)`` and ``host_step`` run where it asks (the engine's contract,
-    :mod:`simulator.round_view`): GPUs per node, or devices, per active job."""
+    :mod:`simulator.rounds.view`): GPUs per node, or devices, per active job."""
     cluster = cluster_arrays(state.cluster, state.speeds, state.scaling, state.sharing)
     jobs = job_arrays_from(state, shares)
     engine = decision_state(jobs, state.rows, cluster, shares)

@@ -1,6 +1,6 @@
 """What a round policy may see and write: the whole contract between a round kernel and the
-round engine (:mod:`simulator.round_engine`). Round policies import this module, never the
-engine's own arrays (:mod:`simulator.round_arrays`; ``tests/test_imports.py``).
+round engine (:mod:`simulator.rounds.engine`). Round policies import this module, never the
+engine's own arrays (:mod:`simulator.rounds.arrays`; ``tests/test_imports.py``).
 
 A round kernel is a compiled function of signature :data:`ROUND_KERNEL_SIG`::
 

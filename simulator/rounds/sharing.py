@@ -3,7 +3,7 @@
 A policy that shares GPUs places each job's workers on devices: a ``(jobs, devices)`` 0/1
 array, at most one worker of a job per device. :class:`SharingModel` checks such a placement
 against device memory (OJPP eq. 3: ``sum gamma + max delta <= capacity``) and computes each
-job's slowdown under it (the model in :mod:`simulator.colocation`). Policies use the same
+job's slowdown under it (the model in :mod:`simulator.inputs.colocation`). Policies use the same
 object to predict interference before placing, so what they bound is what the run suffers,
 apart from the random memory collisions drawn by the run.
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from simulator.colocation import JobSharing, SlowdownCurve
 from simulator.errors import InvalidWorkload
-from simulator.profile import ClusterProfile
-from simulator.workload import Workload
+from simulator.inputs.colocation import JobSharing, SlowdownCurve
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.workload import Workload
 
 __all__ = ["SharingModel", "can_share"]
 

@@ -5,7 +5,7 @@ kernel): :class:`JobArrays`, every job of the workload by workload row, what it 
 where it stands (remaining work, placement, records), and :class:`EngineState`, the loop's
 clock and counters, the active rows (arrival order) and the rows holding GPUs, GPUs in use per
 node, the workers on each device, the generator, the busy-GPU series and scratch space. The
-cluster and a kernel's memory are :mod:`simulator.round_view`'s, which also says what a kernel
+cluster and a kernel's memory are :mod:`simulator.rounds.view`'s, which also says what a kernel
 may see of these: the read-only views :func:`job_view` and :func:`state_view` build.
 """
 
@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numba as nb
 import numpy as np
 
+from simulator.inputs.slo import BEST_EFFORT
 from simulator.jit import configure_cache, njit_lazily
-from simulator.round_view import (
+from simulator.rounds.view import (
     HOST,
     NEXT_ROUND,
     ROUND_KERNEL_SIG,
@@ -28,13 +29,12 @@ from simulator.round_view import (
     StateView,
     read_only,
 )
-from simulator.slo import BEST_EFFORT
 
 if TYPE_CHECKING:
+    from simulator.inputs.scaling import ScalingTable
+    from simulator.inputs.workload import Workload
     from simulator.rounds import Cluster
-    from simulator.scaling import ScalingTable
-    from simulator.sharing import SharingModel
-    from simulator.workload import Workload
+    from simulator.rounds.sharing import SharingModel
 
 configure_cache()
 

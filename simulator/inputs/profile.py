@@ -27,14 +27,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from simulator.colocation import SlowdownCurve
 from simulator.errors import InvalidProfile, located
-from simulator.files import read_yaml
+from simulator.inputs.colocation import SlowdownCurve
+from simulator.inputs.files import read_yaml
 
 __all__ = ["MAX_GPUS", "PROFILE_DIR", "SERVER_GPUS", "ClusterProfile", "NodeGroup",
            "is_cluster_spec", "list_profiles", "load_profile", "parse_cluster"]
 
-PROFILE_DIR = Path(__file__).resolve().parent.parent / "cluster_profiles"
+PROFILE_DIR = Path(__file__).resolve().parents[2] / "cluster_profiles"
 MAX_GPUS = 10**7
 """The most GPUs a cluster may have: the simulator holds arrays of one entry per GPU, and no
 cluster has ten million (a bound, so that a typo of 10^13 is refused, not allocated)."""
@@ -218,8 +218,8 @@ def list_profiles() -> list[str]:
 #
 # The profile's types follow Gavel's order (V100, P100, K80; its round grants them in that
 # order, whatever order the spec lists them in), and its name is the spec in canonical form
-# (``v100:36,p100:36,k80:36``), which :func:`simulator.profile.load_profile` reads back: a run
-# that stores its profile by name can be resumed from it.
+# (``v100:36,p100:36,k80:36``), which :func:`load_profile` reads back: a run that stores its
+# profile by name can be resumed from it.
 
 SERVER_GPUS = 4
 """GPUs per server unless the spec says otherwise (Gavel's ``--num_gpus_per_server 4:4:4``)."""

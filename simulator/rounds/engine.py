@@ -2,11 +2,11 @@
 
 :func:`run_loop` replays events until the run ends, a Python decision is due, an arrival asks
 for a prediction, or the busy-GPU series needs room; the driver in
-:mod:`simulator.round_driver` handles each and calls it again, and it carries on where it
+:mod:`simulator.rounds.driver` handles each and calls it again, and it carries on where it
 stopped. A prediction forks the state (:func:`fork`, the active rows only) and plays it out in
 ``PLAYOUT`` mode: estimated sizes, no arrivals, until the target finishes. A decision's plan is
-checked and put in force by :mod:`simulator.round_plan`. What a kernel sees and may write is
-:mod:`simulator.round_view`'s contract.
+checked and put in force by :mod:`simulator.rounds.plan`. What a kernel sees and may write is
+:mod:`simulator.rounds.view`'s contract.
 
 Costs follow what moves, not the queue: events and decisions touch the jobs holding GPUs
 (``state.hold``) and the rows a plan rewrote, so a long waiting queue costs only its share of
@@ -29,9 +29,9 @@ from simulator.jit import configure_cache, njit, njit_lazily
 configure_cache()
 
 from simulator import pcg64  # noqa: E402  (after the cache is configured)
-from simulator.round_arrays import JOBS_T, STATE_T, host_kernel  # noqa: E402
-from simulator.round_plan import apply_plan, check_plan, index_devices, rerate  # noqa: E402
-from simulator.round_view import (  # noqa: E402
+from simulator.rounds.arrays import JOBS_T, STATE_T, host_kernel  # noqa: E402
+from simulator.rounds.plan import apply_plan, check_plan, index_devices, rerate  # noqa: E402
+from simulator.rounds.view import (  # noqa: E402
     ANCHORED,
     ARR_HI,
     ARR_LO,
@@ -242,7 +242,7 @@ def _after_decision(J: Any, E: Any, short: bool, mode: int) -> int:
 
 @njit(_nrt=False)
 def stop_tasks(J: Any, M: Any, E: Any, now: float) -> None:
-    """Whole-step rounds (``memory.out_stop``, :mod:`simulator.round_view`): take back what
+    """Whole-step rounds (``memory.out_stop``, :mod:`simulator.rounds.view`): take back what
     each holding row ran after its task's end, its GPUs held idle since; time it spent
     restarting ran nothing. Each stop is used once."""
     for h in range(E.cnt[N_HOLD]):
@@ -290,7 +290,7 @@ def run_loop(handle: Any, C: Any, J: Any, V: Any, M: Any, E: Any, S: Any, round_
              reacts: bool, short: bool, shares: bool, mode: int, target: int) -> int:
     """Run events until a status (module docstring) with the kernel ``handle`` points at
     (:func:`kernel_handle`), which sees ``V`` and ``S``, the read-only views of ``J`` and
-    ``E`` (:func:`simulator.round_arrays.job_view`); call again to carry on. After
+    ``E`` (:func:`simulator.rounds.arrays.job_view`); call again to carry on. After
     :data:`HOST_DUE` the caller sets ``cnt[PHASE]``: :data:`APPLIED` once it has put a plan
     in force, :data:`REDECIDE` to ask the kernel again (its Python step has run). With
     ``short`` rounds a round also ends when no job holds GPUs any more (Gavel's rounds end

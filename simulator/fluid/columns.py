@@ -1,4 +1,4 @@
-"""The fluid engine's per-job columns and the bookkeeping on them (:mod:`simulator.engine`):
+"""The fluid engine's per-job columns and the bookkeeping on them (:mod:`simulator.fluid.engine`):
 which jobs progress, their progress and next completion, the class queues, finishing a job,
 compacting the columns, applying an allocation and the history a kernel is given."""
 

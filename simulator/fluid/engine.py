@@ -48,16 +48,16 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.workload import Workload
 from simulator.jit import compile_cpu_s, compiled, configure_cache, njit, njit_lazily
 from simulator.order import stable_order
-from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
 from simulator.view import Scheduler
-from simulator.workload import Workload
 
 configure_cache()  # before any @njit(cache=True) below, and before the policies' kernels
 
-from simulator.fluid_columns import (  # noqa: E402
+from simulator.fluid.columns import (  # noqa: E402
     ALLOC,
     ARR,
     CLASS,
