@@ -33,7 +33,9 @@ from simulator.inputs.profile import ClusterProfile, NodeGroup
 from simulator.inputs.workload import read_pcs_trace
 from simulator.metrics import METRICS
 from simulator.rounds import Cluster, RoundState
-from simulator.rounds.arrays import N_ACTIVE, cluster_arrays, job_arrays_from
+from simulator.rounds.arrays import cluster_arrays
+from simulator.rounds.python_path import job_arrays_from
+from simulator.rounds.view import N_ACTIVE
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

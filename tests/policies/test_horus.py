@@ -35,7 +35,8 @@ from simulator.inputs.slo import BEST_EFFORT
 from simulator.inputs.workload import Workload
 from simulator.result import SimulationResult
 from simulator.rounds import Cluster, RoundState
-from simulator.rounds.arrays import cluster_arrays, decision_state, job_arrays_from
+from simulator.rounds.arrays import cluster_arrays
+from simulator.rounds.python_path import decision_state, job_arrays_from
 from simulator.rounds.sharing import SharingModel
 
 RTX = load_profile("horus-128x8").slowdown_curves["rtx2080"]

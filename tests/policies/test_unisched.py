@@ -38,7 +38,8 @@ from simulator.inputs.scaling import parametric_table
 from simulator.inputs.slo import BEST_EFFORT, STRICT
 from simulator.metrics import METRICS
 from simulator.rounds import Cluster, RoundState
-from simulator.rounds.arrays import cluster_arrays, job_arrays_from
+from simulator.rounds.arrays import cluster_arrays
+from simulator.rounds.python_path import job_arrays_from
 
 TABLE = parametric_table(16)
 
