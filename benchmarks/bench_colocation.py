@@ -37,12 +37,12 @@ from rich.table import Table
 
 from policies import Horus, make_policy
 from simulator import Workload, generate, load_profile, simulate, summary
-from simulator.colocation import Interference
-from simulator.generate import add_sharing
-from simulator.profile import ClusterProfile, NodeGroup
+from simulator.inputs.colocation import Interference
+from simulator.inputs.generate import add_sharing
+from simulator.inputs.profile import ClusterProfile, NodeGroup
+from simulator.inputs.scaling import ScalingTable
+from simulator.inputs.throughput import ThroughputTable
 from simulator.result import SimulationResult
-from simulator.scaling import ScalingTable
-from simulator.throughput import ThroughputTable
 
 ROOT = Path(__file__).resolve().parents[1]
 GAVEL = ROOT.parent / "shared" / "data" / "gavel" / "simulation_throughputs.json"
@@ -383,7 +383,8 @@ def part_large(jobs: int, seed: int) -> None:
     wl = add_sharing(generate(jobs, load=10.0, gpus=prof.total_gpus, seed=seed,
                               median_service_s=7200.0, sigma=1.0),
                      device_memory_gib=8.0, opportunistic=0.0, seed=seed)
-    print(f"simulator.generate.generate({jobs}, load=10, median 2 h, sigma 1, seed {seed}) + "
+    print(f"simulator.inputs.generate.generate({jobs}, load=10, median 2 h, sigma 1, "
+          f"seed {seed}) + "
           f"add_sharing(8 GiB, fixed memory): {int(wl.gpus.sum())} GPUs demanded in all, "
           f"arrivals over {wl.arrival_s[-1] / 60:.0f} min (a burst, so that exclusive FIFO "
           f"queues on {prof.total_gpus} GPUs); synthetic utilizations.")

@@ -39,25 +39,25 @@ def _generated(n: int, gpus: int, load: float = 0.9) -> Any:
 
 
 def _shared(n: int, gpus: int, memory: float) -> Any:
-    from simulator.generate import add_sharing
+    from simulator.inputs.generate import add_sharing
 
     return add_sharing(_generated(n, gpus), device_memory_gib=memory, seed=0)
 
 
 def _gavel(n: int, per_hr: float) -> Any:
-    from simulator.throughput import ThroughputTable, generate_gavel
+    from simulator.inputs.throughput import ThroughputTable, generate_gavel
 
     return generate_gavel(ThroughputTable.from_gavel_json(GAVEL), n, jobs_per_hr=per_hr, seed=0)
 
 
 def _slos(wl: Any) -> Any:
-    from simulator.generate import add_slos
+    from simulator.inputs.generate import add_slos
 
     return add_slos(wl, "MIX2", seed=0)
 
 
 def _unified(n: int) -> Any:
-    from simulator.generate import add_sharing
+    from simulator.inputs.generate import add_sharing
 
     return _slos(add_sharing(_gavel(n, HETERO_PER_HR), device_memory_gib=12.0, seed=0))
 

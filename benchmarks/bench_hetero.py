@@ -60,7 +60,7 @@ def main() -> None:
     from policies.hetero.hadar import Hadar
     from policies.hetero.yarn import YarnCS
     from simulator import load_profile
-    from simulator.throughput import ThroughputTable, generate_gavel
+    from simulator.inputs.throughput import ThroughputTable, generate_gavel
 
     table = ThroughputTable.from_gavel_json(GAVEL)
     continuous = generate_gavel(table, args.jobs, jobs_per_hr=args.rate, seed=args.seed)

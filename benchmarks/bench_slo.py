@@ -28,12 +28,14 @@ from policies import make_policy
 from policies.unisched.milp import NODE_LIMIT
 from policies.unisched.policy import F_PROF, G_FALLBACKS, G_SOLVE_S, UniSched
 from simulator import ScalingTable, Workload, load_profile, read_chronus, simulate
-from simulator.generate import add_slos
+from simulator.inputs.generate import add_slos
+from simulator.inputs.profile import ClusterProfile, NodeGroup
+from simulator.inputs.workload import read_pcs_trace
 from simulator.metrics import METRICS
-from simulator.profile import ClusterProfile, NodeGroup
-from simulator.round_arrays import N_ACTIVE, cluster_arrays, job_arrays_from
 from simulator.rounds import Cluster, RoundState
-from simulator.workload import read_pcs_trace
+from simulator.rounds.arrays import cluster_arrays
+from simulator.rounds.python_path import job_arrays_from
+from simulator.rounds.view import N_ACTIVE
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -60,10 +60,10 @@ from paretosearch.runs.records import FrontEntry
 from paretosearch.search.spea2 import Progress, SearchSettings
 from paretosearch.service.api import PolicySearch, SearchConfig, split_workload
 from simulator import Workload, load_profile
-from simulator.generate import add_sharing, add_slos
-from simulator.profile import ClusterProfile
-from simulator.slo import BEST_EFFORT, SOFT, STRICT
-from simulator.throughput import ThroughputTable, generate_gavel
+from simulator.inputs.generate import add_sharing, add_slos
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.slo import BEST_EFFORT, SOFT, STRICT
+from simulator.inputs.throughput import ThroughputTable, generate_gavel
 
 ROOT = Path(__file__).resolve().parents[1]
 GAVEL = ROOT.parent / "shared" / "data" / "gavel" / "simulation_throughputs.json"

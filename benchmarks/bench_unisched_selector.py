@@ -32,8 +32,8 @@ import scipy
 from policies.unisched.milp import Selection, SelectorInput, solve_milp, solve_selector
 from policies.unisched.policy import UniSched
 from simulator import load_profile, read_chronus, simulate
+from simulator.inputs.profile import NodeGroup
 from simulator.metrics import METRICS
-from simulator.profile import NodeGroup
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT.parent / "shared" / "data" / "chronus" / "trace_job_Philly_MIX1.csv"

@@ -14,8 +14,8 @@ from paretosearch.settings import SearchSettings, option
 from policies import KernelPolicy, RoundPolicy, make_policy
 from simulator import ClusterProfile, load_profile
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
-from simulator.generate import MAX_JOBS, PHILLY_LOAD
-from simulator.slo import MIXES
+from simulator.inputs.generate import MAX_JOBS, PHILLY_LOAD
+from simulator.inputs.slo import MIXES
 
 __all__ = ["GENERATED_REPLICATES", "SearchConfig", "policy_of"]
 
@@ -77,7 +77,7 @@ class SearchConfig:
     load: float = option(PHILLY_LOAD, flag="--load",
                          help="offered load of generated samples, 1 fills the cluster "
                               "(default: %(default)s, the Philly traces' median on 64 GPUs)")
-    """Offered load of generated samples (:data:`simulator.generate.PHILLY_LOAD`)."""
+    """Offered load of generated samples (:data:`simulator.inputs.generate.PHILLY_LOAD`)."""
     replicates: int | None = option(
         None, flag="--replicates",
         help="generated samples averaged per evaluation, and as many test samples (default: "

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from simulator.errors import ParetoSearchError
-from simulator.files import MAX_DOCUMENT, read_bounded
+from simulator.inputs.files import MAX_DOCUMENT, read_bounded
 
 __all__ = ["MAX_DOCUMENT", "MAX_TABLE", "Busy", "atomic_write", "check_plain", "exclusive",
            "json_text", "load_json", "open_plain", "plain_dir", "read_bounded", "regular_file",

@@ -12,7 +12,7 @@ import numpy as np
 from paretosearch.config import GENERATED_REPLICATES, SearchConfig
 from simulator import ClusterProfile, Workload, generate
 from simulator.errors import ParetoSearchError
-from simulator.generate import add_sharing, add_slos
+from simulator.inputs.generate import add_sharing, add_slos
 
 __all__ = ["generated", "marked", "samples", "split_workload"]
 

@@ -16,12 +16,12 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.errors import InvalidPolicyParams
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.scaling import ScalingTable
+from simulator.inputs.workload import Workload
 from simulator.jit import compiled
-from simulator.profile import ClusterProfile
 from simulator.rounds import RoundState
-from simulator.scaling import ScalingTable
 from simulator.view import ClusterView
-from simulator.workload import Workload
 
 __all__ = [
     "REGISTRY", "Domain", "EventDriven", "KernelPolicy", "Policy", "RoundPolicy", "get_policy",
@@ -181,11 +181,12 @@ class KernelPolicy(Policy):
     """
 
     kernel: ClassVar[Any]
-    """The compiled allocation kernel (signature in :mod:`simulator.engine`), as a staticmethod."""
+    """The compiled allocation kernel (signature in :mod:`simulator.fluid.engine`), as a
+    staticmethod."""
 
     queue_kernel: ClassVar[Any] = None
     """Optional: the same decisions from per-class queues (``QUEUE_SIG`` in
-    :mod:`simulator.engine`), for a policy that serves fixed classes in arrival order; the
+    :mod:`simulator.fluid.engine`), for a policy that serves fixed classes in arrival order; the
     engine then touches only the jobs the kernel hands GPUs to and those that held some."""
 
     history: ClassVar[str] = "attained"
@@ -233,7 +234,7 @@ class RoundPolicy(Policy):
     field or property) and :meth:`plan`; they override ``reacts`` to also decide at every arrival
     and completion. State that must outlive one decision goes in ``state.memo``. A policy that
     sets ``shares_gpus`` places workers on devices, possibly several jobs per device: its plan
-    is a ``(jobs, devices)`` 0/1 array (:mod:`simulator.sharing`).
+    is a ``(jobs, devices)`` 0/1 array (:mod:`simulator.rounds.sharing`).
     """
 
     shares_gpus: ClassVar[bool] = False

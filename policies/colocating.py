@@ -20,10 +20,10 @@ from policies.base import EventDriven
 from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload
 from simulator.jit import configure_cache, njit
-from simulator.round_arrays import (
+from simulator.rounds.view import (
     N_ACTIVE,
     ClusterArrays,
-    JobArrays,
+    JobView,
     PolicyMemory,
     active_rows,
     empty_memory,
@@ -177,10 +177,10 @@ def require_sharing(cluster: ClusterArrays, policy: str) -> None:
         raise InvalidWorkload(
             f"policy {policy!r} places jobs by their GPU utilization and memory, but the "
             f"workload has no sharing columns (gpu_util, gpu_mem_gib, mem_surge_gib, "
-            f"mem_surge_p): add them, or generate them with simulator.generate.add_sharing")
+            f"mem_surge_p): add them, or generate them with simulator.inputs.generate.add_sharing")
 
 
-def require_fit_alone(cluster: ClusterArrays, jobs: JobArrays) -> None:
+def require_fit_alone(cluster: ClusterArrays, jobs: JobView) -> None:
     """An error naming the first job whose worker no device could hold, even alone."""
     need = jobs.mem + jobs.surge_gib
     big = float(cluster.device_mem.max())
@@ -202,7 +202,7 @@ class Colocating(KernelRoundPolicy, EventDriven):
     shares_gpus: ClassVar[bool] = True
     reads_sharing: ClassVar[bool] = True
 
-    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """:meth:`fresh_memory`, once the workload is known to suit the policy."""
         if self.reads_sharing:
             require_sharing(cluster, self.name)
@@ -210,6 +210,6 @@ class Colocating(KernelRoundPolicy, EventDriven):
             require_fit_alone(cluster, jobs)
         return self.fresh_memory(cluster, jobs)
 
-    def fresh_memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def fresh_memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """The kernel's initial memory (default: none, and :meth:`kernel_params`)."""
         return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params())

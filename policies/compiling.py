@@ -8,8 +8,9 @@ job prologue, and a search before its workers start, so that they find them cach
 from __future__ import annotations
 
 from policies.base import PolicyClass, RoundPolicy
-from simulator import engine, round_engine
+from simulator.fluid import engine
 from simulator.jit import compiled
+from simulator.rounds import engine as round_engine
 
 __all__ = ["compile_kernels"]
 

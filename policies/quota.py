@@ -31,10 +31,10 @@ import numpy as np
 
 from policies.base import FloatArray, KernelPolicy, param, register
 from policies.pcs.wfq import classify
-from simulator.engine import KERNEL_SIG
 from simulator.errors import InvalidPolicyParams
+from simulator.fluid.engine import KERNEL_SIG
+from simulator.inputs.scaling import ScalingTable
 from simulator.jit import njit, njit_lazily
-from simulator.scaling import ScalingTable
 
 __all__ = ["Quota"]
 

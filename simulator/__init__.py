@@ -9,12 +9,10 @@ from simulator.errors import (
     InvalidWorkload,
     ParetoSearchError,
 )
-from simulator.generate import generate, generate_from_cdfs
-from simulator.metrics import METRICS, InvalidObjective, Metric, measure, summary
-from simulator.profile import ClusterProfile, list_profiles, load_profile
-from simulator.scaling import ScalingTable, parametric_table
-from simulator.simulate import SimulationResult, simulate
-from simulator.traces import (
+from simulator.inputs.generate import generate, generate_from_cdfs
+from simulator.inputs.profile import ClusterProfile, list_profiles, load_profile
+from simulator.inputs.scaling import ScalingTable, parametric_table
+from simulator.inputs.traces import (
     read_chronus,
     read_gavel_trace,
     read_helios,
@@ -22,8 +20,10 @@ from simulator.traces import (
     read_tiresias,
     read_trace,
 )
+from simulator.inputs.workload import Workload, read_pcs_trace, read_table
+from simulator.metrics import METRICS, InvalidObjective, Metric, measure, summary
+from simulator.simulate import SimulationResult, simulate
 from simulator.view import ClusterView, Scheduler
-from simulator.workload import Workload, read_pcs_trace, read_table
 
 __all__ = [
     "METRICS",

@@ -1,7 +1,7 @@
 """Compiled kernels: compiled when first used, cached per module, compiled once per machine.
 
 **When.** A kernel the engines take as a first-class function has one signature
-(:data:`simulator.engine.KERNEL_SIG`, :data:`simulator.round_arrays.ROUND_KERNEL_SIG`). It
+(:data:`simulator.fluid.engine.KERNEL_SIG`, :data:`simulator.rounds.view.ROUND_KERNEL_SIG`). It
 is declared with :func:`njit_lazily` instead of ``numba.njit(SIG)``, which would compile it
 at import; :func:`compiled` compiles it for that signature (or loads it from the cache) when
 an engine first needs it, then refuses other signatures, as an eager ``njit(SIG)`` does. So

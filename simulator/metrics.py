@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.errors import ParetoSearchError
+from simulator.inputs.slo import BEST_EFFORT, reward_obtained
 from simulator.simulate import SimulationResult
-from simulator.slo import BEST_EFFORT, reward_obtained
 
 __all__ = ["METRICS", "InvalidObjective", "Metric", "measure", "parse_measure", "summary"]
 

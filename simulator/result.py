@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from simulator.workload import Workload
+from simulator.inputs.workload import Workload
 
 __all__ = ["SimulationResult"]
 

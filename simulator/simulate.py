@@ -2,19 +2,20 @@
 
 Two engines keep one contract, ``run(workload, profile, policy, *, predict, seed) ->
 SimulationResult``: kernel policies (:class:`~simulator.view.Scheduler`) run on the compiled
-fluid engine (:func:`simulator.engine.run`), round policies
+fluid engine (:func:`simulator.fluid.engine.run`), round policies
 (:class:`~simulator.rounds.RoundScheduler`) on the round engine
-(:func:`simulator.round_driver.run`).
+(:func:`simulator.rounds.driver.run`).
 """
 
 from __future__ import annotations
 
-from simulator import engine, round_driver
-from simulator.profile import ClusterProfile
+from simulator.fluid import engine
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.workload import Workload
 from simulator.result import SimulationResult
 from simulator.rounds import RoundScheduler
+from simulator.rounds import driver as round_driver
 from simulator.view import Scheduler
-from simulator.workload import Workload
 
 __all__ = ["SimulationResult", "simulate"]
 

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from simulator.scaling import ScalingTable
-from simulator.workload import Workload
+from simulator.inputs.scaling import ScalingTable
+from simulator.inputs.workload import Workload
 
 __all__ = ["ClusterView", "Scheduler"]
 
@@ -61,7 +61,7 @@ class ClusterView:
 class Scheduler(Protocol):
     """The contract between the simulator and a policy.
 
-    ``kernel`` is a numba-compiled function (signature in :mod:`simulator.engine`) called
+    ``kernel`` is a numba-compiled function (signature in :mod:`simulator.fluid.engine`) called
     after every arrival, completion and tick; it writes the GPUs (possibly fractional) of
     each active job into ``out``, with ``0 <= out <= demand`` and ``out.sum() <= gpus``, and
     must depend on its inputs only. ``kernel_args`` gives the policy's parameters as arrays.

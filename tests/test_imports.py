@@ -46,6 +46,61 @@ def test_imports_point_one_way(package: str) -> None:
                 f"{path}: imports {name}")
 
 
+ENGINE = ("simulator.rounds.arrays", "simulator.rounds.plan", "simulator.rounds.engine",
+          "simulator.rounds.driver", "simulator.rounds.python_path")
+"""The round engine's own modules: a round policy sees the engine through
+``simulator.rounds.view`` only (its read-only job and state views and its memory)."""
+BRIDGES = {"policies/round_kernel.py": {"simulator.rounds.python_path"},
+           "policies/compiling.py": {"simulator.rounds.engine"}}
+"""Where a policy module may reach further: the Python on-ramp that runs a kernel on a
+``RoundState``, and the command that compiles the engine's kernels ahead."""
+
+
+def test_round_policies_import_only_the_view() -> None:
+    for path in (ROOT / "policies").rglob("*.py"):
+        allowed = BRIDGES.get(str(path.relative_to(ROOT)), set())
+        reached = {n for n in _imported(path) if n in ENGINE} - allowed
+        assert not reached, f"{path}: imports {sorted(reached)}; use simulator.rounds.view"
+
+
+def _graph(package: str) -> dict[str, set[str]]:
+    """``package``'s modules and the modules of it each imports (at any depth of its code)."""
+    def name(p: Path) -> str:
+        return ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+    modules = {name(p): p for p in (ROOT / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for mod, path in modules.items():
+        graph[mod] = set()
+        for imported in _imported(path):
+            while imported and imported not in modules:  # a name imported from a module
+                imported = imported.rpartition(".")[0]
+            if imported and imported != mod and imported != package:
+                graph[mod].add(imported)
+    return graph
+
+
+@pytest.mark.parametrize("package", ["simulator", "policies", "paretosearch"])
+def test_no_import_circle(package: str) -> None:
+    """No module of ``package`` imports, through others, one that imports it (the package's
+    ``__init__``, which gathers its public names, aside)."""
+    graph = _graph(package)
+    done: set[str] = set()
+
+    def visit(mod: str, path: list[str]) -> None:
+        if mod in path:
+            circle = [*path[path.index(mod):], mod]
+            raise AssertionError("import circle: " + " -> ".join(circle))
+        if mod in done:
+            return
+        for nxt in sorted(graph[mod]):
+            visit(nxt, [*path, mod])
+        done.add(mod)
+
+    for mod in sorted(graph):
+        visit(mod, [])
+
+
 def test_a_policy_module_is_registered_without_a_line_in_the_package() -> None:
     """Importing ``policies`` imports every module in it, so no ``@register`` is lost."""
     listed = subprocess.run(

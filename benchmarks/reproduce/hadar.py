@@ -1,6 +1,6 @@
 """Hadar §V-A reproduced: its headlines against Gavel and YARN-CS on the paper's workload.
 
-The workload is :func:`simulator.hadar_workload.hadar_workload`: 480 jobs of hours 3-10 (of
+The workload is :func:`simulator.inputs.hadar_workload.hadar_workload`: 480 jobs of hours 3-10 (of
 the day) of a Philly trace (default 6214e9), Table II's models by GPU-hour class, timed by
 Gavel's measured throughputs; static (all at 0) and continuous (``--continuous trace``: the
 jobs' times of day; ``poisson``: Poisson at ``--rate``, the paper's unstated λ). The
@@ -36,8 +36,8 @@ from policies.hetero.gavel import Gavel  # noqa: E402  (after the path is set)
 from policies.hetero.hadar import Hadar  # noqa: E402
 from policies.hetero.yarn import YarnCS  # noqa: E402
 from simulator import Workload, load_profile, simulate, summary  # noqa: E402
-from simulator.hadar_workload import hadar_workload  # noqa: E402
-from simulator.throughput import ThroughputTable  # noqa: E402
+from simulator.inputs.hadar_workload import hadar_workload  # noqa: E402
+from simulator.inputs.throughput import ThroughputTable  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 GAVELS = {"gavel max_min": Gavel(), "gavel max_sum": Gavel(objective="max_sum")}

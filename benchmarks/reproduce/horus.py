@@ -11,7 +11,7 @@ beside it.
 Testbed (§5.1-5.2): 100 one-GPU jobs of 3 min-2 h, short (<= 800 s) / long and light (< 60 %
 utilization) / heavy, on 3 nodes x 4 RTX 2080 (8 GiB), one batch at t = 0; W-Small has more
 short and light jobs than W-Large. The paper gives neither the shares nor the jobs' GPU
-memory: ``--mixes`` and ``--mem-scales`` sweep them (:mod:`simulator.horus_workload`).
+memory: ``--mixes`` and ``--mem-scales`` sweep them (:mod:`simulator.inputs.horus_workload`).
 Policies: ``fifo-exclusive``, ``pab``, ``obp``, ``horus`` (k = 1, beta = 15, as the testbed
 ran).
 
@@ -20,7 +20,7 @@ data on ``--nodes`` nodes of ``horus-128x8`` (default 8 = 64 GPUs: the shared tr
 mostly one-GPU and short, and on the paper's 1,024 GPUs no policy ever waits, even with
 arrivals compressed 10x over 5,000 jobs), the trace's GPU demands and durations, arrivals
 divided by ``--compress``; utilizations and memory are
-synthetic (:func:`simulator.generate.add_sharing`, fixed memory). Average wait per policy
+synthetic (:func:`simulator.inputs.generate.add_sharing`, fixed memory). Average wait per policy
 and its cut against FIFO.
 
 Run from the project root: ``nice python benchmarks/reproduce/horus.py`` (small: 2 job sets,
@@ -49,10 +49,10 @@ from simulator import (  # noqa: E402
     simulate,
     summary,
 )
-from simulator.colocation import SlowdownCurve  # noqa: E402
-from simulator.generate import add_sharing  # noqa: E402
-from simulator.horus_workload import MIXES, horus_testbed  # noqa: E402
-from simulator.profile import ClusterProfile  # noqa: E402
+from simulator.inputs.colocation import SlowdownCurve  # noqa: E402
+from simulator.inputs.generate import add_sharing  # noqa: E402
+from simulator.inputs.horus_workload import MIXES, horus_testbed  # noqa: E402
+from simulator.inputs.profile import ClusterProfile  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 POLICIES = {"fifo-exclusive": {}, "pab": {}, "obp": {}, "horus": {"k_queues": 1, "buffer": 15}}

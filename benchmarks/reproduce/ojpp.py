@@ -1,7 +1,7 @@
 """OJPP §5.3 reproduced on its measured inputs: Table 5, the balance test (Fig. 9), OJPAP (Fig. 10).
 
-Inputs: :mod:`simulator.ojpp_workload` (Fig. 3's interference entries and the memory profile
-the text quotes, ``simulator/ojpp_measured.json``; the rest filled by ``--unknown``,
+Inputs: :mod:`simulator.inputs.ojpp_workload` (Fig. 3's interference entries and the memory profile
+the text quotes, ``simulator/inputs/ojpp_measured.json``; the rest filled by ``--unknown``,
 ``--resnet-unknown`` and ``--alpha``). Static batches of 20 jobs of 1-10 workers at t = 0 on
 as many 11 GiB devices as workers (``ojpp-1080ti`` resized), four kinds, ``--seeds`` batches
 each.
@@ -41,7 +41,7 @@ from bench_colocation import ojpp_profile  # noqa: E402  (after the path is set)
 
 from policies import make_policy  # noqa: E402
 from simulator import Workload, load_profile, simulate  # noqa: E402
-from simulator.ojpp_workload import KINDS, ojpp_batch, ojpp_interference  # noqa: E402
+from simulator.inputs.ojpp_workload import KINDS, ojpp_batch, ojpp_interference  # noqa: E402
 from simulator.result import SimulationResult  # noqa: E402
 
 TABLE5 = ((0.05, 0.1, 0.1), (0.05, 0.2, 0.1), (0.05, 0.4, 0.1), (0.1, 0.2, 0.1),

@@ -54,9 +54,9 @@ from simulator import (
     simulate,
     summary,
 )
-from simulator.generate import add_stopping_criteria
-from simulator.slo import MIXES
-from simulator.throughput import ThroughputTable, generate_gavel
+from simulator.inputs.generate import add_stopping_criteria
+from simulator.inputs.slo import MIXES
+from simulator.inputs.throughput import ThroughputTable, generate_gavel
 
 __all__ = ["main"]
 

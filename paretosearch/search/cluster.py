@@ -37,7 +37,7 @@ import dask.config
 
 from paretosearch.search.trust import DESERIALIZERS, check_address, guarded_unpickling
 from simulator.errors import ParetoSearchError
-from simulator.files import read_yaml
+from simulator.inputs.files import read_yaml
 
 __all__ = ["CLUSTER_FILE", "CLUSTER_FILE_ENV", "ClusterSpec", "InvalidClusterConfig",
            "connect", "ctrl_c", "load_cluster_spec", "open_client", "remote_client"]

@@ -40,7 +40,7 @@ from paretosearch.search.spea2 import Progress, SearchSettings, run_spea2
 from policies import make_policy
 from simulator import ClusterProfile, Workload, read_trace
 from simulator.errors import ParetoSearchError
-from simulator.sharing import can_share
+from simulator.rounds.sharing import can_share
 
 if TYPE_CHECKING:  # imported when needed: both take a while to import
     import pandas as pd

@@ -18,7 +18,7 @@ from paretosearch.io import regular_file
 from paretosearch.settings import SearchSettings, options
 from simulator import ScalingTable, Workload, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located
-from simulator.files import read_yaml
+from simulator.inputs.files import read_yaml
 
 __all__ = ["RetuneSpec", "TooFewJobs", "Window", "read_window"]
 

@@ -104,6 +104,9 @@ from policies.hetero.gavel_rounds import (
     ORDERS,
     P_AWARE,
     P_FIFO,
+    F,
+    G,
+    I,
     bookkeeping,
     gavel_grant,
     place,
@@ -113,17 +116,16 @@ from policies.hetero.gavel_rounds import (
 )
 from policies.round_kernel import KernelRoundPolicy
 from simulator.jit import njit_lazily
-from simulator.round_arrays import (
+from simulator.rounds.view import (
     HOST,
     N_ACTIVE,
-    NEXT_ROUND,
     NXT,
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,
-    EngineState,
-    JobArrays,
+    JobView,
     PolicyMemory,
+    StateView,
     active_rows,
     empty_memory,
 )
@@ -136,7 +138,7 @@ IntArray = npt.NDArray[np.int64]
 def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """A round (module docstring): bookkeeping, the host's allocation if it is reset, then
     the grants, placed on the granted type's nodes (a job keeps its GPUs where it can); the
-    round ends when its last task does (``clk[NEXT_ROUND]``). A round of failing tasks only,
+    round ends when its last task does (``memory.round_end``). A round of failing tasks only,
     or one that grants nothing once every job is in, is followed at once by another (Gavel's
     next iteration). Memory: the constants of :mod:`policies.hetero.gavel_rounds`."""
     p, N = M.params, J.arrival.shape[0]
@@ -166,7 +168,7 @@ def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
         last, held = place(C, J, M, active, grant, now)
         if held:
             if last > now:
-                E.clk[NEXT_ROUND] = min(E.clk[NEXT_ROUND], last)
+                M.round_end[0] = last
             M.g[G_RETRY] = 0.0
             return PLAN
         if last > -np.inf:
@@ -196,11 +198,11 @@ def _agnostic(X: FloatArray) -> FloatArray:
     return np.repeat(first[:, None], X.shape[1], axis=1)
 
 
-def _left(rows: IntArray, memory: PolicyMemory, jobs: JobArrays, m: int) -> FloatArray:
+def _left(rows: IntArray, memory: PolicyMemory, jobs: JobView, m: int) -> FloatArray:
     """The work the ``rows`` have left (``m`` types): whole steps where the workload counts
     them (Gavel's ``num_steps_remaining``), else reference seconds."""
     per_s = memory.f[rows, 3 * m + F_STEPS]
-    return np.where(per_s > 0, np.rint(jobs.rem[rows] * per_s), jobs.rem[rows])
+    return np.where(per_s > 0, np.rint(jobs.est[rows] * per_s), jobs.est[rows])
 
 
 @register
@@ -226,19 +228,20 @@ class Gavel(KernelRoundPolicy):
     lp: str = param("ecos", kind="choice", choices=("ecos", "highs"), searchable=False,
                     help="LP solver: ECOS, as Gavel's cvxpy (its allocations exactly), or HiGHS")
     kernel = staticmethod(_gavel)
+    clairvoyant: ClassVar[bool] = True  # Gavel's simulator knows each job's steps left
 
     @property
     def short_rounds(self) -> bool:
         return True
 
-    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """Allocation, credits, deficits and flags per row; type orders and the two random
         generators' states (:mod:`policies.hetero.gavel_rounds`)."""
         m = cluster.type_gpus.shape[0]
         gpus = int(cluster.node_gpus.sum())  # a round has at most one task per GPU
         mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
             self.round_s, self.reset_s, self.aware, self.objective == "fifo", m],
-            f=4 * m + F_GANG, i=5, g=G_TOTAL + m + gpus, gi=ran_at(m) + 1 + 2 * gpus)
+            f=3 * m + F.width + m, i=I.width, g=G.width + m + gpus, gi=ran_at(m) + 1 + 2 * gpus)
         mem.g[G_END] = np.nan
         mem.f[:, 3 * m + F_GANG:] = -1.0  # unknown
         mem.i[:, I_KEPT] = -1
@@ -251,7 +254,7 @@ class Gavel(KernelRoundPolicy):
         """The rows Gavel dropped (5 failed tasks in a row), from a finished run's memory."""
         return memory.i[:, I_DROP] > 0
 
-    def round_kernel(self, cluster: ClusterArrays, jobs: JobArrays, workload: Any
+    def round_kernel(self, cluster: ClusterArrays, jobs: JobView, workload: Any
                      ) -> tuple[Any, PolicyMemory] | None:
         """The kernel, with each row's steps per reference second where the workload counts
         steps (Gavel's traces and workloads: whole-step rounds), and its gang's measured
@@ -267,7 +270,7 @@ class Gavel(KernelRoundPolicy):
         return made
 
     def allocate(self, rate: FloatArray, demand: IntArray, type_gpus: IntArray,
-                 rows: IntArray, memory: PolicyMemory, jobs: JobArrays, now: float
+                 rows: IntArray, memory: PolicyMemory, jobs: JobView, now: float
                  ) -> FloatArray:
         """The allocation ``x`` (``(jobs, types)``) of the jobs in workload ``rows`` with
         these rates and gangs, at an allocation reset at ``now`` (module docstring)."""
@@ -302,7 +305,7 @@ class Gavel(KernelRoundPolicy):
         return x
 
     def _finish_time(self, rate: FloatArray, demand: IntArray, type_gpus: IntArray,
-                     rows: IntArray, memory: PolicyMemory, jobs: JobArrays, now: float
+                     rows: IntArray, memory: PolicyMemory, jobs: JobView, now: float
                      ) -> FloatArray:
         """Finish-time fairness's allocation, in steps where the workload counts them; it
         keeps each job's isolated time so far, steps left and isolated rate (module
@@ -320,8 +323,8 @@ class Gavel(KernelRoundPolicy):
         f[rows, at + F_ALONE], f[rows, at + F_LEFT], f[rows, at + F_RATE] = alone, left, isolated
         return x[:, ::-1]
 
-    def host_step(self, cluster: ClusterArrays, jobs: JobArrays, memory: PolicyMemory,
-                  state: EngineState, now: float) -> None:
+    def host_step(self, cluster: ClusterArrays, jobs: JobView, memory: PolicyMemory,
+                  state: StateView, now: float) -> None:
         """Recompute the allocation for the jobs the scheduler knows, or draw more type
         orders."""
         M, m = memory, cluster.type_gpus.shape[0]

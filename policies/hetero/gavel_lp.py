@@ -7,7 +7,7 @@ is a second-order cone program: ECOS gets it as cvxpy hands it over. The makespa
 (:func:`cvxpy_min_total_duration`) searches for the shortest feasible makespan, one ECOS
 feasibility LP per try, each as cvxpy hands it over. "As cvxpy hands it over"
 means the same variables, rows, cones and coefficients, each computed as Gavel computes it:
-given Gavel's measured throughputs (:class:`simulator.scaling.TypeSpeeds`'s
+given Gavel's measured throughputs (:class:`simulator.inputs.scaling.TypeSpeeds`'s
 ``gang_steps_per_s``) ECOS gets Gavel's program to the last bit, so it returns Gavel's
 allocations to the last bit (ECOS is deterministic). :mod:`policies.hetero.gavel` realises an
 allocation in rounds. Python's ``random`` generators whose state the round kernel's memory

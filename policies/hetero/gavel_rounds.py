@@ -11,28 +11,33 @@ import numpy as np
 
 from policies.gangs import gang_row
 from simulator.jit import njit
-from simulator.round_arrays import NXT, touch
+from simulator.rounds.view import NXT, Layout, touch
 
-__all__ = ["FAILS", "MT_WORDS", "ORDERS", "bookkeeping", "gavel_grant", "place", "ran_at",
-           "scheduled", "throughput_of"]
+__all__ = ["FAILS", "MT_WORDS", "ORDERS", "F", "G", "I", "bookkeeping", "gavel_grant", "place",
+           "ran_at", "scheduled", "throughput_of"]
 
 # kernel parameters
 P_ROUND, P_RESET, P_AWARE, P_FIFO, P_TYPES = range(5)
 # memory (only the active rows' is carried into a playout, so the round's tasks live in the
-# global entries): per row (f) blocks of one column per type: allocation, credit, deficit,
-# then the steps per reference second and finish-time fairness's isolated time so far, steps
-# left and isolated rate at the last reset (the F_* offsets after the blocks), then from
-# F_GANG one column per type: the measured steps per second of the row's gang (0: unknown,
-# from the speeds); per row (i)
-# in the allocation, admitted, agnostic FIFO's kept type, failed tasks in a row, dropped;
-# globally (g) last reset, allocation stale, previous busy round's start and end, host work
-# pending (1 allocation, 2 type orders; -1 done), an idle round retried, per-type credit
-# totals from G_TOTAL, then this round's task ends; (gi) the type-order cursor and count, the
-# orders, the two generators' states, then the number of tasks and each task's row and type
-# (-1: it fails)
-I_ALLOC, I_KNOWN, I_KEPT, I_FAILS, I_DROP = range(5)
-F_STEPS, F_ALONE, F_LEFT, F_RATE, F_GANG = range(5)
-G_RESET, G_STALE, G_START, G_END, G_HOST, G_RETRY, G_TOTAL = range(7)
+# global entries). Per row (f): blocks of one column per GPU type - allocation, credit,
+# deficit - at 0, m and 2 m, then from 3 m the columns of F, then from 3 m + F.GANG one column
+# per type: the measured steps per second of the row's gang (-1: unknown, from the speeds).
+F = Layout(steps=1, alone=1, left=1, rate=1, gang=0)
+"""After the per-type blocks: steps per reference second; finish-time fairness's isolated
+time so far, steps left and isolated rate at the last reset; then the gang's rates."""
+I = Layout(alloc=1, known=1, kept=1, fails=1, drop=1)
+"""Per row: in the allocation, admitted, agnostic FIFO's kept type, failed tasks in a row,
+dropped."""
+G = Layout(reset=1, stale=1, start=1, end=1, host=1, retry=1, total=0)
+"""Globally: last reset, allocation stale, previous busy round's start and end, host work
+pending (1 allocation, 2 type orders; -1 done), an idle round retried; from ``total``
+per-type credit totals, then this round's task ends. (``gi``: the type-order cursor and count,
+the orders, the two generators' states, then the number of tasks and each task's row and type,
+-1: it fails; :func:`ran_at`.)"""
+I_ALLOC, I_KNOWN, I_KEPT, I_FAILS, I_DROP = I.ALLOC, I.KNOWN, I.KEPT, I.FAILS, I.DROP
+F_STEPS, F_ALONE, F_LEFT, F_RATE, F_GANG = F.STEPS, F.ALONE, F.LEFT, F.RATE, F.GANG
+G_RESET, G_STALE, G_START, G_END, G_HOST, G_RETRY, G_TOTAL = (G.RESET, G.STALE, G.START, G.END,
+                                                              G.HOST, G.RETRY, G.TOTAL)
 ORDERS = 1024
 """Type orders drawn per host step (agnostic policies)."""
 FAILS = 5
@@ -149,8 +154,6 @@ def bookkeeping(J: Any, M: Any, E: Any, active: Any, now: float) -> None:
             continue
         M.i[r, I_FAILS] = 0
         M.f[r, m + t] += end - M.g[G_START]
-        if M.f[r, 3 * m] > 0:
-            _stop(J, r, end, now)
     M.gi[at] = 0
     if ran > 0 and M.g[G_END] < now and _due(M, M.g[G_END]):
         _reset(M, active[:0], M.g[G_END])  # the cluster emptied then: Gavel's round there
@@ -173,22 +176,6 @@ def bookkeeping(J: Any, M: Any, E: Any, active: Any, now: float) -> None:
 
 
 @njit
-def _stop(J: Any, r: int, end: float, now: float) -> None:
-    """Take back what row ``r`` ran after its task's ``end``: the engine runs a granted job
-    until the round ends at ``now``, where Gavel's stops after its whole steps (less than one
-    step's time earlier) and holds its GPUs idle. Time it spent restarting ran nothing."""
-    idle = now - max(end, J.pause[r])
-    if idle <= 0:
-        return
-    work = J.base[r] * idle
-    J.rem[r] += work
-    J.est[r] += work
-    J.att[r] -= work
-    J.ran0[r] -= idle
-    J.ran1[r] -= work / J.alone[r]
-
-
-@njit
 def scheduled(M: Any, active: Any) -> Any:
     """The active rows the scheduler still knows (not dropped)."""
     keep = np.empty(active.shape[0], dtype=np.int64)
@@ -205,17 +192,19 @@ def _task(C: Any, J: Any, M: Any, r: int, t: int, now: float) -> tuple[bool, flo
     """Row ``r``'s task on type ``t`` this round: whether it runs (or fails), and its end.
 
     With step counts (``f[r, 3 m] > 0``) a job runs whole steps: ``floor(rate x round)`` or
-    what it has left, and the task fails if that is fewer steps than its GPUs (Gavel splits a
-    task's steps over its workers, and a worker with none fails it)."""
+    what it has left (``est``: Gavel is clairvoyant), and the task fails if that is fewer steps
+    than its GPUs (Gavel splits a task's steps over its workers, and a worker with none fails
+    it). The engine runs a granted job until the round ends; Gavel's stops after its whole
+    steps and holds its GPUs idle (:func:`place` sets ``out_stop``, whole-step rounds)."""
     m, round_s = C.type_gpus.shape[0], M.params[P_ROUND]
     top = C.speedup.shape[1] - 1
     rate = C.speedup[J.model[r], min(J.demand[r], top)] * C.speeds[J.model[r], t]
     per_s = M.f[r, 3 * m]
     if per_s <= 0.0:
-        return True, now + min(round_s, J.rem[r] / rate)
+        return True, now + min(round_s, J.est[r] / rate)
     measured = M.f[r, 3 * m + F_GANG + t]  # Gavel's own steps/s, where the workload has it
     steps_s = measured if measured > 0.0 else rate * per_s
-    steps = min(np.floor(steps_s * round_s), max(1.0, np.ceil(J.rem[r] * per_s - 1e-6)))
+    steps = min(np.floor(steps_s * round_s), max(1.0, np.ceil(J.est[r] * per_s - 1e-6)))
     return steps >= J.demand[r], now + steps / steps_s
 
 
@@ -244,6 +233,7 @@ def place(C: Any, J: Any, M: Any, active: Any, grant: Any, now: float) -> tuple[
                                J.alloc[r] if on_t else none, row):
                 out[a] = row
                 free -= row
+            M.out_stop[r] = end if out[a].sum() > 0 and M.f[r, 3 * m] > 0 else np.inf
             M.gi[at + 1 + 2 * ran], M.gi[at + 2 + 2 * ran] = r, t if out[a].sum() > 0 else -1
             M.g[ends + ran] = end
             last = max(last, end)

@@ -52,8 +52,7 @@ from policies.round_kernel import KernelRoundPolicy
 from simulator.jit import njit, njit_lazily
 from simulator.libm import pairwise_sum
 from simulator.order import stable_order
-from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
-from simulator.round_plan import speed
+from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, speed, touch
 
 __all__ = ["SEARCH_BUDGET", "UTILITIES", "Hadar", "hadar_allocate", "price_bounds"]
 

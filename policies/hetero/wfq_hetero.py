@@ -32,19 +32,19 @@ from policies.pcs.wfq import class_cv, class_weights, tier_weight, with_classes
 from policies.round_kernel import KernelRoundPolicy
 from simulator import libm
 from simulator.errors import InvalidPolicyParams
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.workload import Workload
 from simulator.jit import njit, njit_lazily
-from simulator.profile import ClusterProfile
-from simulator.round_arrays import (
+from simulator.rounds.view import (
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,
-    JobArrays,
+    JobView,
     PolicyMemory,
     active_rows,
     empty_memory,
     touch,
 )
-from simulator.workload import Workload
 
 __all__ = ["WFQHetero", "share_by_weight"]
 
@@ -172,7 +172,7 @@ class WFQHetero(KernelRoundPolicy):
         """Derive classes from the training workload's estimated sizes (no-op if known)."""
         return with_classes(self, workload)
 
-    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """The thresholds and per-tier class weights (``params``) and the types by speed,
         fastest first (``gi``: the mean over models, stable on ties)."""
         if not self.thresholds:

@@ -22,7 +22,7 @@ from policies.base import EventDriven, register
 from policies.gangs import yarn_row
 from policies.round_kernel import KernelRoundPolicy
 from simulator.jit import njit_lazily
-from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
+from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 
 __all__ = ["YarnCS"]
 

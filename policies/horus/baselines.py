@@ -36,12 +36,12 @@ from policies.colocating import (
 )
 from policies.gangs import yarn_row
 from simulator.jit import njit, njit_lazily
-from simulator.round_arrays import (
+from simulator.rounds.view import (
     N_HOLD,
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,
-    JobArrays,
+    JobView,
     PolicyMemory,
     active_rows,
     empty_memory,
@@ -153,7 +153,7 @@ def _mark(C: Any, J: Any, M: Any, E: Any, now: float, warmup_s: float) -> None:
 @njit
 def _kept_slowdowns(C: Any, J: Any, M: Any, E: Any) -> None:
     """Each kept row's slowdown: its slowest worker's among the kept jobs, collisions aside
-    (``SharingModel.slowdowns``)."""
+    (the largest of its workers' ``SharingModel.worker_slowdowns``)."""
     for r in E.hold[:E.cnt[N_HOLD]]:
         M.f[r, _SLOW] = 0.0
     for d in range(C.device_node.shape[0]):
@@ -269,7 +269,7 @@ class PAB(Colocating):
         """``warmup_s``, ``max_slowdown``."""
         return np.array([self.warmup_s, self.max_slowdown])
 
-    def fresh_memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def fresh_memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """Never placed, never re-queued."""
         memory = empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params(),
                               f=4, i=2)

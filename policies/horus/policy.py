@@ -56,11 +56,11 @@ from policies.colocating import (
 )
 from policies.horus.queues import cluster_queues, fair_buffer, queue_counts, queue_weights
 from simulator.jit import njit, njit_lazily
-from simulator.round_arrays import (
+from simulator.rounds.view import (
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,
-    JobArrays,
+    JobView,
     PolicyMemory,
     empty_memory,
 )
@@ -218,7 +218,7 @@ class Horus(Colocating):
         return np.array([self.w_mem, self.w_util, self.k_queues, self.buffer,
                          self.overcommit_limit], dtype=np.float64)
 
-    def fresh_memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def fresh_memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """No clustering yet."""
         return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params(),
                             i=2, gi=3)

@@ -47,7 +47,7 @@ from policies.learned.profiling_data import (
     validate_columns,
 )
 from simulator.errors import located
-from simulator.files import MAX_DOCUMENT, read_data
+from simulator.inputs.files import MAX_DOCUMENT, read_data
 
 __all__ = ["InterferencePredictor", "UtilizationPredictor"]
 

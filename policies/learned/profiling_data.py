@@ -54,7 +54,7 @@ import pandas as pd
 
 from simulator import libm
 from simulator.errors import ParetoSearchError, located
-from simulator.files import read_data, to_numbers
+from simulator.inputs.files import read_data, to_numbers
 
 __all__ = [
     "INTERFERENCE_COLUMNS", "SYNTHETIC_SLOWDOWN_NOISE", "SYNTHETIC_UTIL_NOISE",

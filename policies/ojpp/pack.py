@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from policies.colocating import curve_slowdown
 from simulator.jit import configure_cache, njit
-from simulator.sharing import SharingModel
+from simulator.rounds.sharing import SharingModel
 
 configure_cache()
 

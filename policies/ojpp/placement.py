@@ -48,7 +48,7 @@ from policies.ojpp.pack import (
     spread,
 )
 from simulator.jit import configure_cache, njit
-from simulator.sharing import SharingModel
+from simulator.rounds.sharing import SharingModel
 
 configure_cache()
 

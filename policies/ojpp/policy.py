@@ -67,11 +67,11 @@ from policies.ojpp.placement import (
 from policies.round_kernel import KernelRoundPolicy
 from simulator.errors import InvalidWorkload
 from simulator.jit import configure_cache, njit, njit_lazily
-from simulator.round_arrays import (
+from simulator.rounds.view import (
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,
-    JobArrays,
+    JobView,
     PolicyMemory,
     active_rows,
     empty_memory,
@@ -317,7 +317,7 @@ class _Packing(KernelRoundPolicy):
         """Gregarious queue, EWMA weight, migration budget (BFD, no adjustment here)."""
         return np.zeros(3)
 
-    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """Parameters, per-row and per-device memory (module docstring), once every job is
         known to fit."""
         if cluster.has_sharing:
@@ -327,7 +327,7 @@ class _Packing(KernelRoundPolicy):
                             f=2, i=3, g=2 * D + 1, gi=STILL + D)
 
 
-def _require_fit(cluster: ClusterArrays, jobs: JobArrays, alpha_cap: float) -> None:
+def _require_fit(cluster: ClusterArrays, jobs: JobView, alpha_cap: float) -> None:
     """Refuse a job whose workers fit on fewer devices than it has, even alone."""
     peak = jobs.mem + jobs.surge_gib
     fits = ((peak[:, None] <= cluster.device_mem[None, :] + EPS / 10)

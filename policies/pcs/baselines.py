@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from policies.base import IntArray, KernelPolicy, param, register
-from simulator.engine import KERNEL_SIG, QUEUE_SIG, speed_at
+from simulator.fluid.engine import KERNEL_SIG, QUEUE_SIG, speed_at
+from simulator.inputs.workload import Workload
 from simulator.jit import njit, njit_lazily
 from simulator.order import stable_order
-from simulator.workload import Workload
 
 __all__ = ["AFS", "FIFO", "LAS", "SRSF", "SRTF", "MaxMin", "Themis", "water_fill"]
 

@@ -34,11 +34,11 @@ import numpy.typing as npt
 from policies.base import KernelPolicy, param, register
 from policies.pcs.baselines import water_fill
 from simulator import libm
-from simulator.engine import KERNEL_SIG, QUEUE_SIG
 from simulator.errors import InvalidPolicyParams
+from simulator.fluid.engine import KERNEL_SIG, QUEUE_SIG
+from simulator.inputs.scaling import ScalingTable
+from simulator.inputs.workload import Workload
 from simulator.jit import njit, njit_lazily
-from simulator.scaling import ScalingTable
-from simulator.workload import Workload
 
 __all__ = ["WFQ", "class_thresholds", "class_weights", "classify", "with_classes"]
 
@@ -144,7 +144,7 @@ def _serve(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt
 
     Writes (job, GPUs) pairs into ``pos``, ``val`` for the jobs up to the one that uses the
     class's last GPU; the rest of the queue gets nothing (the queue kernel's contract,
-    :data:`simulator.engine.QUEUE_SIG`). Returns the number of pairs.
+    :data:`simulator.fluid.engine.QUEUE_SIG`). Returns the number of pairs.
     """
     k_classes = int(params[0])
     rates = params[1 + k_classes:1 + 2 * k_classes]

@@ -40,10 +40,9 @@ from policies.gangs import gang_row
 from policies.hetero.wfq_hetero import share_by_weight
 from policies.ojpp.pack import Pack, cache_slowdowns, join, leave, resum
 from policies.ojpp.placement import place_pack
+from simulator.inputs.slo import SOFT, STRICT
 from simulator.jit import configure_cache, njit, njit_lazily
-from simulator.round_arrays import NEXT_ROUND, PLAN, ROUND_KERNEL_SIG, active_rows, touch
-from simulator.round_plan import speed
-from simulator.slo import SOFT, STRICT
+from simulator.rounds.view import NEXT_ROUND, PLAN, ROUND_KERNEL_SIG, active_rows, speed, touch
 
 configure_cache()
 

@@ -51,11 +51,11 @@ from policies.round_kernel import KernelRoundPolicy
 from policies.unified.kernel import F_LEASE, G_BOUNDARY, G_QUIET, LAYOUT, unified_kernel
 from policies.unisched.policy import be_reward_scale
 from simulator.errors import InvalidPolicyParams
-from simulator.profile import ClusterProfile
-from simulator.round_arrays import ClusterArrays, JobArrays, PolicyMemory, empty_memory
-from simulator.sharing import can_share
-from simulator.slo import SOFT, STRICT
-from simulator.workload import Workload
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.slo import SOFT, STRICT
+from simulator.inputs.workload import Workload
+from simulator.rounds.sharing import can_share
+from simulator.rounds.view import ClusterArrays, JobView, PolicyMemory, empty_memory
 
 __all__ = ["Unified"]
 
@@ -141,7 +141,7 @@ class Unified(KernelRoundPolicy):
         """Class weights on the ``tier``-th fastest GPU type."""
         return class_weights((self.W_1, self.W_2, self.W_3)[min(tier, 2)], k)
 
-    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """Parameters (:data:`policies.unified.kernel.LAYOUT`: bounds, scalars, class
         thresholds, each type's class weights), the types fastest first (by the mean speed
         over models, stable on ties), no leases, no boundary and no quiet stretch yet."""

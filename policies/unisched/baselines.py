@@ -23,9 +23,9 @@ import numpy as np
 from policies.base import param, register
 from policies.gangs import priority_plan
 from policies.round_kernel import KernelRoundPolicy
+from simulator.inputs.slo import SOFT, STRICT
 from simulator.jit import njit, njit_lazily
-from simulator.round_arrays import PLAN, ROUND_KERNEL_SIG, active_rows, touch
-from simulator.slo import SOFT, STRICT
+from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, touch
 
 __all__ = ["LLF", "Hydra"]
 

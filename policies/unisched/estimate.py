@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from simulator.inputs.slo import PROFILER, SOFT, STRICT
 from simulator.jit import configure_cache, njit
-from simulator.slo import PROFILER, SOFT, STRICT
 
 configure_cache()
 

@@ -59,23 +59,23 @@ from policies.unisched.milp import (
     solve_selector,
 )
 from simulator import libm
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.slo import SOFT, STRICT
+from simulator.inputs.workload import Workload
 from simulator.jit import njit, njit_lazily
-from simulator.profile import ClusterProfile
-from simulator.round_arrays import (
+from simulator.rounds.view import (
     HOST,
     N_ACTIVE,
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,
-    EngineState,
-    JobArrays,
+    JobView,
     PolicyMemory,
+    StateView,
     active_rows,
     empty_memory,
     touch,
 )
-from simulator.slo import SOFT, STRICT
-from simulator.workload import Workload
 
 __all__ = ["UniSched", "expected_sr_overhead", "expected_suspensions"]
 
@@ -302,7 +302,7 @@ class UniSched(KernelRoundPolicy):
 
     kernel = staticmethod(_unisched)
 
-    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """Leases, profiling, the MILP's cache and scratch (module constants)."""
         n, steps = jobs.arrival.shape[0], jobs.deadlines.shape[1]
         mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
@@ -313,8 +313,8 @@ class UniSched(KernelRoundPolicy):
         mem.g[:] = (-np.inf, np.nan, -np.inf, 0.0, np.nan)
         return mem
 
-    def host_step(self, cluster: ClusterArrays, jobs: JobArrays, memory: PolicyMemory,
-                  state: EngineState, now: float) -> None:
+    def host_step(self, cluster: ClusterArrays, jobs: JobView, memory: PolicyMemory,
+                  state: StateView, now: float) -> None:
         """Solve the selector MILP (HiGHS) for this boundary and leave its picks in memory;
         if it finds no usable solution, reuse the last cycle's cells (the paper's cache)."""
         M, n, N = memory, int(state.cnt[N_ACTIVE]), jobs.arrival.shape[0]

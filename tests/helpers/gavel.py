@@ -16,8 +16,8 @@ import pandas as pd
 
 from policies.hetero.gavel import Gavel
 from simulator import Workload
-from simulator.throughput import ThroughputTable
-from simulator.traces import read_gavel_trace
+from simulator.inputs.throughput import ThroughputTable
+from simulator.inputs.traces import read_gavel_trace
 from tests.helpers.data import ROOT, SHARED
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gavel"

@@ -34,9 +34,9 @@ import numpy as np
 
 from policies import make_policy
 from simulator import ClusterProfile, Workload, generate, libm, load_profile, simulate
-from simulator.generate import add_sharing, add_slos
+from simulator.inputs.generate import add_sharing, add_slos
+from simulator.inputs.throughput import ThroughputTable, generate_gavel
 from simulator.result import SimulationResult
-from simulator.throughput import ThroughputTable, generate_gavel
 from tests.helpers.data import SHARED
 
 __all__ = ["CASES", "GOLDEN", "Case", "record", "run_case"]

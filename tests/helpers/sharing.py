@@ -12,11 +12,11 @@ import pandas as pd
 
 from policies.ojpp.placement import Bounds
 from simulator import Workload, load_profile
-from simulator.colocation import Interference
-from simulator.profile import ClusterProfile
+from simulator.inputs.colocation import Interference
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.scaling import ScalingTable
 from simulator.rounds import RoundState
-from simulator.scaling import ScalingTable
-from simulator.sharing import SharingModel
+from simulator.rounds.sharing import SharingModel
 
 
 def brute_tau(p: np.ndarray) -> float:

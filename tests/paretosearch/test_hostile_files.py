@@ -23,12 +23,12 @@ from paretosearch.service.retune import _read_production
 from policies.learned.predictors import UtilizationPredictor
 from policies.learned.profiling_data import read_utilization_profiles
 from simulator.errors import ParetoSearchError
-from simulator.generate import read_cdf
-from simulator.profile import load_profile
-from simulator.scaling import ScalingTable
-from simulator.throughput import ThroughputTable
-from simulator.traces import read_gavel_trace, read_helios, read_trace
-from simulator.workload import read_pcs_trace, read_table
+from simulator.inputs.generate import read_cdf
+from simulator.inputs.profile import load_profile
+from simulator.inputs.scaling import ScalingTable
+from simulator.inputs.throughput import ThroughputTable
+from simulator.inputs.traces import read_gavel_trace, read_helios, read_trace
+from simulator.inputs.workload import read_pcs_trace, read_table
 from tests.helpers.data import ROOT, SHARED
 from tests.helpers.runs import write_spec, write_trace
 from tests.paretosearch.test_hostile_catalogue import TINY_SEARCH, _chosen

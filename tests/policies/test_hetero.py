@@ -20,9 +20,9 @@ from policies.hetero.hadar import Hadar, hadar_allocate, price_bounds
 from policies.hetero.hadar_dp import Round, find_alloc, node_prices, price_table, round_search
 from policies.hetero.yarn import YarnCS
 from simulator import Workload, generate, simulate
-from simulator.profile import ClusterProfile, NodeGroup
+from simulator.inputs.profile import ClusterProfile, NodeGroup
+from simulator.inputs.scaling import ScalingTable, TypeSpeeds
 from simulator.rounds import Cluster, RoundState
-from simulator.scaling import ScalingTable, TypeSpeeds
 
 TYPES = ("v100", "p100", "k80")
 ROUND_S = 360.0

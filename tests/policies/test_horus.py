@@ -28,15 +28,16 @@ from policies.horus.policy import (
     queue_weights,
 )
 from simulator import InvalidWorkload, generate, load_profile, simulate
-from simulator.colocation import Interference
-from simulator.generate import add_sharing
-from simulator.profile import ClusterProfile, NodeGroup
+from simulator.inputs.colocation import Interference
+from simulator.inputs.generate import add_sharing
+from simulator.inputs.profile import ClusterProfile, NodeGroup
+from simulator.inputs.slo import BEST_EFFORT
+from simulator.inputs.workload import Workload
 from simulator.result import SimulationResult
-from simulator.round_arrays import cluster_arrays, decision_state, job_arrays_from
 from simulator.rounds import Cluster, RoundState
-from simulator.sharing import SharingModel
-from simulator.slo import BEST_EFFORT
-from simulator.workload import Workload
+from simulator.rounds.arrays import cluster_arrays
+from simulator.rounds.python_path import decision_state, job_arrays_from
+from simulator.rounds.sharing import SharingModel
 
 RTX = load_profile("horus-128x8").slowdown_curves["rtx2080"]
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from policies import make_policy
 from simulator import load_profile, simulate
-from simulator.horus_workload import MIXES, horus_testbed
+from simulator.inputs.horus_workload import MIXES, horus_testbed
 
 CURVE = load_profile("horus-testbed-3x4").slowdown_curves["rtx2080"]
 

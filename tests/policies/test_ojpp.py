@@ -21,12 +21,12 @@ from policies import make_policy
 from policies.ojpp.placement import Bounds, adjust, bfd_order, gregarious_order
 from policies.ojpp.policy import OJPP
 from simulator import METRICS, Workload, simulate
-from simulator.colocation import Interference, JobSharing, collision_probability
-from simulator.generate import add_sharing
+from simulator.inputs.colocation import Interference, JobSharing, collision_probability
+from simulator.inputs.generate import add_sharing
+from simulator.inputs.scaling import ScalingTable
+from simulator.inputs.throughput import ThroughputTable
 from simulator.rounds import RoundState
-from simulator.scaling import ScalingTable
-from simulator.sharing import SharingModel
-from simulator.throughput import ThroughputTable
+from simulator.rounds.sharing import SharingModel
 from tests.helpers.data import SHARED
 from tests.helpers.sharing import Checked, brute_tau, ojpp_profile, random_workload
 

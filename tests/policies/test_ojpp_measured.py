@@ -1,5 +1,6 @@
-"""OJPP's measured inputs (simulator/ojpp_measured.json, simulator/ojpp_workload.py) against
-the paper's text (papers/ojpp.md), and the bounds OJPP keeps on them.
+"""OJPP's measured inputs (simulator/inputs/ojpp_measured.json,
+simulator/inputs/ojpp_workload.py) against the paper's text (papers/ojpp.md), and the bounds
+OJPP keeps on them.
 
 Oracles: the values the text quotes (Fig. 3's entries, Fig. 2's memory profile, the largest
 slowdown), eq. 4 worked by hand, eq. 15 as a property of every placement, and Fig. 9's claim
@@ -17,8 +18,8 @@ from hypothesis import strategies as st
 
 from policies import make_policy
 from simulator import load_profile, simulate
-from simulator.colocation import collision_probability
-from simulator.ojpp_workload import KINDS, measured, ojpp_batch, ojpp_interference
+from simulator.inputs.colocation import collision_probability
+from simulator.inputs.ojpp_workload import KINDS, measured, ojpp_batch, ojpp_interference
 
 MODELS = measured()["models"]["value"]
 

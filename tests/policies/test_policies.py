@@ -31,9 +31,9 @@ from simulator import (
     load_profile,
     parametric_table,
 )
-from simulator.generate import add_sharing, add_slos
+from simulator.inputs.generate import add_sharing, add_slos
 from simulator.rounds import Cluster, RoundState
-from simulator.sharing import SharingModel
+from simulator.rounds.sharing import SharingModel
 
 TABLE = parametric_table(64)
 NAMES = sorted(REGISTRY)

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from paretosearch.cli import main
 from policies import Unified
 from simulator import ClusterProfile, Workload, load_profile, simulate
-from simulator.colocation import SlowdownCurve
-from simulator.generate import add_sharing, add_slos, generate
-from simulator.profile import NodeGroup
+from simulator.inputs.colocation import SlowdownCurve
+from simulator.inputs.generate import add_sharing, add_slos, generate
+from simulator.inputs.profile import NodeGroup
 from simulator.rounds import RoundState
 from tests.helpers.golden import CASES
 from tests.helpers.sharing import Checked, ojpp_profile, random_workload

@@ -32,13 +32,14 @@ from policies.unisched.policy import (
     expected_suspensions,
 )
 from simulator import Workload, load_profile, simulate
-from simulator.generate import add_slos
+from simulator.inputs.generate import add_slos
+from simulator.inputs.profile import NodeGroup
+from simulator.inputs.scaling import parametric_table
+from simulator.inputs.slo import BEST_EFFORT, STRICT
 from simulator.metrics import METRICS
-from simulator.profile import NodeGroup
-from simulator.round_arrays import cluster_arrays, job_arrays_from
 from simulator.rounds import Cluster, RoundState
-from simulator.scaling import parametric_table
-from simulator.slo import BEST_EFFORT, STRICT
+from simulator.rounds.arrays import cluster_arrays
+from simulator.rounds.python_path import job_arrays_from
 
 TABLE = parametric_table(16)
 

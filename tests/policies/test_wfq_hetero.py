@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from policies import WFQHetero
 from policies.hetero.wfq_hetero import share_by_weight
 from simulator import generate, load_profile, simulate
-from simulator.generate import add_slos
+from simulator.inputs.generate import add_slos
+from simulator.inputs.scaling import parametric_table
 from simulator.rounds import Cluster, RoundState
-from simulator.scaling import parametric_table
 
 
 @settings(max_examples=60, deadline=None)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from policies import FIFO, SRSF, WFQ, MaxMin, Themis, make_policy
 from policies.pcs.wfq import class_weights
 from simulator import ClusterProfile, ClusterView, Workload, generate, load_profile, simulate
+from simulator.inputs.profile import PROFILE_DIR
 from simulator.metrics import METRICS
-from simulator.profile import PROFILE_DIR
 
 
 def two_jobs(restart_s: float, tmp_path: Path) -> tuple[Workload, ClusterProfile]:

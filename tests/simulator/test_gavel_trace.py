@@ -14,11 +14,11 @@ import pytest
 
 from policies import RoundPolicy, get_policy
 from simulator import InvalidWorkload, Workload, load_profile, read_trace, simulate
-from simulator.profile import ClusterProfile, NodeGroup
+from simulator.inputs.profile import ClusterProfile, NodeGroup
+from simulator.inputs.scaling import TypeSpeeds
+from simulator.inputs.throughput import ThroughputTable, model_name
+from simulator.inputs.traces import read_gavel_trace
 from simulator.rounds import Cluster, InvalidPlan, RoundState, job_rates
-from simulator.scaling import TypeSpeeds
-from simulator.throughput import ThroughputTable, model_name
-from simulator.traces import read_gavel_trace
 from tests.helpers.data import SHARED
 
 GAVEL = SHARED / "data" / "gavel" / "simulation_throughputs.json"

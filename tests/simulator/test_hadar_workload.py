@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from simulator import InvalidWorkload, Workload
-from simulator.hadar_workload import CLASSES, TABLE2_MODELS, hadar_workload
-from simulator.throughput import ThroughputTable
+from simulator.inputs.hadar_workload import CLASSES, TABLE2_MODELS, hadar_workload
+from simulator.inputs.throughput import ThroughputTable
 from tests.helpers.data import PCS, SHARED
 
 TRACE = PCS / "traces" / "trace_6214e9.csv"

@@ -22,7 +22,7 @@ from tests.helpers.data import ROOT
 
 FLUID = ("policies/pcs/wfq.py", "policies/pcs/baselines.py", "policies/quota.py")
 ROUND = ("policies/hetero/hadar.py", "policies/hetero/yarn.py", "policies/unified/kernel.py",
-         "simulator/round_engine.py")
+         "simulator/rounds/engine.py")
 
 
 def _copy(tmp: Path) -> Path:
@@ -33,7 +33,7 @@ def _copy(tmp: Path) -> Path:
 
 
 def _stamps(root: Path) -> dict[str, str]:
-    return {m: module_stamp(root / m, root) for m in (*FLUID, *ROUND, "simulator/engine.py")}
+    return {m: module_stamp(root / m, root) for m in (*FLUID, *ROUND, "simulator/fluid/engine.py")}
 
 
 def _edit(path: Path) -> None:
@@ -54,10 +54,10 @@ def test_a_helper_edit_rekeys_its_callers_and_nothing_else(tmp_path: Path) -> No
 def test_an_engine_edit_rekeys_what_inlines_it_not_the_other_engine(tmp_path: Path) -> None:
     before = _stamps(_copy(tmp_path / "a"))
     edited = _copy(tmp_path / "b")
-    _edit(edited / "simulator/engine.py")  # speed_at, inlined by the fluid policies
+    _edit(edited / "simulator/fluid/engine.py")  # speed_at, inlined by the fluid policies
     after = _stamps(edited)
     assert {m for m in before if before[m] != after[m]} == {
-        *FLUID, "simulator/engine.py", "policies/unified/kernel.py"}  # via wfq_hetero, WFQ
+        *FLUID, "simulator/fluid/engine.py", "policies/unified/kernel.py"}  # via wfq_hetero, WFQ
 
 
 def test_a_policy_edit_keeps_every_other_policys_key(tmp_path: Path) -> None:
@@ -104,7 +104,7 @@ def test_stable_order_is_numpys_stable_argsort(keys: list[float]) -> None:
 RACE = """
 import sys, time
 from pathlib import Path
-from simulator import engine
+from simulator.fluid import engine
 from simulator.jit import compile_notice, compiled
 
 here, n = Path(sys.argv[1]), int(sys.argv[2])

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from simulator import InvalidProfile, list_profiles, load_profile
-from simulator.profile import PROFILE_DIR
+from simulator.inputs.profile import PROFILE_DIR
 
 EXPECTED = {  # SPEC §1
     "pcs-64": 64, "pcs-testbed-16": 16, "gavel-hetero-60": 60, "unisched-c96": 768,

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from policies import REGISTRY, RoundPolicy, make_policy
 from simulator import ClusterProfile, Workload, generate, load_profile, simulate
-from simulator.generate import add_sharing, add_slos
+from simulator.inputs.generate import add_sharing, add_slos
 from tests.helpers.golden import CASES
 
 

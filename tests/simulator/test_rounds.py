@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numba
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,9 +14,10 @@ from hypothesis import strategies as st
 
 from policies import FIFO, RoundPolicy, YarnCS, param
 from simulator import Workload, generate, load_profile, simulate
-from simulator.profile import ClusterProfile, NodeGroup
+from simulator.inputs.profile import ClusterProfile, NodeGroup
+from simulator.inputs.scaling import TypeSpeeds, parametric_table
 from simulator.rounds import Cluster, InvalidPlan, RoundState
-from simulator.scaling import TypeSpeeds, parametric_table
+from simulator.rounds.view import ROUND_KERNEL_SIG
 
 
 @dataclass(frozen=True)
@@ -166,3 +168,32 @@ def test_a_remainder_below_the_clock_resolution_still_finishes() -> None:
     r = simulate(wl, _profile([(1, 4, "v100")]), YarnCS())
     assert r.finish_s[0] == 1e8
     assert r.finish_s[1] == pytest.approx(1e8 + 100.0)
+
+
+def _writes_a_view(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    J.est[0] = 0.0
+    return 0
+
+
+def _writes_the_state(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    E.clk[1] = now
+    return 0
+
+
+def _reads_rem(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    return int(J.rem[0])
+
+
+def _writes_its_memory(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
+    M.out_stop[0] = now + J.est[0]
+    return 0
+
+
+@pytest.mark.parametrize("kernel", [_writes_a_view, _writes_the_state, _reads_rem])
+def test_a_round_kernel_cannot_write_what_it_reads_nor_read_the_true_size(kernel: Any) -> None:
+    """The contract of ``simulator.rounds.view`` is enforced by the types: a kernel that writes
+    the job or state view, or reads the true remaining work, does not compile."""
+    with pytest.raises(numba.core.errors.TypingError):
+        numba.njit(ROUND_KERNEL_SIG)(kernel)
+    numba.njit(ROUND_KERNEL_SIG)(_writes_its_memory)  # its own memory it may write
+

@@ -15,13 +15,13 @@ import pytest
 
 from policies.base import RoundPolicy
 from simulator import load_profile, simulate, summary
-from simulator.colocation import Interference, JobSharing, collision_probability
 from simulator.errors import InvalidProfile, InvalidWorkload
-from simulator.generate import add_sharing, generate
-from simulator.profile import load_profile as load_yaml
+from simulator.inputs.colocation import Interference, JobSharing, collision_probability
+from simulator.inputs.generate import add_sharing, generate
+from simulator.inputs.profile import load_profile as load_yaml
+from simulator.inputs.throughput import ThroughputTable, generate_gavel
+from simulator.inputs.workload import Workload
 from simulator.rounds import InvalidPlan, RoundState
-from simulator.throughput import ThroughputTable, generate_gavel
-from simulator.workload import Workload
 from tests.helpers.data import ROOT, SHARED
 
 GAVEL = SHARED / "data/gavel/simulation_throughputs.json"

@@ -14,10 +14,16 @@ from hypothesis import strategies as st
 from policies import FIFO, SRSF
 from policies.unisched.policy import expected_sr_overhead
 from simulator import InvalidWorkload, Workload, generate, load_profile, simulate
-from simulator.generate import EARLY_STOP_CUT, add_slos, add_stopping_criteria
+from simulator.inputs.generate import EARLY_STOP_CUT, add_slos, add_stopping_criteria
+from simulator.inputs.slo import BEST_EFFORT, SOFT, STRICT, reward_obtained
+from simulator.inputs.traces import (
+    read_chronus,
+    read_helios,
+    read_philly_jobs,
+    read_tiresias,
+    read_trace,
+)
 from simulator.metrics import METRICS
-from simulator.slo import BEST_EFFORT, SOFT, STRICT, reward_obtained
-from simulator.traces import read_chronus, read_helios, read_philly_jobs, read_tiresias, read_trace
 from tests.helpers.data import SHARED
 
 CHRONUS = SHARED / "data" / "chronus" / "trace_job_Philly_MIX1.csv"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from simulator import InvalidWorkload
-from simulator.throughput import ThroughputTable, generate_gavel
+from simulator.inputs.throughput import ThroughputTable, generate_gavel
 from tests.helpers.data import SHARED
 
 GAVEL = SHARED / "data" / "gavel" / "simulation_throughputs.json"

@@ -18,8 +18,8 @@ from simulator import (
     read_table,
     read_trace,
 )
-from simulator.generate import PHILLY_LOAD, read_cdf
-from simulator.scaling import PARAMETRIC_MODELS, amdahl, parametric_table
+from simulator.inputs.generate import PHILLY_LOAD, read_cdf
+from simulator.inputs.scaling import PARAMETRIC_MODELS, amdahl, parametric_table
 from tests.helpers.data import PCS
 
 TRACE = PCS / "traces" / "trace_0e4a51.csv"

@@ -29,8 +29,8 @@ from paretosearch.search.cluster import load_cluster_spec
 from paretosearch.service.retune_spec import RetuneSpec
 from simulator import ScalingTable, generate, load_profile, read_trace
 from simulator.errors import ParetoSearchError
-from simulator.files import MAX_YAML_NODES
-from simulator.throughput import ThroughputTable
+from simulator.inputs.files import MAX_YAML_NODES
+from simulator.inputs.throughput import ThroughputTable
 from tests.helpers.data import PCS, ROOT, SHARED
 
 GAVEL = ThroughputTable.from_gavel_json(SHARED / "data" / "gavel" / "simulation_throughputs.json")

@@ -23,9 +23,9 @@ from paretosearch.search.spea2 import SearchOutcome, _algorithm, run_spea2
 from paretosearch.service.api import PolicySearch, SearchConfig, SearchSettings
 from policies import Domain
 from simulator import InvalidPolicyParams, Workload, generate, load_profile
-from simulator.generate import add_slos
-from simulator.profile import ClusterProfile, NodeGroup
-from simulator.scaling import ScalingTable, TypeSpeeds
+from simulator.inputs.generate import add_slos
+from simulator.inputs.profile import ClusterProfile, NodeGroup
+from simulator.inputs.scaling import ScalingTable, TypeSpeeds
 
 JCT = parse_objectives(["jct:avg"])
 MIXED = SearchSettings(budget=24, pop_size=8, n_offsprings=8, seed=1)

@@ -31,8 +31,8 @@ from paretosearch.service.api import (
     split_workload,
 )
 from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
-from simulator.generate import add_slos
-from simulator.scaling import TypeSpeeds
+from simulator.inputs.generate import add_slos
+from simulator.inputs.scaling import TypeSpeeds
 from tests.helpers.data import ROOT
 from tests.helpers.runs import SMALL, WorkerKiller, front_key, journal_keys
 

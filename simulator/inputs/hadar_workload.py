@@ -39,9 +39,9 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import InvalidWorkload
-from simulator.throughput import ThroughputTable
-from simulator.traces import integer_column, number_column, read_csv_columns
-from simulator.workload import Workload
+from simulator.inputs.throughput import ThroughputTable
+from simulator.inputs.traces import integer_column, number_column, read_csv_columns
+from simulator.inputs.workload import Workload
 
 __all__ = ["CLASSES", "TABLE2_MODELS", "hadar_workload"]
 

@@ -20,21 +20,21 @@ Semantics:
 - A job holding ``g`` GPUs progresses at ``speedup(model, g)`` times the per-GPU speed of the
   slowest GPU type it holds (Hadar eq. 1b), times the profile's ``inter_node_factor`` if its
   GPUs span more than one node. A plan may not give a job GPUs of a type where its model's
-  speed is 0 (it cannot run there: :class:`~simulator.scaling.TypeSpeeds`).
+  speed is 0 (it cannot run there: :class:`~simulator.inputs.scaling.TypeSpeeds`).
 - A started job whose allocation changes to a non-zero one pauses ``restart_overhead_s``
   (checkpoint and restart); every change after the first start counts as a preemption.
 - A policy that ``shares_gpus`` places workers on devices instead: its plan is a
   ``(jobs, devices)`` 0/1 array, several jobs may share a device within its memory (OJPP eq.
   3), and each job runs at ``1 / (1 + slowdown)`` of its exclusive rate, its slowdown being its
-  slowest worker's (:mod:`simulator.sharing`). Memory surges are drawn at every decision from
+  slowest worker's (:mod:`simulator.rounds.sharing`). Memory surges are drawn at every decision from
   the run's generator (seeded), and rates are recomputed when a co-located job finishes.
 - A JCT prediction at a job's arrival plays the state after that instant's decision (if one
   is due) out with estimated sizes and no later arrivals (SPEC §2), the policy's memory and
   the memory-surge generator forked with it.
 
-The loop is compiled (:mod:`simulator.round_engine`, state in :mod:`simulator.round_arrays`);
+The loop is compiled (:mod:`simulator.rounds.engine`, state in :mod:`simulator.rounds.arrays`);
 policies with a compiled kernel decide inside it, others in Python through :class:`RoundState`
-(:mod:`simulator.round_driver`).
+(:mod:`simulator.rounds.driver`).
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.errors import ParetoSearchError
-from simulator.profile import ClusterProfile
-from simulator.scaling import ScalingTable
-from simulator.sharing import SharingModel
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.scaling import ScalingTable
+from simulator.rounds.sharing import SharingModel
 
 __all__ = ["Cluster", "InvalidPlan", "RoundScheduler", "RoundState", "checked_plan", "job_rates"]
 
@@ -190,12 +190,6 @@ class RoundState:
     def rate(self, alloc: IntArray) -> FloatArray:
         """Each active job's progress rate under a candidate ``(jobs, nodes)`` allocation."""
         return job_rates(alloc, self.model, self.cluster, self.speeds, self.scaling)
-
-    def gang_rates(self) -> FloatArray:
-        """``(jobs, types)``: each job's rate with its whole demand on one node of each type."""
-        gang = self.scaling.speed(self.model, self.demand.astype(np.float64))
-        rates: FloatArray = gang[:, None] * self.speeds[self.model]
-        return rates
 
 
 @runtime_checkable

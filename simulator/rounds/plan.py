@@ -4,7 +4,7 @@
 :func:`apply_plan` adopts them: preemptions, restart pauses, first starts, each job's rate
 alone (:func:`job_rate`), the workers indexed by device (:func:`index_devices`), the memory
 surges drawn and every holding job's rate with its sharing slowdown (:func:`rerate`).
-The loop that calls them is :mod:`simulator.round_engine`.
+The loop that calls them is :mod:`simulator.rounds.engine`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from simulator.jit import configure_cache, njit
 configure_cache()
 
 from simulator import pcg64  # noqa: E402  (after the cache is configured)
-from simulator.round_arrays import (  # noqa: E402
+from simulator.rounds.view import (  # noqa: E402
     ERR_A,
     ERR_B,
     ERR_X,
@@ -28,26 +28,16 @@ from simulator.round_arrays import (  # noqa: E402
     OCC_USED,
     OCC_UTIL,
     SURGING,
+    speed,
 )
 
 __all__ = ["BAD_COUNT", "BAD_DEVICE", "OVER_DEMAND", "OVER_MEMORY", "OVER_NODE", "UNUSABLE_TYPE",
-           "apply_plan", "check_plan", "index_devices", "job_rate", "rerate", "speed"]
+           "apply_plan", "check_plan", "index_devices", "job_rate", "rerate"]
 
 # plan errors (cnt[ERR_A]; cnt[ERR_B] the node, device or row, clk[ERR_X] the amount, or for
 # UNUSABLE_TYPE the GPU type a row was placed on where its model's speed is 0)
 BAD_COUNT, OVER_NODE, OVER_DEMAND, BAD_DEVICE, OVER_MEMORY, UNUSABLE_TYPE = range(6)
 _INF = np.inf
-
-
-@njit(inline="always")
-def speed(C: Any, m: int, g: float) -> float:
-    """``ScalingTable.speed`` for one job: linear between integer counts, flat above."""
-    top = C.speedup.shape[1] - 1
-    g = min(max(g, 0.0), float(top))
-    lo = int(g)
-    hi = min(lo + 1, top)
-    base = C.speedup[m, lo]
-    return base + (g - lo) * (C.speedup[m, hi] - base)
 
 
 @njit(_nrt=False)
@@ -102,7 +92,8 @@ def index_devices(J: Any, E: Any) -> None:
 @njit(_nrt=False)
 def _device_slowdowns(C: Any, J: Any, E: Any) -> None:
     """``E.wslow[slot]``: each worker's slowdown on its device, collisions included
-    (``SharingModel.slowdowns`` before the max over a job's workers)."""
+    (``SharingModel.worker_slowdowns`` plus ``collision_slowdown`` where two surging workers
+    meet)."""
     for d in range(C.device_node.shape[0]):
         lo, hi = E.dev_start[d], E.dev_start[d + 1]
         if hi - lo == 1:

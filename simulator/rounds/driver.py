@@ -1,10 +1,10 @@
-"""Runs a round policy on the compiled loop (:mod:`simulator.round_engine`).
+"""Runs a round policy on the compiled loop (:mod:`simulator.rounds.engine`).
 
 A policy with a compiled kernel (``round_kernel``) decides inside the loop; any other round
 policy decides in Python: the loop stops at each of its decisions, :class:`_Run` hands it a
 :class:`~simulator.rounds.RoundState` and applies the plan it returns. Both follow the
 semantics in :mod:`simulator.rounds`; predictions play each arrival's snapshot out on a
-workspace copy (:func:`simulator.round_engine.fork`).
+workspace copy (:func:`simulator.rounds.engine.fork`).
 """
 
 from __future__ import annotations
@@ -15,26 +15,28 @@ from typing import Any
 
 import numpy as np
 
-from simulator import round_arrays as ra
-from simulator import round_engine as eng
-from simulator import round_plan as rp
 from simulator.errors import InvalidWorkload, located
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.scaling import TypeSpeeds
+from simulator.inputs.workload import Workload
 from simulator.jit import compile_cpu_s, compiled
 from simulator.pcg64 import from_generator
-from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
-from simulator.round_arrays import (
+from simulator.rounds import Cluster, InvalidPlan, RoundScheduler, RoundState, checked_plan
+from simulator.rounds import engine as eng
+from simulator.rounds import plan as rp
+from simulator.rounds import view as rv
+from simulator.rounds.arrays import (
     cluster_arrays,
-    empty_memory,
     engine_state,
     host_kernel,
     job_arrays,
+    job_view,
+    state_view,
     workspace,
 )
-from simulator.rounds import Cluster, InvalidPlan, RoundScheduler, RoundState, checked_plan
-from simulator.scaling import TypeSpeeds
-from simulator.sharing import SharingModel
-from simulator.workload import Workload
+from simulator.rounds.sharing import SharingModel
+from simulator.rounds.view import empty_memory
 
 __all__ = ["run"]
 
@@ -79,11 +81,14 @@ class _Run:
         devices, nodes = int(self.cluster.node_gpus.sum()), self.cluster.nodes
         self.C = cluster_arrays(self.cluster, self.speeds, wl.scaling, self.sharing)
         self.J = job_arrays(wl, nodes, devices, self.shares)
+        self.clairvoyant = bool(getattr(policy, "clairvoyant", False))
+        self.views = {id(self.J): job_view(self.J, self.clairvoyant)}
         round_kernel = getattr(policy, "round_kernel", None)
-        made = round_kernel(self.C, self.J, wl) if round_kernel is not None else None
+        made = (round_kernel(self.C, self.view(self.J), wl) if round_kernel is not None
+                else None)
         self.kernel: Any
         self.M: Any
-        self.kernel, self.M = made or (host_kernel, empty_memory(self.J, nodes))
+        self.kernel, self.M = made or (host_kernel, empty_memory(self.view(self.J), nodes))
         self.handle = eng.kernel_handle(compiled(self.kernel))
         self.run_loop = compiled(eng.run_loop)
         self.E = engine_state(self.J, nodes, devices, from_generator(np.random.default_rng(seed)))
@@ -94,22 +99,29 @@ class _Run:
         self.playout_events = 0
         self._space: tuple[Any, Any, Any] | None = None
 
+    def view(self, J: Any) -> Any:
+        """The read-only view of ``J`` a policy sees (one per job arrays, kept)."""
+        if id(J) not in self.views:
+            self.views[id(J)] = job_view(J, self.clairvoyant)
+        return self.views[id(J)]
+
     def loop(self, J: Any, M: Any, E: Any, memo: dict[str, Any], mode: int,
              target: int = -1) -> int:
         """Run the compiled loop, taking the Python decisions it asks for, until it ends,
         a prediction is due or the series is full."""
+        V, S = self.view(J), state_view(E)
         while True:
-            status = int(self.run_loop(self.handle, self.C, J, M, E, self.round_s,
+            status = int(self.run_loop(self.handle, self.C, J, V, M, E, S, self.round_s,
                                        self.reacts, self.short, self.shares, mode, target))
             if status != eng.HOST_DUE:
                 return status
             if self.kernel is host_kernel:
                 self._decide(J, M, E, memo)
-                E.cnt[ra.PHASE] = eng.APPLIED
+                E.cnt[rv.PHASE] = eng.APPLIED
             else:
                 step = self.policy.host_step  # type: ignore[attr-defined]
-                step(self.C, J, M, E, float(E.clk[ra.NOW]))
-                E.cnt[ra.PHASE] = eng.REDECIDE
+                step(self.C, V, M, S, float(E.clk[rv.NOW]))
+                E.cnt[rv.PHASE] = eng.REDECIDE
 
     def _decide(self, J: Any, M: Any, E: Any, memo: dict[str, Any]) -> None:
         state = self.state(J, E, memo)
@@ -127,13 +139,13 @@ class _Run:
 
     def state(self, J: Any, E: Any, memo: dict[str, Any]) -> RoundState:
         """What a Python policy sees at the loop's current decision."""
-        wl, n = self.wl, int(E.cnt[ra.N_ACTIVE])
+        wl, n = self.wl, int(E.cnt[rv.N_ACTIVE])
         rows = E.active[:n].copy()
         placed = np.zeros((n, self.C.device_node.shape[0] if self.shares else 0), dtype=bool)
         for i, r in enumerate(rows):
             placed[i, J.wdev[J.woff[r]:J.woff[r] + J.nw[r]]] = True
         return RoundState(
-            now=float(E.clk[ra.NOW]), cluster=self.cluster, rows=rows,
+            now=float(E.clk[rv.NOW]), cluster=self.cluster, rows=rows,
             arrival_s=wl.arrival_s[rows], demand=wl.gpus[rows], min_gpus=wl.min_gpus[rows],
             est_size=wl.estimated_service_s[rows], est_remaining=J.est[rows],
             attained=J.att[rows], alloc=J.alloc[rows], model=wl.model[rows],
@@ -146,17 +158,17 @@ class _Run:
         if self._space is None:
             self._space = workspace(self.J, self.M, self.E)
         J2, M2, E2 = self._space
-        for r in range(int(self.E.cnt[ra.ARR_LO]), int(self.E.cnt[ra.ARR_HI])):
+        for r in range(int(self.E.cnt[rv.ARR_LO]), int(self.E.cnt[rv.ARR_HI])):
             eng.fork(self.J, self.M, self.E, J2, M2, E2, self.short)
             status = self.loop(J2, M2, E2, copy.deepcopy(self.memo), eng.PLAYOUT, r)
             self.pred[0, r] = J2.start[r]
             self.pred[1, r] = J2.finish[r] if status == eng.DONE else np.inf
-            self.playout_events += int(E2.cnt[ra.EVENTS] - self.E.cnt[ra.EVENTS])
+            self.playout_events += int(E2.cnt[rv.EVENTS] - self.E.cnt[rv.EVENTS])
 
     def fail(self, status: int) -> InvalidPlan:
         """The error for a failed run's status."""
         E, name = self.E, type(self.policy).__name__
-        n, now = int(E.cnt[ra.N_ACTIVE]), float(E.clk[ra.NOW])
+        n, now = int(E.cnt[rv.N_ACTIVE]), float(E.clk[rv.NOW])
         if status == eng.ERR_NO_DECISION:
             return InvalidPlan(f"policy {name} left {n} jobs without GPUs at t={now:g} s and "
                                f"no decision is due")
@@ -164,8 +176,8 @@ class _Run:
             return InvalidPlan(f"policy {name} left {n} jobs waiting on an idle cluster at "
                                f"t={now:g} s with no arrival to come (can any of them ever be "
                                f"placed?)")
-        where, code, at = f"policy {name} at t={now:g} s", E.cnt[ra.ERR_A], int(E.cnt[ra.ERR_B])
-        amount = float(E.clk[ra.ERR_X])
+        where, code, at = f"policy {name} at t={now:g} s", E.cnt[rv.ERR_A], int(E.cnt[rv.ERR_B])
+        amount = float(E.clk[rv.ERR_X])
         if code == rp.OVER_NODE:
             what = "device" if self.shares else "node"
             cap = 1 if self.shares else int(self.C.node_gpus[at])
@@ -189,18 +201,18 @@ class _Run:
         J, E, wl = self.J, self.E, self.wl
         with np.errstate(invalid="ignore", divide="ignore"):
             slowdown = np.where(J.ran1 > 0, J.ran0 / J.ran1 - 1.0, 0.0)
-        k = int(E.cnt[ra.SERIES_K])
+        k = int(E.cnt[rv.SERIES_K])
         dropped = getattr(self.policy, "dropped", None)
         return SimulationResult(
             workload=wl, total_gpus=int(self.C.node_gpus.sum()), start_s=J.start,
             finish_s=J.finish, pred_start_s=self.pred[0], pred_finish_s=self.pred[1],
-            seen_avg=J.seen0 / J.seen1, preemptions=J.preempt, busy_gpu_s=float(E.clk[ra.BUSY]),
+            seen_avg=J.seen0 / J.seen1, preemptions=J.preempt, busy_gpu_s=float(E.clk[rv.BUSY]),
             series_t=E.series_t[:k].copy(), series_busy=E.series_busy[:k].copy(),
-            events=int(E.cnt[ra.EVENTS]), playout_events=self.playout_events,
+            events=int(E.cnt[rv.EVENTS]), playout_events=self.playout_events,
             cpu_s=time.process_time() - compile_cpu_s() - cpu0, slowdown=np.maximum(slowdown, 0.0),
             gpus_used=float(J.used.sum()),
-            util_gpu_s=float(E.clk[ra.UTIL]) if wl.sharing is not None else np.nan,
-            decisions=int(E.cnt[ra.DECISIONS]), skipped_rounds=int(E.cnt[ra.SKIPPED]),
+            util_gpu_s=float(E.clk[rv.UTIL]) if wl.sharing is not None else np.nan,
+            decisions=int(E.cnt[rv.DECISIONS]), skipped_rounds=int(E.cnt[rv.SKIPPED]),
             dropped=dropped(self.M) if dropped is not None else None)
 
 

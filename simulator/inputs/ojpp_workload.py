@@ -1,7 +1,7 @@
 """OJPP's evaluation inputs (papers/ojpp.md §3, §5), from the values its text gives.
 
-``simulator/ojpp_measured.json`` holds every measured value the paper's text quotes, each with
-where it is read: three entries of Fig. 3's 6 x 6 interference matrix, one device-level
+``simulator/inputs/ojpp_measured.json`` holds every measured value the paper's text quotes,
+each with where it is read: three entries of Fig. 3's 6 x 6 interference matrix, one device-level
 figure, the largest slowdown, the ResNet memory profile of Fig. 2, which models have high
 collision or interference potential, and the migration cost. The rest of Fig. 3 and the other
 models' memory profiles are not in the text; this module fills them with the arguments below
@@ -34,9 +34,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from simulator.colocation import Interference
-from simulator.scaling import ScalingTable
-from simulator.workload import Workload
+from simulator.inputs.colocation import Interference
+from simulator.inputs.scaling import ScalingTable
+from simulator.inputs.workload import Workload
 
 __all__ = ["KINDS", "MEASURED", "measured", "ojpp_batch", "ojpp_interference"]
 

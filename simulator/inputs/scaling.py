@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
-from simulator.files import read_data, to_numbers
+from simulator.inputs.files import read_data, to_numbers
 
 __all__ = ["PARAMETRIC_MODELS", "ScalingTable", "TypeSpeeds", "amdahl", "parametric_table"]
 

@@ -1,7 +1,7 @@
 """Workloads: the jobs a simulation replays, validated once at the door.
 
 A :class:`Workload` is a set of columns (NumPy arrays, one entry per job, sorted by
-arrival) plus the :class:`~simulator.scaling.ScalingTable` its ``model`` column indexes.
+arrival) plus the :class:`~simulator.inputs.scaling.ScalingTable` its ``model`` column indexes.
 
 Documented table schema (CSV, Parquet or a pandas DataFrame), one row per job:
 
@@ -24,7 +24,7 @@ column                   required  meaning
 ``mem_surge_p``          no        sharing: probability of the surge (p), in [0, 1]
 =======================  ========  ==========================================================
 
-The four sharing columns come together (:mod:`simulator.colocation`); without them jobs
+The four sharing columns come together (:mod:`simulator.inputs.colocation`); without them jobs
 never share GPUs.
 
 Rows are numbered from 1, header excluded, in every error message.
@@ -41,11 +41,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from simulator.colocation import SHARING_COLUMNS, Interference, JobSharing
 from simulator.errors import InvalidWorkload, located
-from simulator.files import read_data, to_numbers
-from simulator.scaling import ScalingTable, TypeSpeeds, parametric_table
-from simulator.slo import SLOs
+from simulator.inputs.colocation import SHARING_COLUMNS, Interference, JobSharing
+from simulator.inputs.files import read_data, to_numbers
+from simulator.inputs.scaling import ScalingTable, TypeSpeeds, parametric_table
+from simulator.inputs.slo import SLOs
 
 __all__ = ["MAX_SECONDS", "PCS_TRACE_COLUMNS", "Workload", "read_pcs_trace", "read_table"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from simulator.workload import Workload
+from simulator.inputs.workload import Workload
 
 __all__ = ["MIXES", "horus_testbed"]
 

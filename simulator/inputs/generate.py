@@ -16,12 +16,12 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator import libm
-from simulator.colocation import JobSharing
 from simulator.errors import InvalidWorkload, located
-from simulator.files import read_data, to_numbers
-from simulator.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
-from simulator.slo import JOB_CLASSES, MIXES, SOFT, STRICT, SLOs, deadline_steps, pad_steps
-from simulator.workload import Workload
+from simulator.inputs.colocation import JobSharing
+from simulator.inputs.files import read_data, to_numbers
+from simulator.inputs.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
+from simulator.inputs.slo import JOB_CLASSES, MIXES, SOFT, STRICT, SLOs, deadline_steps, pad_steps
+from simulator.inputs.workload import Workload
 
 __all__ = ["EARLY_STOP_CUT", "MAX_JOBS", "PHILLY_GPU_MIX", "PHILLY_LOAD", "UTIL_CLASSES",
            "add_sharing", "add_slos", "add_stopping_criteria", "check_jobs", "generate",
@@ -216,8 +216,9 @@ def add_slos(workload: Workload, mix: str = "MIX2", *,
     """Give a workload SLO jobs the way UniSched's evaluation does (§IV-B, after Chronus).
 
     Each job becomes strict, soft or best-effort with the shares of ``mix`` (see
-    :data:`simulator.slo.MIXES`); an SLO job's first deadline is uniform in [1.1, 2] times its
-    duration at full demand, and soft jobs get the 1.1 / 1.2 / 1.5 staircase worth 80 / 50 / 20.
+    :data:`simulator.inputs.slo.MIXES`); an SLO job's first deadline is uniform in [1.1, 2]
+    times its duration at full demand, and soft jobs get the 1.1 / 1.2 / 1.5 staircase worth
+    80 / 50 / 20.
     """
     if mix not in MIXES:
         raise InvalidWorkload(f"unknown SLO mix {mix!r}; known mixes: {', '.join(MIXES)}")
@@ -274,7 +275,8 @@ UTIL_CLASSES: tuple[tuple[float, float, float], ...] = ((0.40, 0.10, 0.35), (0.3
 
 def add_sharing(workload: Workload, *, device_memory_gib: float = 16.0,
                 opportunistic: float = 0.5, seed: int | np.random.SeedSequence = 0) -> Workload:
-    """Give every job SYNTHETIC worker requirements for sharing GPUs (:mod:`simulator.colocation`).
+    """Give every job SYNTHETIC worker requirements for sharing GPUs
+    (:mod:`simulator.inputs.colocation`).
 
     Each model draws a mean utilization from :data:`UTIL_CLASSES` and a base memory of 10-40 %
     of ``device_memory_gib``; each job varies around its model's (utilization +-0.05, memory

@@ -23,7 +23,7 @@ are dropped and the workload's source says how many; negative values are errors.
 * **Gavel** ``.trace`` (:func:`read_gavel_trace`): tab-separated, no header, one job a line:
   :data:`GAVEL_COLUMNS` (8-column traces lack ``priority_weight`` and ``SLO``). Jobs are
   counted in steps; Gavel's measured throughputs turn them into time, one model per
-  ``(job type, scale factor)`` (:meth:`~simulator.throughput.ThroughputTable.entry_models`),
+  ``(job type, scale factor)`` (:meth:`~simulator.inputs.throughput.ThroughputTable.entry_models`),
   so a job on its ``scale_factor`` GPUs of type ``t`` runs ``total_steps / throughput`` s, as
   in Gavel's simulator. Jobs keep the file's order, and job ids are Gavel's (row - 1).
 """
@@ -38,10 +38,10 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
-from simulator.files import read_data, to_numbers
-from simulator.scaling import ScalingTable, parametric_table
-from simulator.throughput import ThroughputTable, model_name
-from simulator.workload import PCS_TRACE_COLUMNS, Workload, read_pcs_trace, read_table
+from simulator.inputs.files import read_data, to_numbers
+from simulator.inputs.scaling import ScalingTable, parametric_table
+from simulator.inputs.throughput import ThroughputTable, model_name
+from simulator.inputs.workload import PCS_TRACE_COLUMNS, Workload, read_pcs_trace, read_table
 
 __all__ = ["GAVEL_COLUMNS", "integer_column", "number_column", "read_chronus",
            "read_csv_columns", "read_gavel_trace", "read_helios", "read_philly_jobs",

@@ -3,7 +3,7 @@
 A policy that shares GPUs places each job's workers on devices: a ``(jobs, devices)`` 0/1
 array, at most one worker of a job per device. :class:`SharingModel` checks such a placement
 against device memory (OJPP eq. 3: ``sum gamma + max delta <= capacity``) and computes each
-job's slowdown under it (the model in :mod:`simulator.colocation`). Policies use the same
+job's slowdown under it (the model in :mod:`simulator.inputs.colocation`). Policies use the same
 object to predict interference before placing, so what they bound is what the run suffers,
 apart from the random memory collisions drawn by the run.
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from simulator.colocation import JobSharing, SlowdownCurve
 from simulator.errors import InvalidWorkload
-from simulator.profile import ClusterProfile
-from simulator.workload import Workload
+from simulator.inputs.colocation import JobSharing, SlowdownCurve
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.workload import Workload
 
 __all__ = ["SharingModel", "can_share"]
 
@@ -98,34 +98,12 @@ class SharingModel:
         out[np.ix_(on, shared)] = w * p
         return out
 
-    def slowdowns(self, rows: IntArray, placed: BoolArray,
-                  surging: BoolArray | None = None) -> FloatArray:
-        """Each job's slowdown: the largest of its workers' (a synchronous job waits for its
-        slowest worker), plus ``collision_slowdown`` where ``surging`` workers collide."""
-        w = self.worker_slowdowns(rows, placed)
-        if surging is not None and self.collision_slowdown > 0:
-            collide = (surging & placed).sum(axis=0) >= 2
-            w = w + self.collision_slowdown * (placed & collide[None, :])
-        worst: FloatArray = w.max(axis=1, initial=0.0)
-        return worst
-
-    def draw_surges(self, rng: np.random.Generator, rows: IntArray,
-                    placed: BoolArray) -> BoolArray:
-        """Which placed workers surge during the coming interval (independent draws)."""
-        draw = rng.random(placed.shape) < self.jobs.surge_p[rows][:, None]
-        out: BoolArray = draw & placed
-        return out
-
     def memory_excess(self, rows: IntArray, placed: BoolArray) -> FloatArray:
         """GiB by which ``sum gamma + max delta`` exceeds each device (``<= 0``: fits)."""
         base = self.jobs.mem_gib[rows] @ placed
         surge = np.where(placed, self.jobs.surge_gib[rows][:, None], 0.0).max(axis=0, initial=0.0)
         excess: FloatArray = base + surge - self.device_mem_gib
         return excess
-
-    def utilization(self, rows: IntArray, placed: BoolArray) -> float:
-        """Sum over devices of the co-located workers' utilization, capped at 1 per device."""
-        return float(np.minimum(self.jobs.gpu_util[rows] @ placed, 1.0).sum())
 
 
 def can_share(workload: Workload, profile: ClusterProfile) -> bool:

@@ -32,7 +32,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
-from simulator.files import to_numbers
+from simulator.inputs.files import to_numbers
 
 __all__ = ["SHARING_COLUMNS", "Interference", "JobSharing", "SlowdownCurve",
            "collision_probability", "fill_unmeasured"]

@@ -2,10 +2,11 @@
 
 :func:`run_loop` replays events until the run ends, a Python decision is due, an arrival asks
 for a prediction, or the busy-GPU series needs room; the driver in
-:mod:`simulator.round_driver` handles each and calls it again, and it carries on where it
+:mod:`simulator.rounds.driver` handles each and calls it again, and it carries on where it
 stopped. A prediction forks the state (:func:`fork`, the active rows only) and plays it out in
 ``PLAYOUT`` mode: estimated sizes, no arrivals, until the target finishes. A decision's plan is
-checked and put in force by :mod:`simulator.round_plan`.
+checked and put in force by :mod:`simulator.rounds.plan`. What a kernel sees and may write is
+:mod:`simulator.rounds.view`'s contract.
 
 Costs follow what moves, not the queue: events and decisions touch the jobs holding GPUs
 (``state.hold``) and the rows a plan rewrote, so a long waiting queue costs only its share of
@@ -28,7 +29,9 @@ from simulator.jit import configure_cache, njit, njit_lazily
 configure_cache()
 
 from simulator import pcg64  # noqa: E402  (after the cache is configured)
-from simulator.round_arrays import (  # noqa: E402
+from simulator.rounds.arrays import JOBS_T, STATE_T, host_kernel  # noqa: E402
+from simulator.rounds.plan import apply_plan, check_plan, index_devices, rerate  # noqa: E402
+from simulator.rounds.view import (  # noqa: E402
     ANCHORED,
     ARR_HI,
     ARR_LO,
@@ -40,7 +43,6 @@ from simulator.round_arrays import (  # noqa: E402
     EVENTS,
     GONE,
     HOST,
-    JOBS_T,
     MEMORY_T,
     N_ACTIVE,
     N_HOLD,
@@ -53,16 +55,15 @@ from simulator.round_arrays import (  # noqa: E402
     ROUND_KERNEL_SIG,
     SERIES_K,
     SKIPPED,
-    STATE_T,
+    STATE_VIEW_T,
     SURGING,
     UTIL,
-    host_kernel,
+    VIEW_T,
 )
-from simulator.round_plan import apply_plan, check_plan, index_devices, rerate  # noqa: E402
 
 __all__ = ["APPLIED", "ARRIVED", "DONE", "ERR_IDLE", "ERR_NO_DECISION", "ERR_PLAN", "GROW",
            "HOST_DUE", "KERNELS", "MAIN", "PLAYOUT", "PREDICT", "REDECIDE", "STUCK", "fork",
-           "kernel_handle", "run_loop"]
+           "kernel_handle", "run_loop", "stop_tasks"]
 
 # modes
 MAIN, PREDICT, PLAYOUT = 0, 1, 2
@@ -239,35 +240,65 @@ def _after_decision(J: Any, E: Any, short: bool, mode: int) -> int:
     return -1
 
 
+@njit(_nrt=False)
+def stop_tasks(J: Any, M: Any, E: Any, now: float) -> None:
+    """Whole-step rounds (``memory.out_stop``, :mod:`simulator.rounds.view`): take back what
+    each holding row ran after its task's end, its GPUs held idle since; time it spent
+    restarting ran nothing. Each stop is used once."""
+    for h in range(E.cnt[N_HOLD]):
+        r = E.hold[h]
+        end = M.out_stop[r]
+        if end == _INF:
+            continue
+        M.out_stop[r] = _INF
+        idle = now - max(end, J.pause[r])
+        if idle <= 0:
+            continue
+        work = J.base[r] * idle
+        J.rem[r] += work
+        J.est[r] += work
+        J.att[r] -= work
+        J.ran0[r] -= idle
+        J.ran1[r] -= work / J.alone[r]
+
+
 @njit
-def _decide(kernel: Any, C: Any, J: Any, M: Any, E: Any, shares: bool, short: bool,
-            mode: int) -> int:
-    """Ask the kernel and put its plan in force: -1, or a status to return."""
+def _decide(kernel: Any, C: Any, J: Any, V: Any, M: Any, E: Any, S: Any, shares: bool,
+            short: bool, mode: int) -> int:
+    """Ask the kernel (what it sees: ``V``, ``S``) and put its plan in force: -1, or a
+    status to return."""
     M.ntouched[0] = 0
     M.quiet[0] = -_INF
-    if kernel(C, J, M, E, E.clk[NOW]) == HOST:
+    M.round_end[0] = _INF
+    stop_tasks(J, M, E, E.clk[NOW])
+    if kernel(C, V, M, S, E.clk[NOW]) == HOST:
         E.cnt[PHASE] = PENDING
         return HOST_DUE
+    if M.round_end[0] < E.clk[NEXT_ROUND]:
+        E.clk[NEXT_ROUND] = M.round_end[0]
     if check_plan(C, J, M, E, shares) >= 0:
         return ERR_PLAN
     apply_plan(C, J, M, E, shares)
     return _after_decision(J, E, short, mode)
 
 
-@njit_lazily(nb.types.int64(_HANDLE_T, CLUSTER_T, JOBS_T, MEMORY_T, STATE_T, nb.types.float64,
-                            nb.types.boolean, nb.types.boolean, nb.types.boolean,
-                            nb.types.int64, nb.types.int64))
-def run_loop(handle: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts: bool,
-             short: bool, shares: bool, mode: int, target: int) -> int:
+@njit_lazily(nb.types.int64(_HANDLE_T, CLUSTER_T, JOBS_T, VIEW_T, MEMORY_T, STATE_T,
+                            STATE_VIEW_T, nb.types.float64, nb.types.boolean,
+                            nb.types.boolean, nb.types.boolean, nb.types.int64,
+                            nb.types.int64))
+def run_loop(handle: Any, C: Any, J: Any, V: Any, M: Any, E: Any, S: Any, round_s: float,
+             reacts: bool, short: bool, shares: bool, mode: int, target: int) -> int:
     """Run events until a status (module docstring) with the kernel ``handle`` points at
-    (:func:`kernel_handle`); call again to carry on. After :data:`HOST_DUE` the caller sets
-    ``cnt[PHASE]``: :data:`APPLIED` once it has put a plan in force, :data:`REDECIDE` to ask
-    the kernel again (its Python step has run). With ``short`` rounds a round also ends when
-    no job holds GPUs any more (Gavel's rounds end when their last job stops)."""
+    (:func:`kernel_handle`), which sees ``V`` and ``S``, the read-only views of ``J`` and
+    ``E`` (:func:`simulator.rounds.arrays.job_view`); call again to carry on. After
+    :data:`HOST_DUE` the caller sets ``cnt[PHASE]``: :data:`APPLIED` once it has put a plan
+    in force, :data:`REDECIDE` to ask the kernel again (its Python step has run). With
+    ``short`` rounds a round also ends when no job holds GPUs any more (Gavel's rounds end
+    when their last job stops)."""
     kernel = _kernel_at(handle)
     clk, cnt, N = E.clk, E.cnt, J.arrival.shape[0]
     if cnt[PHASE] == REDECIDE:
-        st = _decide(kernel, C, J, M, E, shares, short, mode)
+        st = _decide(kernel, C, J, V, M, E, S, shares, short, mode)
         if st >= 0:
             return st
     elif cnt[PHASE] == APPLIED:
@@ -287,7 +318,7 @@ def run_loop(handle: Any, C: Any, J: Any, M: Any, E: Any, round_s: float, reacts
             if due:
                 clk[NEXT_ROUND], clk[ANCHORED] = clk[NOW] + round_s, 1.0
             cnt[DECISIONS] += 1
-            st = _decide(kernel, C, J, M, E, shares, short, mode)
+            st = _decide(kernel, C, J, V, M, E, S, shares, short, mode)
             if st >= 0:
                 return st
         elif mode == PREDICT and cnt[ARR_HI] > cnt[ARR_LO]:
@@ -334,6 +365,6 @@ def fork(J: Any, M: Any, E: Any, J2: Any, M2: Any, E2: Any, short: bool) -> None
             M2.f[r, c] = M.f[r, c]
         for c in range(M.i.shape[1]):
             M2.i[r, c] = M.i[r, c]
-        M2.out_nw[r] = M.out_nw[r]
+        M2.out_nw[r], M2.out_stop[r] = M.out_nw[r], M.out_stop[r]
         for s in range(J.woff[r], J.woff[r + 1]):
             J2.wdev[s], J2.wsurge[s], M2.out_wdev[s] = J.wdev[s], J.wsurge[s], M.out_wdev[s]

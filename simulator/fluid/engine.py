@@ -48,26 +48,44 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from simulator.inputs.profile import ClusterProfile
+from simulator.inputs.workload import Workload
 from simulator.jit import compile_cpu_s, compiled, configure_cache, njit, njit_lazily
 from simulator.order import stable_order
-from simulator.profile import ClusterProfile
 from simulator.result import SimulationResult
 from simulator.view import Scheduler
-from simulator.workload import Workload
 
 configure_cache()  # before any @njit(cache=True) below, and before the policies' kernels
 
+from simulator.fluid.columns import (  # noqa: E402
+    ALLOC,
+    ARR,
+    CLASS,
+    DEMAND,
+    EST,
+    INF,
+    JOB,
+    MARK,
+    MODEL,
+    NEXT,
+    REM,
+    SEEN,
+    SEEN_N,
+    SIZE,
+    _advance,
+    _apply,
+    _compact,
+    _enqueue,
+    _finish,
+    _history,
+    _holds,
+    _next_end,
+    _scan_held,
+    speed_at,
+)
+
 __all__ = ["KERNELS", "KERNEL_SIG", "QUEUE_SIG", "run", "speed_at"]
 
-# float rows: true remaining work, estimated remaining, attained work, allocation, progress
-# rate, end of a restart pause, arrival time, estimated size, started (0/1), the active jobs
-# seen at arrival less the run's total then (sum and count, as ``FluidOut``), and the mean
-# active jobs seen, filled before a decision for a policy whose history is "seen"
-REM, EST, ATT, ALLOC, RATE, PAUSE, ARR, SIZE, STARTED, SEEN, SEEN_N, HIST = range(12)
-# int rows: workload row (-1 once finished), model, GPU demand, class, next and previous
-# job in the class's queue, visited by the queue kernel (0/1)
-JOB, MODEL, DEMAND, CLASS, NEXT, PREV, MARK = range(7)
-INF = np.inf
 
 _f8, _i8 = nb.types.float64, nb.types.int64
 _F1, _F2, _I1 = nb.types.float64[:], nb.types.float64[:, :], nb.types.int64[:]
@@ -104,21 +122,6 @@ _JOBS = nb.types.NamedTuple((_CF1, _CF1, _CF1, _CI1, _CI1, _CI1), FluidJobs)
 _OUT = nb.types.NamedTuple((*[nb.types.float64[::1]] * 6, nb.types.int64[::1]), FluidOut)
 
 
-@njit(inline="always")
-def speed_at(speedup: Any, m: int, g: float) -> float:
-    """Model ``m``'s speed-up at ``g`` GPUs: linear between integer counts, flat above."""
-    top = speedup.shape[1] - 1
-    if g <= 0.0:
-        return 0.0
-    if g >= top:
-        return speedup[m, top]
-    lo = int(g)
-    base = speedup[m, lo]
-    return base + (g - lo) * (speedup[m, lo + 1] - base)
-
-
-
-
 @njit_lazily(QUEUE_SIG)
 def no_queue(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt: Any,
              demand: Any, model: Any, pos: Any, val: Any) -> int:
@@ -132,161 +135,6 @@ def no_kernel(params: Any, aux: Any, now: float, gpus: float, arrival: Any, dema
               speedup: Any, out: Any) -> None:
     """The full-path kernel passed when a policy takes the queue path (never called): its
     own kernel need not compile for a run that never calls it."""
-
-
-@njit(inline="always")
-def _holds(F: Any, i: int, now: float) -> bool:
-    """Whether job ``i`` can progress, pause or end before the next decision."""
-    return F[ALLOC, i] > 0.0 or F[PAUSE, i] > now or F[REM, i] <= 0.0
-
-
-@njit
-def _advance(F: Any, held: Any, h: int, dt: float) -> float:
-    """Progress the held jobs by ``dt`` seconds; return the GPUs allocated meanwhile."""
-    used = 0.0
-    for j in range(h):
-        i = held[j]
-        work = F[RATE, i] * dt
-        F[REM, i] -= work
-        F[EST, i] -= work
-        F[ATT, i] += work
-        used += F[ALLOC, i]
-    return used
-
-
-@njit
-def _next_end(F: Any, held: Any, h: int, now: float) -> tuple[float, int]:
-    """Earliest projected completion (ties: earliest arrival) as (time, column)."""
-    best, pos = INF, -1
-    for j in range(h):
-        i = held[j]
-        if F[REM, i] <= 0.0:
-            left = 0.0
-        elif F[RATE, i] > 0.0:
-            left = F[REM, i] / F[RATE, i]
-        else:
-            continue
-        if left < best:
-            best, pos = left, i
-    return (now + best if pos >= 0 else INF), pos
-
-
-@njit
-def _scan_held(F: Any, I: Any, cols: int, now: float, held: Any) -> int:
-    h = 0
-    for i in range(cols):
-        if I[JOB, i] >= 0 and _holds(F, i, now):
-            held[h] = i
-            h += 1
-    return h
-
-
-@njit
-def _link(I: Any, head: Any, tail: Any, i: int) -> None:
-    """Append column ``i`` to its class's queue."""
-    c = I[CLASS, i]
-    I[NEXT, i], I[PREV, i] = -1, tail[c]
-    if tail[c] >= 0:
-        I[NEXT, tail[c]] = i
-    else:
-        head[c] = i
-    tail[c] = i
-
-
-@njit
-def _enqueue(I: Any, Q: Any, i: int) -> None:
-    head, tail, class_demand = Q
-    _link(I, head, tail, i)
-    class_demand[I[CLASS, i]] += I[DEMAND, i]  # whole GPUs: the sum is exact in any order
-
-
-@njit
-def _finish(F: Any, I: Any, cols: int, Q: Any, queued: bool, held: Any, h: int,
-            pos: int) -> int:
-    """Take the job at column ``pos`` out; return the new held count."""
-    if not queued:  # the full path keeps the columns dense; the next decision rescans
-        for r in range(F.shape[0]):  # row by row: each shift is one contiguous move
-            for c in range(pos, cols - 1):
-                F[r, c] = F[r, c + 1]
-        for r in range(DEMAND + 1):  # the queue rows are unused on this path
-            for c in range(pos, cols - 1):
-                I[r, c] = I[r, c + 1]
-        return 0
-    head, tail, class_demand = Q
-    c, p, q = I[CLASS, pos], I[PREV, pos], I[NEXT, pos]
-    if p >= 0:
-        I[NEXT, p] = q
-    else:
-        head[c] = q
-    if q >= 0:
-        I[PREV, q] = p
-    else:
-        tail[c] = p
-    class_demand[c] -= I[DEMAND, pos]
-    I[JOB, pos] = -1
-    k = 0
-    for j in range(h):
-        if held[j] != pos:
-            held[k] = held[j]
-            k += 1
-    return k
-
-
-@njit
-def _compact(F: Any, I: Any, cols: int, Q: Any, held: Any, now: float) -> tuple[int, int]:
-    """Drop dead columns (order kept), relink the class queues; return (columns, held)."""
-    k = 0
-    for i in range(cols):
-        if I[JOB, i] >= 0:
-            if k != i:
-                for r in range(F.shape[0]):
-                    F[r, k] = F[r, i]
-                for r in range(I.shape[0]):
-                    I[r, k] = I[r, i]
-            k += 1
-    head, tail, _ = Q
-    head[:] = -1
-    tail[:] = -1
-    for i in range(k):
-        _link(I, head, tail, i)
-    return k, _scan_held(F, I, k, now, held)
-
-
-@njit
-def _apply(F: Any, I: Any, i: int, a: float, now: float, restart_s: float, speedup: Any,
-           record: bool, preempt: Any, start: Any, watch: int) -> tuple[float, bool]:
-    """Give job ``i`` ``a`` GPUs and set its rate; return (its pause end or INF, watch started)."""
-    started = F[STARTED, i] > 0.0
-    hit = False
-    if started and a != F[ALLOC, i]:
-        if record:
-            preempt[I[JOB, i]] += 1
-        if restart_s > 0.0 and a > 0.0:
-            F[PAUSE, i] = now + restart_s
-    elif not started and a > 0.0:
-        F[STARTED, i] = 1.0
-        if record:
-            start[I[JOB, i]] = now
-        elif I[JOB, i] == watch:
-            hit = True
-    F[ALLOC, i] = a
-    if F[PAUSE, i] > now:
-        F[RATE, i] = 0.0
-        return F[PAUSE, i], hit
-    F[RATE, i] = speed_at(speedup, I[MODEL, i], a)
-    return INF, hit
-
-
-@njit
-def _history(F: Any, cols: int, seen: tuple[float, float], seen_history: bool) -> Any:
-    """The per-job history a kernel is given: the attained work, or (``seen_history``) each
-    job's mean active jobs seen over its events so far, itself included (PCS's "observed
-    contention"), from the run's running totals ``seen`` (sum, events)."""
-    if not seen_history:
-        return F[ATT, :cols]
-    for i in range(cols):
-        F[HIST, i] = (F[SEEN, i] + seen[0]) / (F[SEEN_N, i] + seen[1])
-    return F[HIST, :cols]
 
 
 @njit

@@ -7,8 +7,9 @@ turns it into arrays: isolated throughput ``(entries, gpu types)``, spread-out t
 pairwise co-location matrix, each NaN where Gavel measured nothing. It also derives a scaling
 table (speed-up at 1, 2, 4, 8 GPUs on the reference type) for the simulator, one model per
 ``(job type, scale)`` entry for replaying Gavel's traces exactly
-(:meth:`ThroughputTable.entry_models`, used by :func:`simulator.traces.read_gavel_trace`), and
-generates Gavel's "continuous-multiple" workload.
+(:meth:`ThroughputTable.entry_models`, used by
+:func:`simulator.inputs.traces.read_gavel_trace`), and generates Gavel's
+"continuous-multiple" workload.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator import libm
-from simulator.colocation import Interference, fill_unmeasured
 from simulator.errors import InvalidWorkload, located
-from simulator.files import MAX_DOCUMENT, read_data
-from simulator.scaling import ScalingTable, TypeSpeeds
-from simulator.workload import Workload
+from simulator.inputs.colocation import Interference, fill_unmeasured
+from simulator.inputs.files import MAX_DOCUMENT, read_data
+from simulator.inputs.scaling import ScalingTable, TypeSpeeds
+from simulator.inputs.workload import Workload
 
 __all__ = ["ThroughputTable", "TypeSpeeds", "generate_gavel", "model_name"]
 
@@ -91,7 +92,7 @@ class ThroughputTable:
         ``slowdown[i, j, t] = isolated[i, t] / colocated[i, j, t] - 1`` from the single-GPU
         entries (or from ``entries``, the ``(job type, scale)`` of each model in order); pairs
         Gavel did not measure are filled conservatively
-        (:func:`~simulator.colocation.fill_unmeasured`).
+        (:func:`~simulator.inputs.colocation.fill_unmeasured`).
         """
         rows = ([self.index(name) for name in scaling.models] if entries is None
                 else [self.index(*e) for e in entries])
@@ -240,7 +241,7 @@ def generate_gavel(table: ThroughputTable, n_jobs: int, *, jobs_per_hr: float,
     / 0.15 / 0.05; Poisson arrivals at ``jobs_per_hr``. The duration is the job's run time at
     its GPU count on the reference type, so ``service_s = duration x speedup(GPUs)``.
     """
-    from simulator.generate import check_jobs  # it builds workloads; this, their speeds
+    from simulator.inputs.generate import check_jobs  # it builds workloads; this, their speeds
 
     check_jobs(n_jobs, "generate_gavel")
     if not jobs_per_hr > 0:
