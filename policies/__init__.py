@@ -24,6 +24,7 @@ from policies.base import (
 )
 from policies.hetero.gavel import Gavel
 from policies.hetero.hadar import Hadar
+from policies.hetero.tiresias import Tiresias
 from policies.hetero.wfq_hetero import WFQHetero
 from policies.hetero.yarn import YarnCS
 from policies.horus.baselines import OBP, PAB, FifoExclusive
@@ -43,6 +44,7 @@ __all__ = [
     "AFS", "FIFO", "LAS", "LLF", "OBP", "OJPP", "PAB", "REGISTRY", "SRSF", "SRTF", "WFQ",
     "BGreedy", "BestFit", "CGreedy", "Domain", "FifoExclusive", "Gavel", "Hadar", "Horus", "Hydra",
     "IGreedy", "InterferencePredictor", "KernelPolicy", "MaxMin", "OJPPGreedy", "Policy",
-    "RoundPolicy", "Themis", "UniSched", "Unified", "UtilizationPredictor", "WFQHetero", "YarnCS",
+    "RoundPolicy", "Themis", "Tiresias", "UniSched", "Unified", "UtilizationPredictor",
+    "WFQHetero", "YarnCS",
     "class_thresholds", "get_policy", "make_policy", "param", "register",
 ]

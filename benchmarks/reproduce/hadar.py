@@ -1,4 +1,5 @@
-"""Hadar §V-A reproduced: its headlines against Gavel and YARN-CS on the paper's workload.
+"""Hadar §V-A reproduced: its headlines against Gavel, Tiresias and YARN-CS on the paper's
+workload.
 
 The workload is :func:`simulator.inputs.hadar_workload.hadar_workload`: 480 jobs of hours 3-10 (of
 the day) of a Philly trace (default 6214e9), Table II's models by GPU-hour class, timed by
@@ -9,9 +10,10 @@ rounds). Policies: ``hadar`` (utility ``jct``; ``makespan`` for the makespan hea
 the paper "specifies [its] policy towards makespan minimization"), ``gavel`` in the two
 variants the paper may have meant (objective ``max_min`` and ``max_sum``, both
 heterogeneity-aware; for the makespan headline also Gavel's own makespan policy, objective
-``makespan``: its ``min_total_duration_perf``) and ``yarn-cs``. η is not stated by the
-paper: ``--eta`` (default 1) sets it for the headlines and ``--etas`` sweeps it for the
-avg-JCT headline.
+``makespan``: its ``min_total_duration_perf``), ``tiresias`` (two queues, PromoteKnob off; its
+queue limit, not stated by the paper, is ``--threshold``, default the Tiresias simulator's
+3250 GPU-seconds) and ``yarn-cs``. η is not stated by the paper either: ``--eta`` (default 1)
+sets it for the headlines and ``--etas`` sweeps it for the avg-JCT headline.
 
 Prints per pattern every policy's avg and median JCT, makespan, avg finish-time fairness and
 utilisation, then one table per headline: the paper's number, ours, ours / paper, with the
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from policies.hetero.gavel import Gavel  # noqa: E402  (after the path is set)
 from policies.hetero.hadar import Hadar  # noqa: E402
+from policies.hetero.tiresias import Tiresias  # noqa: E402
 from policies.hetero.yarn import YarnCS  # noqa: E402
 from simulator import Workload, load_profile, simulate, summary  # noqa: E402
 from simulator.inputs.hadar_workload import hadar_workload  # noqa: E402
@@ -50,6 +53,12 @@ HEADLINES = (
     ("static", "makespan", "gavel", "makespan", 1.5),
     ("static", "ftf", "gavel", "jct", 1.5),
     ("static", "ftf_n", "gavel", "jct", 1.5),
+    ("static", "jct", "tiresias", "jct", 2.5),
+    ("continuous", "jct", "tiresias", "jct", 2.3),
+    ("static", "p50", "tiresias", "jct", 3.0),
+    ("static", "makespan", "tiresias", "makespan", 2.0),
+    ("static", "ftf", "tiresias", "jct", 1.8),
+    ("static", "ftf_n", "tiresias", "jct", 1.8),
     ("static", "jct", "yarn-cs", "jct", 7.0),
     ("continuous", "jct", "yarn-cs", "jct", 5.0),
     ("static", "p50", "yarn-cs", "jct", 15.0),
@@ -78,10 +87,11 @@ def run(policy: Any, wl: Workload, profile: Any) -> dict[str, float]:
             "util": s["utilization"]["avg"], "wall_s": time.perf_counter() - t0}
 
 
-def policies(eta: float) -> dict[str, Any]:
+def policies(eta: float, threshold: float) -> dict[str, Any]:
     """Every policy of the tables, by label."""
     return {"hadar jct": Hadar(eta=eta), "hadar makespan": Hadar(eta=eta, utility="makespan"),
-            **GAVELS, **GAVEL_MAKESPAN, "yarn-cs": YarnCS()}
+            **GAVELS, **GAVEL_MAKESPAN, "tiresias": Tiresias(threshold_gpu_s=threshold),
+            "yarn-cs": YarnCS()}
 
 
 def workloads(args: argparse.Namespace, seed: int) -> dict[str, Workload]:
@@ -94,7 +104,8 @@ def workloads(args: argparse.Namespace, seed: int) -> dict[str, Workload]:
                                          rate_per_h=args.rate, **kw)}
 
 
-def per_policy(wls: dict[str, Workload], eta: float, profile: Any) -> Results:
+def per_policy(wls: dict[str, Workload], eta: float, threshold: float, profile: Any
+               ) -> Results:
     """Every policy on both patterns, printed as it goes."""
     wl = wls["static"]
     floor = np.max(wl.service_s / wl.scaling.speed(wl.model, wl.gpus.astype(float))) / 3600
@@ -107,7 +118,7 @@ def per_policy(wls: dict[str, Workload], eta: float, profile: Any) -> Results:
         print(f"{'policy':<16} {'avg JCT h':>9} {'p50 JCT h':>9} {'makespan h':>10} "
               f"{'FTF N':>7} {'FTF n':>7} {'util':>5} {'wall s':>6}")
         results[pattern] = {}
-        for label, policy in policies(eta).items():
+        for label, policy in policies(eta, threshold).items():
             m = results[pattern][label] = run(policy, w, profile)
             print(f"{label:<16} {m['jct']:>9.2f} {m['p50']:>9.2f} {m['makespan']:>10.1f} "
                   f"{m['ftf']:>7.2f} {m['ftf_n']:>7.2f} {m['util']:>5.2f} {m['wall_s']:>6.1f}",
@@ -121,8 +132,10 @@ def headline_table(runs: list[Results], setup: str) -> str:
     lines = [f"## headlines ({setup})",
              f"{'headline':<58} {'paper':>6} {'ours':>6} {'seeds':>13} {'ours/paper':>10}"]
     for pattern, metric, base, utility, paper in HEADLINES:
-        labels = [base] if base == "yarn-cs" else list(GAVELS)
-        for label in labels + (list(GAVEL_MAKESPAN) if metric == "makespan" else []):
+        labels = list(GAVELS) if base == "gavel" else [base]
+        if base == "gavel" and metric == "makespan":
+            labels += list(GAVEL_MAKESPAN)
+        for label in labels:
             ours = np.array([r[pattern][label][metric] / r[pattern][f"hadar {utility}"][metric]
                              for r in runs])
             what = f"{NAMES[metric]} {label} / hadar ({utility}), {pattern}"
@@ -142,6 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rate", type=float, default=480 / 7, help="Poisson arrivals per hour "
                    "(default 480/7: the window's own rate)")
     p.add_argument("--eta", type=float, default=1.0, help="Hadar's eta (default 1)")
+    p.add_argument("--threshold", type=float, default=3250.0, help="Tiresias's queue limit in "
+                   "GPU-seconds (default 3250, its simulator's)")
     p.add_argument("--etas", default="", help="comma-separated etas to sweep the static avg "
                    "JCT headline over (e.g. 1,100,1e4,1e6; default: none)")
     p.add_argument("--shuffle", action="store_true", help="queue the static jobs in a random "
@@ -154,9 +169,9 @@ def main(argv: list[str] | None = None) -> None:
     rate = f" --rate {args.rate:g}" if args.continuous == "poisson" else ""
     setup = (f"{args.trace} --jobs {args.jobs} --sampling {args.sampling} --continuous "
              f"{args.continuous}{rate}{' --shuffle' if args.shuffle else ''} --eta {args.eta:g} "
-             f"--seeds {args.seeds}; gavel-hetero-60")
+             f"--threshold {args.threshold:g} --seeds {args.seeds}; gavel-hetero-60")
     samples = {seed: workloads(args, seed) for seed in seeds}
-    runs = [per_policy(wls, args.eta, profile) for wls in samples.values()]
+    runs = [per_policy(wls, args.eta, args.threshold, profile) for wls in samples.values()]
     print("\n" + headline_table(runs, setup))
     if args.etas:
         print(f"\n## avg JCT gavel / hadar across eta (static, mean over the seeds; paper 1.8x; "

@@ -49,6 +49,7 @@ from policies import (
     OJPPGreedy,
     Policy,
     Themis,
+    Tiresias,
     Unified,
     UniSched,
     WFQHetero,
@@ -208,7 +209,7 @@ LEASE_NOTE = ("leases become time limits: a job still running when its lease end
 
 
 ONE_QUEUE: tuple[type[Policy], ...] = (
-    FIFO, SRSF, SRTF, LAS, MaxMin, Themis, AFS, LLF, Hydra, Hadar, Gavel, YarnCS, Horus,
+    FIFO, SRSF, SRTF, LAS, MaxMin, Themis, AFS, LLF, Hydra, Hadar, Gavel, YarnCS, Tiresias, Horus,
     FifoExclusive, OBP, PAB, OJPP, OJPPGreedy, BestFit, CGreedy, IGreedy, BGreedy, Quota)
 """The policies no target can express: each is exported, by this decision, as one
 first-come first-served queue, with every setting on the cannot-express list. A policy that is

@@ -161,6 +161,7 @@ def _cases() -> dict[str, tuple[Case, ...]]:
         "gavel": three(hetero, hetero_profiles,
                        ({}, {"objective": "max_sum"}, {"round_s": 600.0})),
         "yarn-cs": three(hetero, hetero_profiles),
+        "tiresias": three(hetero, hetero_profiles, ({}, {"threshold_gpu_s": 600.0}, {})),
         "wfq-hetero": three(hetero, hetero_profiles,
                             ({}, {"W_1": -1.0, "W_2": 2.0}, {"T": 0.1, "round_s": 120.0})),
         "horus": three(horus, (h4,) * 3,

@@ -195,7 +195,7 @@ def test_branch_and_bound_matches_exhaustive_search(seed: int) -> None:
 
 POLICIES = [("hadar", {"utility": u}) for u in ("jct", "makespan", "ftf")] + [
     ("gavel", {"objective": o, "aware": a}) for o in ("max_min", "max_sum", "fifo", "makespan")
-    for a in (True, False)] + [("yarn-cs", {})]
+    for a in (True, False)] + [("yarn-cs", {}), ("tiresias", {"threshold_gpu_s": 120.0})]
 
 
 @settings(max_examples=60, deadline=None)
