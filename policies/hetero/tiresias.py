@@ -34,11 +34,11 @@ from policies.base import param, register
 from policies.gangs import priority_plan
 from policies.round_kernel import KernelRoundPolicy
 from simulator.jit import njit_lazily
-from simulator.round_arrays import (
+from simulator.rounds.view import (
     PLAN,
     ROUND_KERNEL_SIG,
     ClusterArrays,
-    JobArrays,
+    JobView,
     PolicyMemory,
     active_rows,
     empty_memory,
@@ -115,7 +115,7 @@ class Tiresias(KernelRoundPolicy):
         """The clock demotion checks fall on (rounds between them are skipped)."""
         return 1.0
 
-    def memory(self, cluster: ClusterArrays, jobs: JobArrays) -> PolicyMemory:
+    def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """The threshold; per row its queue, place and whether queued; the next place."""
         return empty_memory(jobs, cluster.node_gpus.shape[0],
                             params=np.array([self.threshold_gpu_s]), i=3, gi=1)
