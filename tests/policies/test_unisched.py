@@ -22,7 +22,13 @@ from policies import FIFO, Themis
 from policies.cells import CELL_GPUS, NEST, candidates, fits_cells, node_cells, place_cells
 from policies.unisched.baselines import LLF, Hydra
 from policies.unisched.exact import solve_knapsack
-from policies.unisched.milp import NODE_LIMIT, SelectorInput, solve_milp, solve_selector
+from policies.unisched.milp import (
+    NODE_LIMIT,
+    Selection,
+    SelectorInput,
+    solve_milp,
+    solve_selector,
+)
 from policies.unisched.policy import (
     F_PROF,
     G_FALLBACKS,
@@ -395,8 +401,19 @@ def contended(seed: int, n: int = 48) -> tuple[Cluster, np.ndarray, np.ndarray, 
     return cluster(4), demand, remaining, kind, deadline
 
 
+@dataclass(frozen=True)
+class HighsSelector(UniSched):
+    """UniSched deciding every boundary by HiGHS alone (its node limit, no exact method)."""
+
+    name: ClassVar[str] = "unisched-highs-test"
+
+    def select(self, inp: SelectorInput) -> Selection:
+        return solve_milp(inp, node_limit=self.milp_node_limit)
+
+
 def test_no_solution_within_the_node_limit_reuses_the_cached_solution() -> None:
-    """§III-C4: no solution within the budget -> the previous cycle's selection is kept."""
+    """§III-C4: no solution within the budget -> the previous cycle's selection is kept
+    (HiGHS decides here: the exact method answers this instance without a search limit)."""
     cl, demand, remaining, kind, deadline = contended(3)
     memo: dict[str, Any] = {}
     first = UniSched(profile_s=0).plan(make_state(cl, 0.0, demand, remaining, kind, deadline,
@@ -413,7 +430,7 @@ def test_no_solution_within_the_node_limit_reuses_the_cached_solution() -> None:
     def second(limit: int) -> tuple[np.ndarray, dict[str, Any]]:
         m = copy.deepcopy(memo)
         st_ = make_state(cl, 300.0, demand2, remaining2, kind2, deadline2, alloc=alloc2, memo=m)
-        return UniSched(profile_s=0, milp_node_limit=limit).plan(st_), m
+        return HighsSelector(profile_s=0, milp_node_limit=limit).plan(st_), m
 
     solved, m_ok = second(NODE_LIMIT)
     assert fallbacks(m_ok) == 0
