@@ -52,7 +52,7 @@ SEARCH_LIMIT = 200_000
 """Branch-and-bound nodes before the instance goes back to HiGHS (a work limit, not a time)."""
 SWEEPS, BISECTIONS = 3, 40
 """Coordinate descent on the levels' prices: sweeps over the four levels, bisection steps."""
-PLAIN_LIMIT = 20_000
+PLAIN_LIMIT = 2_000
 """Nodes the search tries with the per-level bounds alone before it prices the levels."""
 BORDER = 1e-5
 """A deadline step met or missed by less than this fraction of its work is HiGHS's to judge
