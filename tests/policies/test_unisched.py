@@ -323,10 +323,10 @@ def recorded_instances() -> Iterator[SelectorInput]:
 
 def test_exact_selector_matches_highs_on_recorded_instances() -> None:
     """On instances from a real run the knapsack method reaches HiGHS's optimum wherever it
-    answers, and it answers most of them (the rest: overloaded later slots, where deadline
-    jobs compete for the future)."""
+    answers, and it answers nearly all of them (it answers all 30: a plan of the later
+    slots for the slot 0 it chose certifies the overloaded ones)."""
     results = [check_exact(inp) for inp in recorded_instances()]
-    assert sum(results) >= 0.8 * len(results)
+    assert sum(results) >= 0.95 * len(results)
 
 
 def cluster(nodes: int, gpus: int = 8, restart: float = 30.0) -> Cluster:
