@@ -8,22 +8,27 @@ whether a job meets a step then depends only on its own choice for slot 0, and t
 becomes a multiple-choice knapsack. Each job picks one option (nothing, or one of its
 candidates) worth its reward for running now plus the best step that option lets it meet,
 under slot 0's four nested cell capacities (eq. 14). That knapsack is a relaxation of the
-MILP, so its optimum is the MILP's whenever one plan of the later slots realises every job's
-best step whatever slot 0 holds (:func:`_later_plan`): one that runs every job whose steps
-hang on slot 0 through each later slot, and gets every other job with a reachable step the
-work all its steps need without slot 0. The plan is checked by Proposition 1 (all such jobs
-fit the whole cluster at once), else built earliest deadline first; if neither finds one,
-HiGHS decides.
+MILP, so its optimum is the MILP's whenever a plan of the later slots realises every job's
+counted step (:func:`_later_plan`). Checked in turn: Proposition 1 (all deadline jobs fit the
+whole cluster at once); a plan that works whatever slot 0 holds (every job whose steps hang on
+slot 0 runs through each later slot, every other job gets the work all its steps need without
+slot 0); and a plan for the slot 0 the knapsack chose. Plans are built slot by slot, first
+what each job must run in the slot because the later ones cannot give it enough, then
+earliest deadline first; if none is found, HiGHS decides.
 
-The knapsack is solved exactly by depth-first branch and bound (compiled), with the bound of a
-fractional knapsack on each cell level alone (the least of the four), in two passes: the
+The knapsack is solved exactly by depth-first branch and bound (compiled), in two passes: the
 first finds the optimum, the second applies the **tie rule**: among assignments within
 :data:`TIE_REL` of that optimum, the answer is the first in the search's order. Jobs are
 ranked by the value of their best option (more first; the instance's job order among equal
 values) and each job's options by value (more first; candidate order among equals, so the
 consolidated candidate first), with running nothing last. At the first job in that ranking
 where two assignments differ, the one whose option ranks earlier wins: so between identical
-jobs, the earlier one runs.
+jobs, the earlier one runs. The bound is the least of, per cell level, the linear relaxation
+of the multiple-choice knapsack on that level alone (each job's options as their convex
+hull); past :data:`PLAIN_LIMIT` nodes the search starts again with, per level, that level's
+knapsack solved exactly by dynamic programming with the other levels priced (a Lagrangian
+relaxation, prices by coordinate descent on its dual, :func:`_prices`). Bounds change how soon
+the search ends, not its answer.
 A borderline deadline step (within HiGHS's feasibility tolerance) and a search past
 :data:`SEARCH_LIMIT` nodes go back to HiGHS (``None``). The result does not depend on
 wall-clock time.
