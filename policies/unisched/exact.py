@@ -28,7 +28,7 @@ of the multiple-choice knapsack on that level alone (each job's options as their
 hull); past :data:`PLAIN_LIMIT` nodes the search starts again with, per level, that level's
 knapsack solved exactly by dynamic programming with the other levels priced (a Lagrangian
 relaxation, prices by coordinate descent on its dual, :func:`_prices`). Bounds change how soon
-the search ends, not its answer.
+the search ends, not the value of its answer (beyond :data:`TIE_REL`).
 A borderline deadline step (within HiGHS's feasibility tolerance) and a search past
 :data:`SEARCH_LIMIT` nodes go back to HiGHS (``None``). The result does not depend on
 wall-clock time.
