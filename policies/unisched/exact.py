@@ -8,22 +8,27 @@ whether a job meets a step then depends only on its own choice for slot 0, and t
 becomes a multiple-choice knapsack. Each job picks one option (nothing, or one of its
 candidates) worth its reward for running now plus the best step that option lets it meet,
 under slot 0's four nested cell capacities (eq. 14). That knapsack is a relaxation of the
-MILP, so its optimum is the MILP's whenever one plan of the later slots realises every job's
-best step whatever slot 0 holds (:func:`_later_plan`): one that runs every job whose steps
-hang on slot 0 through each later slot, and gets every other job with a reachable step the
-work all its steps need without slot 0. The plan is checked by Proposition 1 (all such jobs
-fit the whole cluster at once), else built earliest deadline first; if neither finds one,
-HiGHS decides.
+MILP, so its optimum is the MILP's whenever a plan of the later slots realises every job's
+counted step (:func:`_later_plan`). Checked in turn: Proposition 1 (all deadline jobs fit the
+whole cluster at once); a plan that works whatever slot 0 holds (every job whose steps hang on
+slot 0 runs through each later slot, every other job gets the work all its steps need without
+slot 0); and a plan for the slot 0 the knapsack chose. Plans are built slot by slot, first
+what each job must run in the slot because the later ones cannot give it enough, then
+earliest deadline first; if none is found, HiGHS decides.
 
-The knapsack is solved exactly by depth-first branch and bound (compiled), with the bound of a
-fractional knapsack on each cell level alone (the least of the four), in two passes: the
+The knapsack is solved exactly by depth-first branch and bound (compiled), in two passes: the
 first finds the optimum, the second applies the **tie rule**: among assignments within
 :data:`TIE_REL` of that optimum, the answer is the first in the search's order. Jobs are
 ranked by the value of their best option (more first; the instance's job order among equal
 values) and each job's options by value (more first; candidate order among equals, so the
 consolidated candidate first), with running nothing last. At the first job in that ranking
 where two assignments differ, the one whose option ranks earlier wins: so between identical
-jobs, the earlier one runs.
+jobs, the earlier one runs. The bound is the least of, per cell level, the linear relaxation
+of the multiple-choice knapsack on that level alone (each job's options as their convex
+hull); past :data:`PLAIN_LIMIT` nodes the search starts again with, per level, that level's
+knapsack solved exactly by dynamic programming with the other levels priced (a Lagrangian
+relaxation, prices by coordinate descent on its dual, :func:`_prices`). Bounds change how soon
+the search ends, not the value of its answer (beyond :data:`TIE_REL`).
 A borderline deadline step (within HiGHS's feasibility tolerance) and a search past
 :data:`SEARCH_LIMIT` nodes go back to HiGHS (``None``). The result does not depend on
 wall-clock time.
@@ -50,6 +55,10 @@ TIE_REL = 1e-9
 """Two assignments within this fraction of the objective count as tied (the tie rule picks)."""
 SEARCH_LIMIT = 200_000
 """Branch-and-bound nodes before the instance goes back to HiGHS (a work limit, not a time)."""
+SWEEPS, BISECTIONS = 3, 40
+"""Coordinate descent on the levels' prices: sweeps over the four levels, bisection steps."""
+PLAIN_LIMIT = 2_000
+"""Nodes the search tries with the per-level bounds alone before it prices the levels."""
 BORDER = 1e-5
 """A deadline step met or missed by less than this fraction of its work is HiGHS's to judge
 (its feasibility tolerance scales with the row, which is divided by the work)."""
@@ -93,38 +102,97 @@ def solve_knapsack(inp: Any) -> tuple[IntArray, IntArray, float] | None:
         scale[cand_job], step_ok[cand_job], value[cand_job])
     if border:
         return None
-    if dl.any() and not fits_cells(inp.cand_cells[first].sum(axis=0), inp.free_later):
+    later_cap = (inp.free_later @ NEST).astype(np.int64)
+    deadline_or_inf = np.where(step_ok, inp.deadline_s, np.inf)[dl]
+    planned = not dl.any() or fits_cells(inp.cand_cells[first].sum(axis=0), inp.free_later)
+    if not planned:
         # a job that misses a step without slot 0 even with every later slot gets them all
         # (if some option of it meets a step); the others, what meets all their steps
         urgent = np.any(step_ok & (later_part < work), axis=1)
         best = idle.copy()
         np.maximum.at(best, cand_job, np.where(inp.may_start[cand_job], gain, 0.0))
         need = np.where(step_ok & ~urgent[:, None], work, 0.0)
-        if not _later_plan(weight[first], avail[dl, :, 1:], need[dl], (urgent & (best > 0))[dl],
-                           np.where(step_ok, inp.deadline_s, np.inf)[dl],
-                           (inp.free_later @ NEST).astype(np.int64)):
-            return None
+        planned = _later_plan(weight[first], avail[dl, :, 1:], need[dl],
+                              (urgent & (best > 0))[dl], deadline_or_inf, later_cap)
     delta = inp.now_value[cand_job] * inp.cand_phi + gain - idle[cand_job]
     base = float(idle.sum())
     cap = (inp.free_now @ NEST).astype(np.int64)
     usable = inp.may_start[cand_job] & np.all(weight <= cap, axis=1)
     tol = TIE_REL * max(1.0, abs(base) + float(np.maximum(delta, 0.0).sum()))
     keep = np.flatnonzero(usable & (delta > -tol))
-    found, ok = _branch_and_bound(cand_job[keep], weight[keep], delta[keep], cap, tol,
-                                  -np.inf, SEARCH_LIMIT)
-    if not ok:
-        return None
-    pick, ok = _branch_and_bound(cand_job[keep], weight[keep], delta[keep], cap, tol,
-                                 float(delta[keep][found].sum()) - tol, SEARCH_LIMIT)
-    if not ok:
+    pick = _search(cand_job[keep], weight[keep], delta[keep], cap, tol)
+    if pick is None:
         return None
     choice = np.full(n_jobs, -1, dtype=np.int64)
     chosen = keep[pick]
     choice[cand_job[chosen]] = chosen
     step = idle_step.copy()
     step[cand_job[chosen]] = cand_step[chosen]
+    if not planned:
+        # the later slots must realise the steps the knapsack counted, for this slot 0
+        now_work = np.zeros((n_jobs, work.shape[1]))
+        now_work[cand_job[chosen]] = inp.cand_phi[chosen, None] * now_part[cand_job[chosen]]
+        counted = (step_ok & (np.arange(work.shape[1])[None, :] >= step[:, None])
+                   & (step[:, None] >= 0))
+        need = np.where(counted, np.maximum(work - now_work, 0.0), 0.0)
+        if not _later_plan(weight[first], avail[dl, :, 1:], need[dl],
+                           np.zeros(int(dl.sum()), np.bool_), deadline_or_inf, later_cap):
+            return None
     total = base + float(delta[chosen].sum())
     return choice, step, total
+
+
+def _search(job: IntArray, weight: IntArray, delta: FloatArray, cap: IntArray, tol: float
+            ) -> IntArray | None:
+    """The tie rule's optimal options (indices), or ``None`` past :data:`SEARCH_LIMIT` nodes.
+
+    The first try bounds each cell level alone; if it does not settle within
+    :data:`PLAIN_LIMIT` nodes, the levels are priced by the dual of the knapsack's linear
+    relaxation (:func:`_prices`) and the search starts again with the Lagrangian bound too."""
+    pick, ok = _branch_and_bound(job, weight, delta, cap, tol, PLAIN_LIMIT, False,
+                                 np.zeros(LEVELS))
+    if not ok:
+        pick, ok = _branch_and_bound(job, weight, delta, cap, tol, SEARCH_LIMIT, True,
+                                     _prices(job, weight, delta, cap))
+    return pick if ok else None
+
+
+@njit
+def _prices(job: Any, weight: Any, delta: Any, cap: Any) -> Any:
+    """Prices of the four cell levels for the Lagrangian bound: coordinate descent on its
+    dual, ``sum_j max(0, max_o delta_o - price . weight_o) + price . cap``, each level's
+    price set by bisection where the cells the jobs' best options take meet the capacity
+    (any non-negative prices give a valid bound; these come close to the linear
+    relaxation's duals, and depend on nothing but the instance)."""
+    n = job.max() + 1 if job.shape[0] else 0
+    price = np.zeros(LEVELS)
+    for _ in range(SWEEPS):
+        for i in range(LEVELS):
+            lo, hi = 0.0, 0.0
+            for o in range(job.shape[0]):
+                if weight[o, i] > 0:
+                    hi = max(hi, delta[o] / weight[o, i])
+            for _ in range(BISECTIONS):
+                price[i] = 0.5 * (lo + hi)
+                if _taken(job, weight, delta, price, n, i) > cap[i]:
+                    lo = price[i]
+                else:
+                    hi = price[i]
+            price[i] = hi
+    return price
+
+
+@njit
+def _taken(job: Any, weight: Any, delta: Any, price: Any, n: int, level: int) -> float:
+    """Cells of ``level`` the jobs' best options take at ``price`` (the dual's slope)."""
+    best, take = np.zeros(n), np.zeros(n)
+    for o in range(job.shape[0]):
+        worth = delta[o]
+        for i in range(LEVELS):
+            worth -= price[i] * weight[o, i]
+        if worth > best[job[o]]:
+            best[job[o]], take[job[o]] = worth, weight[o, level]
+    return take.sum()
 
 
 def _step_gain(margin: FloatArray, scale: FloatArray, ok: Any, value: FloatArray
@@ -152,8 +220,9 @@ def _later_plan(weight: Any, avail: Any, need: Any, full: Any, deadline: Any, ca
                 ) -> bool:
     """Whether a plan of the later slots (consolidated candidates) runs every ``full`` job
     through each later slot before its last deadline and gets every other job ``need``
-    seconds of work before each step's deadline: earliest deadline first, slot by slot (a
-    plan found certifies; none found sends the instance to HiGHS).
+    seconds of work before each step's deadline. Built slot by slot: first what each job
+    must run in this slot because the slots after it cannot give it enough, then earliest
+    deadline first (a plan found certifies; none found sends the instance to HiGHS).
 
     Args:
         weight: ``(D, 4)`` each job's consolidated cells, as eq. 14's weights.
@@ -165,77 +234,188 @@ def _later_plan(weight: Any, avail: Any, need: Any, full: Any, deadline: Any, ca
     """
     n_jobs, steps, slots = avail.shape
     done = np.zeros((n_jobs, steps))
+    after = np.zeros((n_jobs, steps, slots))  # seconds of the slots after k before each step
+    for k in range(slots - 2, -1, -1):
+        after[:, :, k] = after[:, :, k + 1] + avail[:, :, k + 1]
+    least = np.zeros(n_jobs)
     for k in range(slots):
         room = cap.astype(np.float64)
         for j in range(n_jobs):
             if full[j] and np.any(avail[j, :, k] > 0.0):
                 room -= weight[j]
-        if np.any(room < 0.0):
-            return False
         key = np.full(n_jobs, np.inf)  # the earliest deadline a job still falls short of
         for j in range(n_jobs):
+            least[j] = 0.0
             for f in range(steps):
-                if not full[j] and need[j, f] > done[j, f]:
+                short = need[j, f] - done[j, f]
+                if not full[j] and short > 0.0:
                     key[j] = min(key[j], deadline[j, f])
+                    late = short - after[j, f, k]
+                    if late > 0.0:
+                        if avail[j, f, k] <= 0.0:
+                            return False  # that deadline has passed
+                        least[j] = max(least[j], late / avail[j, f, k])
+            if least[j] > 1.0 + 1e-12:
+                return False
+            least[j] = min(least[j], 1.0)
+            room -= least[j] * weight[j]
+        if np.any(room < -1e-9):
+            return False
+        room = np.maximum(room, 0.0)
         for j in np.argsort(key, kind="mergesort"):
             if key[j] == np.inf:
                 break
-            x = 0.0
+            x = least[j]
             for f in range(steps):
                 short = need[j, f] - done[j, f]
-                if short > 0.0:
-                    if avail[j, f, k] <= 0.0:
-                        return False  # that deadline has passed
+                if short > 0.0 and avail[j, f, k] > 0.0:
                     x = max(x, short / avail[j, f, k])
-            x = min(x, 1.0)
+            x = min(x, 1.0) - least[j]
             for i in range(LEVELS):
                 if weight[j, i] > 0:
                     x = min(x, room[i] / weight[j, i])
             room -= x * weight[j]
-            done[j] += x * avail[j, :, k]
+            done[j] += (least[j] + x) * avail[j, :, k]
     return bool(np.all(need <= done * (1.0 + 1e-12) + 1e-9))
 
 
 @njit
-def _bound(depth: int, rank: Any, lists: Any, finite: Any, free_sum: Any, dens: Any,
-           best: Any, cap: Any) -> float:
-    """Fractional knapsack on each cell level alone over the jobs not yet fixed; the least.
+def _bound(depth: int, rank: Any, inc_job: Any, inc_w: Any, inc_v: Any, n_inc: Any,
+           base_sum: Any, cap: Any, dp: Any, offset: Any, price: Any) -> float:
+    """The least of upper bounds on what the jobs not yet fixed (ranks ``depth`` on) can add
+    within ``cap``: per cell level, the linear relaxation of the multiple-choice knapsack on
+    that level alone; and, where ``dp`` has rows, per level the Lagrangian relaxation of the
+    other three at ``price``, that level's knapsack solved exactly (:func:`_priced_table`,
+    level ``i`` in columns ``offset[i]:offset[i + 1]``).
 
-    ``lists[i]`` holds the jobs by density on level ``i``, those taking none of it
-    (``free_sum[i, depth]``: their best values summed over unfixed jobs) before ``finite[i]``."""
+    On level ``i`` a job is worth its best option that takes none of the level (summed over
+    the unfixed jobs in ``base_sum[i, depth]``), plus the steps of the upper convex hull of
+    its options over their weight on the level (``inc_*[i, :n_inc[i]]``, by value per cell,
+    most first): filled greedily, the last step fractionally, that is the relaxation's
+    optimum (each job's own steps come in falling order)."""
+    if depth == rank.shape[0]:
+        return 0.0  # every job fixed (the search's leaves rely on it)
     out = np.inf
-    for i in range(LEVELS):
-        room, total = float(cap[i]), free_sum[i, depth]
-        for q in range(finite[i], lists.shape[1]):
+    for i in range(LEVELS if dp.shape[0] else 0):
+        total = dp[depth, offset[i] + min(max(cap[i], 0), offset[i + 1] - offset[i] - 1)]
+        for other in range(LEVELS):
+            if other != i:
+                total += price[other] * max(cap[other], 0)
+        out = min(out, total)
+    for i in range(0 if dp.shape[0] else LEVELS):
+        room, total = float(cap[i]), base_sum[i, depth]
+        for q in range(n_inc[i]):
             if room <= 0.0 or total >= out:
                 break
-            j = lists[i, q]
-            if rank[j] < depth:
+            if rank[inc_job[i, q]] < depth:
                 continue
-            if dens[i, j] <= 0.0:
-                break
-            take = min(best[j], room * dens[i, j])
-            total += take
-            room -= take / dens[i, j]
+            if inc_w[i, q] <= room:
+                total += inc_v[i, q]
+                room -= inc_w[i, q]
+            else:
+                total += inc_v[i, q] * room / inc_w[i, q]
+                room = 0.0
         out = min(out, total)
     return out
 
 
 @njit
+def _priced_table(order: Any, first: Any, opt_w: Any, opt_d: Any, cap: Any, price: Any
+                  ) -> tuple[Any, Any]:
+    """Per level ``i``, ``dp[d, offset[i] + c]``: the most the jobs at ranks ``d`` on can add
+    with ``c`` cells of level ``i``, the other levels' cells paid for at ``price`` (each
+    level's knapsack solved exactly by dynamic programming)."""
+    n = order.shape[0]
+    offset = np.zeros(LEVELS + 1, dtype=np.int64)
+    for i in range(LEVELS):
+        offset[i + 1] = offset[i] + max(cap[i], 0) + 1
+    dp = np.zeros((n + 1, offset[LEVELS]))
+    for i in range(LEVELS):
+        worth = _worth(opt_w, opt_d, price, i)
+        lo, room = offset[i], offset[i + 1] - offset[i] - 1
+        for d in range(n - 1, -1, -1):
+            j = order[d]
+            dp[d, lo:lo + room + 1] = dp[d + 1, lo:lo + room + 1]
+            for o in range(first[j], first[j + 1]):
+                w = opt_w[o, i]
+                for c in range(w, room + 1):
+                    dp[d, lo + c] = max(dp[d, lo + c], dp[d + 1, lo + c - w] + worth[o])
+    return dp, offset
+
+
+@njit
+def _worth(opt_w: Any, opt_d: Any, price: Any, level: int) -> Any:
+    """Each option's value less the other levels' cells at ``price``."""
+    worth = opt_d.copy()
+    for other in range(LEVELS):
+        if other != level:
+            worth -= price[other] * opt_w[:, other]
+    return worth
+
+
+@njit
+def _table_pick(dp: Any, offset: Any, level: int, order: Any, first: Any, opt_w: Any,
+                opt_d: Any, price: Any) -> Any:
+    """The options (by rank, -1: none) of an optimum of ``level``'s table (traced back)."""
+    n = order.shape[0]
+    worth = _worth(opt_w, opt_d, price, level)
+    lo, c = offset[level], offset[level + 1] - offset[level] - 1
+    pick = np.full(n, -1, dtype=np.int64)
+    for d in range(n):
+        if dp[d, lo + c] == dp[d + 1, lo + c]:
+            continue
+        for o in range(first[order[d]], first[order[d] + 1]):
+            w = opt_w[o, level]
+            if w <= c and dp[d, lo + c] == dp[d + 1, lo + c - w] + worth[o]:
+                pick[d] = o
+                c -= w
+                break
+    return pick
+
+
+@njit
+def _hull_steps(w: Any, v: Any) -> tuple[Any, Any, float]:
+    """Upper concave hull of the points ``(w, v)`` and ``(0, 0)`` on the rising side: its
+    value at weight 0, and its steps (weight, value), slopes falling."""
+    base = 0.0
+    for o in range(w.shape[0]):
+        if w[o] == 0:
+            base = max(base, v[o])
+    sw, sv = np.zeros(w.shape[0]), np.zeros(w.shape[0])
+    k = 0
+    at_w, at_v = 0.0, base
+    while True:  # gift wrapping: the steepest rise from the current point
+        pick, slope = -1, 0.0
+        for o in range(w.shape[0]):
+            if w[o] > at_w and v[o] > at_v:
+                s = (v[o] - at_v) / (w[o] - at_w)
+                if s > slope or (s == slope and w[o] > w[pick]):
+                    pick, slope = o, s
+        if pick < 0:
+            break
+        sw[k], sv[k] = w[pick] - at_w, v[pick] - at_v
+        k += 1
+        at_w, at_v = float(w[pick]), float(v[pick])
+    return sw[:k], sv[:k], base
+
+
+@njit
 def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float,
-                      target: float, node_limit: int) -> tuple[Any, bool]:
-    """Options picked (indices into the option arrays, at most one per job, their weights
-    summed within ``cap`` on every level), and False if ``node_limit`` nodes did not settle it.
+                      node_limit: int, priced_bound: bool, price: Any) -> tuple[Any, bool]:
+    """The tie rule's options (indices into the option arrays, at most one per job, their
+    weights summed within ``cap`` on every level), and False if a pass took more than
+    ``node_limit`` nodes.
 
     Jobs are branched on in order of their best option's value (the arrays' order among
     equals), each job's options best first (the arrays' order among equals), then running
-    nothing. With ``target`` -inf: an optimum to within ``tol``. Otherwise: the first
-    assignment in that order worth at least ``target`` (the tie rule)."""
+    nothing. The first pass finds an optimum to within ``tol``; the second, the first
+    assignment in that order worth at least that optimum less ``tol`` (the tie rule).
+    ``priced_bound``: bound with the levels' exact tables at ``price`` too, each table's
+    optimum that fits every level the first incumbent."""
     jobs = np.unique(opt_job)
     n = jobs.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64), True
-    lex = target > -np.inf
     local = np.searchsorted(jobs, opt_job)
     best = np.zeros(n)
     for o in range(opt_d.shape[0]):
@@ -254,73 +434,87 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
     for o in np.argsort(-opt_d, kind="mergesort"):
         table[local[o], fill[local[o]]] = o
         fill[local[o]] += 1
-    # per level: each job's best value per unit of that level's weight (inf: an option that
-    # takes none of it), jobs by that density
-    dens = np.zeros((LEVELS, n))
-    for o in range(opt_d.shape[0]):
-        j = local[o]
-        for i in range(LEVELS):
-            if opt_d[o] > 0.0:
-                d = np.inf if opt_w[o, i] == 0 else opt_d[o] / opt_w[o, i]
-                dens[i, j] = max(dens[i, j], d)
-    lists = np.empty((LEVELS, n), dtype=np.int64)
-    finite = np.zeros(LEVELS, dtype=np.int64)
-    free_sum = np.zeros((LEVELS, n + 1))  # per level and depth: see _bound
+    # per level: each job's options as the steps of their convex hull, all jobs' steps by
+    # value per cell (see _bound)
+    n_opt = opt_d.shape[0]
+    inc_job = np.zeros((LEVELS, n_opt), dtype=np.int64)
+    inc_w, inc_v = np.zeros((LEVELS, n_opt)), np.zeros((LEVELS, n_opt))
+    n_inc = np.zeros(LEVELS, dtype=np.int64)
+    base_sum = np.zeros((LEVELS, n + 1))  # per level and depth
+    first = np.searchsorted(local, np.arange(n + 1))  # options grouped by job
     for i in range(LEVELS):
-        lists[i] = np.argsort(-dens[i], kind="mergesort")
+        base = np.zeros(n)
+        for j in range(n):
+            a, b = first[j], first[j + 1]
+            sw, sv, base[j] = _hull_steps(opt_w[a:b, i].astype(np.float64), opt_d[a:b])
+            for q in range(sw.shape[0]):
+                inc_job[i, n_inc[i]], inc_w[i, n_inc[i]], inc_v[i, n_inc[i]] = j, sw[q], sv[q]
+                n_inc[i] += 1
+        m = n_inc[i]
+        by = np.argsort(-(inc_v[i, :m] / inc_w[i, :m]), kind="mergesort")
+        inc_job[i, :m], inc_w[i, :m], inc_v[i, :m] = inc_job[i, by], inc_w[i, by], inc_v[i, by]
         for d in range(n - 1, -1, -1):
-            j = order[d]
-            free_sum[i, d] = free_sum[i, d + 1] + (best[j] if dens[i, j] == np.inf else 0.0)
-            finite[i] += dens[i, j] == np.inf
-    used = np.zeros(LEVELS, dtype=np.int64)
-    slot = np.full(n, -1, dtype=np.int64)  # per depth: position in the job's table, width: none
+            base_sum[i, d] = base_sum[i, d + 1] + base[order[d]]
+    dp, offset = np.zeros((0, 0)), np.zeros(LEVELS + 1, dtype=np.int64)
+    if priced_bound:
+        dp, offset = _priced_table(order, first, opt_w, opt_d, cap, price)
     incumbent, best_pick = -np.inf, np.full(n, -1, dtype=np.int64)
-    current = np.full(n, -1, dtype=np.int64)
-    value, nodes, depth = 0.0, 0, 0
-    while depth >= 0:
-        nodes += 1
-        if nodes > node_limit:
-            return best_pick, False
-        if depth == n:  # a leaf passes the bound test below only if worth the limit
-            if lex:
-                return current[current >= 0].copy(), True
-            incumbent = value
-            best_pick[:] = current
-            depth -= 1
-            continue
-        j = order[depth]
-        # undo the option this depth held, then move to its next one
-        s = slot[depth]
-        if s >= 0 and s < width and table[j, s] >= 0:
-            o = table[j, s]
-            used -= opt_w[o]
-            value -= opt_d[o]
-            current[depth] = -1
-        s += 1
-        while s < width and table[j, s] >= 0:
-            o = table[j, s]
-            if np.all(used + opt_w[o] <= cap):
-                break
+    for i in range(LEVELS if priced_bound else 0):
+        # each level's exact optimum, where it fits every level, starts the search
+        pick = _table_pick(dp, offset, i, order, first, opt_w, opt_d, price)
+        on = pick[pick >= 0]
+        worth = opt_d[on].sum()
+        if worth > incumbent and np.all(opt_w[on].sum(axis=0) <= cap):
+            incumbent, best_pick[:] = worth, pick
+    target = -np.inf
+    for lex in (False, True):  # the optimum to within tol, then the tie rule's answer
+        used = np.zeros(LEVELS, dtype=np.int64)
+        slot = np.full(n, -1, dtype=np.int64)  # per depth: position in the job's table
+        current = np.full(n, -1, dtype=np.int64)
+        value, nodes, depth, done = 0.0, 0, 0, False
+        while depth >= 0 and not done:
+            nodes += 1
+            if nodes > node_limit:
+                return best_pick[:0], False
+            if depth == n:  # a leaf passes the bound test below only if worth the limit
+                if lex:
+                    return current[current >= 0].copy(), True
+                incumbent = value
+                best_pick[:] = current
+                depth -= 1
+                continue
+            j = order[depth]
+            # undo the option this depth held, then move to its next one (width: none)
+            s = slot[depth]
+            if s >= 0 and s < width and table[j, s] >= 0:
+                o = table[j, s]
+                used -= opt_w[o]
+                value -= opt_d[o]
+                current[depth] = -1
             s += 1
-        if s < width and table[j, s] < 0:
-            s = width
-        if s > width:
-            slot[depth] = -1
-            depth -= 1
-            continue
-        slot[depth] = s
-        if s < width:
-            o = table[j, s]
-            used += opt_w[o]
-            value += opt_d[o]
-            current[depth] = o
-        limit = target if lex else incumbent + tol
-        if value + _bound(depth + 1, rank, lists, finite, free_sum, dens, best,
-                          cap - used) < limit:
-            continue  # this option cannot reach the limit: try the next at this depth
-        if depth + 1 < n:
-            slot[depth + 1] = -1
-        depth += 1
-    if lex:
-        return np.zeros(0, dtype=np.int64), False
-    return best_pick[best_pick >= 0], True
+            while s < width and table[j, s] >= 0:
+                o = table[j, s]
+                if np.all(used + opt_w[o] <= cap):
+                    break
+                s += 1
+            if s < width and table[j, s] < 0:
+                s = width
+            if s > width:
+                slot[depth] = -1
+                depth -= 1
+                continue
+            slot[depth] = s
+            if s < width:
+                o = table[j, s]
+                used += opt_w[o]
+                value += opt_d[o]
+                current[depth] = o
+            limit = target if lex else incumbent + tol
+            if value + _bound(depth + 1, rank, inc_job, inc_w, inc_v, n_inc, base_sum,
+                              cap - used, dp, offset, price) < limit:
+                continue  # this option cannot reach the limit: try the next at this depth
+            if depth + 1 < n:
+                slot[depth + 1] = -1
+            depth += 1
+        target = opt_d[best_pick[best_pick >= 0]].sum() - tol
+    return best_pick[:0], False

@@ -131,18 +131,21 @@ def selector_input(cluster: Any, *, gpus: IntArray, profiling: BoolArray,
     (``lease_s``), then doubling, the last reaching the latest deadline still reachable.
     """
     top = int(min(3, np.floor(np.log2(cluster.node_gpus.max()))))
-    cells, owner, phi = [], [], []
-    for k in range(gpus.shape[0]):
-        options = candidates(int(gpus[k]), top)[:1 if profiling[k] else None]
-        cells.append(options)
-        owner.append(np.full(options.shape[0], k))
-        whole = (np.arange(options.shape[0]) == 0) | (gpus[k] > 2 ** top)
-        phi.append(np.where(whole, 1.0, cluster.inter_node_factor))
+    # each distinct gang size's candidates once, padded to a (sizes, 3, 4) table
+    sizes, size_of = np.unique(gpus, return_inverse=True)
+    options = [candidates(int(g), top) for g in sizes]
+    table = np.zeros((sizes.shape[0], 3, LEVELS), dtype=np.int64)
+    for k, rows in enumerate(options):
+        table[k, :rows.shape[0]] = rows
+    count = np.array([rows.shape[0] for rows in options], dtype=np.int64)[size_of]
+    count = np.where(profiling, 1, count).astype(np.int64)
+    cand_job = np.repeat(np.arange(gpus.shape[0], dtype=np.int64), count)
+    within = np.arange(cand_job.shape[0]) - np.repeat(np.cumsum(count) - count, count)
+    whole = (within == 0) | (gpus[cand_job] > 2 ** top)
     horizon = float(np.where(np.isfinite(work_s), deadline_s, 0.0).max(initial=0.0))
     return SelectorInput(
-        cand_cells=np.concatenate(cells) if cells else np.zeros((0, 4), dtype=np.int64),
-        cand_job=np.concatenate(owner).astype(np.int64) if owner else np.zeros(0, np.int64),
-        cand_phi=np.concatenate(phi) if phi else np.zeros(0), now_value=now_value,
+        cand_cells=table[size_of[cand_job], within], cand_job=cand_job,
+        cand_phi=np.where(whole, 1.0, cluster.inter_node_factor), now_value=now_value,
         may_start=may_start, work_s=work_s, deadline_s=deadline_s, step_value=step_value,
         slot_s=_slots(lease_s, horizon, slots), free_now=node_cells(node_free).sum(axis=0),
         free_later=node_cells(cluster.node_gpus).sum(axis=0))
