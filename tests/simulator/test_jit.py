@@ -4,6 +4,7 @@ that makes concurrent processes compile a kernel once."""
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -171,12 +172,17 @@ def nested_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _child(root: Path, cache: Path, limit: str, entry: str) -> str:
+    return _run_child(root, cache, limit, entry).stdout.strip()
+
+
+def _run_child(root: Path, cache: Path, limit: str, entry: str
+               ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PARETOSEARCH_CACHE_DIR": str(cache), "PYTHONPATH": str(root),
            "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run([sys.executable, "-c", CHILD, limit, entry], cwd=root, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    return done
 
 
 def _unwritable(tmp: Path, how: str) -> Path:
@@ -221,3 +227,21 @@ def test_a_damaged_cache_entry_is_compiled_again(
         path.write_bytes(data)
     assert _child(nested_tree, cache, "none", "kernel") == "3.0"
     assert all(path.read_bytes() != data for path, data in damaged.items())  # saved again
+
+
+def test_an_entry_of_an_older_layout_is_compiled_again_without_a_warning(
+        nested_tree: Path, tmp_path: Path) -> None:
+    """An index whose types name a module that has since moved (an upgrade that regrouped
+    the code) is stale, not damaged: compiled again and overwritten, with no warning."""
+    cache = tmp_path / "cache"
+    assert _child(nested_tree, cache, "none", "kernel") == "3.0"
+    # (stamp, a type of module simulator.moved_away), in pickle's first protocol
+    stale = b"(S'an older stamp'\ncsimulator.moved_away\nMoved\nt."
+    for index in sorted(cache.rglob("*.nbi")):
+        with open(index, "rb") as f:
+            version = pickle.load(f)
+        index.write_bytes(pickle.dumps(version) + stale)
+    done = _run_child(nested_tree, cache, "none", "kernel")
+    assert done.stdout.strip() == "3.0"
+    assert "damaged" not in done.stderr and "WARNING" not in done.stderr.upper(), done.stderr
+    assert all(stale not in index.read_bytes() for index in cache.rglob("*.nbi"))
