@@ -27,8 +27,8 @@ jobs, the earlier one runs. The bound is the least of, per cell level, the linea
 of the multiple-choice knapsack on that level alone (each job's options as their convex
 hull); past :data:`PLAIN_LIMIT` nodes the search starts again with, per level, that level's
 knapsack solved exactly by dynamic programming with the other levels priced (a Lagrangian
-relaxation, prices by coordinate descent on its dual, :func:`_prices`). Bounds change how soon
-the search ends, not the value of its answer (beyond :data:`TIE_REL`).
+relaxation, prices by coordinate descent on its dual: :mod:`policies.unisched.pricing`).
+Bounds change how soon the search ends, not the value of its answer (beyond :data:`TIE_REL`).
 A borderline deadline step (within HiGHS's feasibility tolerance) and a search past
 :data:`SEARCH_LIMIT` nodes go back to HiGHS (``None``). The result does not depend on
 wall-clock time.
@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.cells import LEVELS, NEST, fits_cells
+from policies.unisched.pricing import priced_table, prices, table_pick
 from simulator.jit import configure_cache, njit
 
 configure_cache()
@@ -55,8 +56,6 @@ TIE_REL = 1e-9
 """Two assignments within this fraction of the objective count as tied (the tie rule picks)."""
 SEARCH_LIMIT = 200_000
 """Branch-and-bound nodes before the instance goes back to HiGHS (a work limit, not a time)."""
-SWEEPS, BISECTIONS = 3, 40
-"""Coordinate descent on the levels' prices: sweeps over the four levels, bisection steps."""
 PLAIN_LIMIT = 2_000
 """Nodes the search tries with the per-level bounds alone before it prices the levels."""
 BORDER = 1e-5
@@ -148,51 +147,14 @@ def _search(job: IntArray, weight: IntArray, delta: FloatArray, cap: IntArray, t
 
     The first try bounds each cell level alone; if it does not settle within
     :data:`PLAIN_LIMIT` nodes, the levels are priced by the dual of the knapsack's linear
-    relaxation (:func:`_prices`) and the search starts again with the Lagrangian bound too."""
+    relaxation (:mod:`policies.unisched.pricing`) and the search starts again with the
+    Lagrangian bound too."""
     pick, ok = _branch_and_bound(job, weight, delta, cap, tol, PLAIN_LIMIT, False,
                                  np.zeros(LEVELS))
     if not ok:
         pick, ok = _branch_and_bound(job, weight, delta, cap, tol, SEARCH_LIMIT, True,
-                                     _prices(job, weight, delta, cap))
+                                     prices(job, weight, delta, cap))
     return pick if ok else None
-
-
-@njit
-def _prices(job: Any, weight: Any, delta: Any, cap: Any) -> Any:
-    """Prices of the four cell levels for the Lagrangian bound: coordinate descent on its
-    dual, ``sum_j max(0, max_o delta_o - price . weight_o) + price . cap``, each level's
-    price set by bisection where the cells the jobs' best options take meet the capacity
-    (any non-negative prices give a valid bound; these come close to the linear
-    relaxation's duals, and depend on nothing but the instance)."""
-    n = job.max() + 1 if job.shape[0] else 0
-    price = np.zeros(LEVELS)
-    for _ in range(SWEEPS):
-        for i in range(LEVELS):
-            lo, hi = 0.0, 0.0
-            for o in range(job.shape[0]):
-                if weight[o, i] > 0:
-                    hi = max(hi, delta[o] / weight[o, i])
-            for _ in range(BISECTIONS):
-                price[i] = 0.5 * (lo + hi)
-                if _taken(job, weight, delta, price, n, i) > cap[i]:
-                    lo = price[i]
-                else:
-                    hi = price[i]
-            price[i] = hi
-    return price
-
-
-@njit
-def _taken(job: Any, weight: Any, delta: Any, price: Any, n: int, level: int) -> float:
-    """Cells of ``level`` the jobs' best options take at ``price`` (the dual's slope)."""
-    best, take = np.zeros(n), np.zeros(n)
-    for o in range(job.shape[0]):
-        worth = delta[o]
-        for i in range(LEVELS):
-            worth -= price[i] * weight[o, i]
-        if worth > best[job[o]]:
-            best[job[o]], take[job[o]] = worth, weight[o, level]
-    return take.sum()
 
 
 def _step_gain(margin: FloatArray, scale: FloatArray, ok: Any, value: FloatArray
@@ -285,8 +247,8 @@ def _bound(depth: int, rank: Any, inc_job: Any, inc_w: Any, inc_v: Any, n_inc: A
     """The least of upper bounds on what the jobs not yet fixed (ranks ``depth`` on) can add
     within ``cap``: per cell level, the linear relaxation of the multiple-choice knapsack on
     that level alone; and, where ``dp`` has rows, per level the Lagrangian relaxation of the
-    other three at ``price``, that level's knapsack solved exactly (:func:`_priced_table`,
-    level ``i`` in columns ``offset[i]:offset[i + 1]``).
+    other three at ``price``, that level's knapsack solved exactly
+    (:mod:`policies.unisched.pricing`, level ``i`` in columns ``offset[i]:offset[i + 1]``).
 
     On level ``i`` a job is worth its best option that takes none of the level (summed over
     the unfixed jobs in ``base_sum[i, depth]``), plus the steps of the upper convex hull of
@@ -317,60 +279,6 @@ def _bound(depth: int, rank: Any, inc_job: Any, inc_w: Any, inc_v: Any, n_inc: A
                 room = 0.0
         out = min(out, total)
     return out
-
-
-@njit
-def _priced_table(order: Any, first: Any, opt_w: Any, opt_d: Any, cap: Any, price: Any
-                  ) -> tuple[Any, Any]:
-    """Per level ``i``, ``dp[d, offset[i] + c]``: the most the jobs at ranks ``d`` on can add
-    with ``c`` cells of level ``i``, the other levels' cells paid for at ``price`` (each
-    level's knapsack solved exactly by dynamic programming)."""
-    n = order.shape[0]
-    offset = np.zeros(LEVELS + 1, dtype=np.int64)
-    for i in range(LEVELS):
-        offset[i + 1] = offset[i] + max(cap[i], 0) + 1
-    dp = np.zeros((n + 1, offset[LEVELS]))
-    for i in range(LEVELS):
-        worth = _worth(opt_w, opt_d, price, i)
-        lo, room = offset[i], offset[i + 1] - offset[i] - 1
-        for d in range(n - 1, -1, -1):
-            j = order[d]
-            dp[d, lo:lo + room + 1] = dp[d + 1, lo:lo + room + 1]
-            for o in range(first[j], first[j + 1]):
-                w = opt_w[o, i]
-                for c in range(w, room + 1):
-                    dp[d, lo + c] = max(dp[d, lo + c], dp[d + 1, lo + c - w] + worth[o])
-    return dp, offset
-
-
-@njit
-def _worth(opt_w: Any, opt_d: Any, price: Any, level: int) -> Any:
-    """Each option's value less the other levels' cells at ``price``."""
-    worth = opt_d.copy()
-    for other in range(LEVELS):
-        if other != level:
-            worth -= price[other] * opt_w[:, other]
-    return worth
-
-
-@njit
-def _table_pick(dp: Any, offset: Any, level: int, order: Any, first: Any, opt_w: Any,
-                opt_d: Any, price: Any) -> Any:
-    """The options (by rank, -1: none) of an optimum of ``level``'s table (traced back)."""
-    n = order.shape[0]
-    worth = _worth(opt_w, opt_d, price, level)
-    lo, c = offset[level], offset[level + 1] - offset[level] - 1
-    pick = np.full(n, -1, dtype=np.int64)
-    for d in range(n):
-        if dp[d, lo + c] == dp[d + 1, lo + c]:
-            continue
-        for o in range(first[order[d]], first[order[d] + 1]):
-            w = opt_w[o, level]
-            if w <= c and dp[d, lo + c] == dp[d + 1, lo + c - w] + worth[o]:
-                pick[d] = o
-                c -= w
-                break
-    return pick
 
 
 @njit
@@ -457,11 +365,11 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
             base_sum[i, d] = base_sum[i, d + 1] + base[order[d]]
     dp, offset = np.zeros((0, 0)), np.zeros(LEVELS + 1, dtype=np.int64)
     if priced_bound:
-        dp, offset = _priced_table(order, first, opt_w, opt_d, cap, price)
+        dp, offset = priced_table(order, first, opt_w, opt_d, cap, price)
     incumbent, best_pick = -np.inf, np.full(n, -1, dtype=np.int64)
     for i in range(LEVELS if priced_bound else 0):
         # each level's exact optimum, where it fits every level, starts the search
-        pick = _table_pick(dp, offset, i, order, first, opt_w, opt_d, price)
+        pick = table_pick(dp, offset, i, order, first, opt_w, opt_d, price)
         on = pick[pick >= 0]
         worth = opt_d[on].sum()
         if worth > incumbent and np.all(opt_w[on].sum(axis=0) <= cap):

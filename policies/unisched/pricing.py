@@ -1,0 +1,111 @@
+"""The Lagrangian bound of UniSched's exact selector (:mod:`policies.unisched.exact`): prices
+of the four cell levels, and per level the knapsack solved exactly with the other levels
+priced."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from policies.cells import LEVELS
+from simulator.jit import configure_cache, njit
+
+configure_cache()
+
+__all__ = ["priced_table", "prices", "table_pick"]
+
+SWEEPS, BISECTIONS = 3, 40
+"""Coordinate descent on the levels' prices: sweeps over the four levels, bisection steps."""
+
+
+@njit
+def prices(job: Any, weight: Any, delta: Any, cap: Any) -> Any:
+    """Prices of the four cell levels for the Lagrangian bound: coordinate descent on its
+    dual, ``sum_j max(0, max_o delta_o - price . weight_o) + price . cap``, each level's
+    price set by bisection where the cells the jobs' best options take meet the capacity
+    (any non-negative prices give a valid bound; these come close to the linear
+    relaxation's duals, and depend on nothing but the instance)."""
+    n = job.max() + 1 if job.shape[0] else 0
+    price = np.zeros(LEVELS)
+    for _ in range(SWEEPS):
+        for i in range(LEVELS):
+            lo, hi = 0.0, 0.0
+            for o in range(job.shape[0]):
+                if weight[o, i] > 0:
+                    hi = max(hi, delta[o] / weight[o, i])
+            for _ in range(BISECTIONS):
+                price[i] = 0.5 * (lo + hi)
+                if _taken(job, weight, delta, price, n, i) > cap[i]:
+                    lo = price[i]
+                else:
+                    hi = price[i]
+            price[i] = hi
+    return price
+
+
+@njit
+def _taken(job: Any, weight: Any, delta: Any, price: Any, n: int, level: int) -> float:
+    """Cells of ``level`` the jobs' best options take at ``price`` (the dual's slope)."""
+    best, take = np.zeros(n), np.zeros(n)
+    for o in range(job.shape[0]):
+        worth = delta[o]
+        for i in range(LEVELS):
+            worth -= price[i] * weight[o, i]
+        if worth > best[job[o]]:
+            best[job[o]], take[job[o]] = worth, weight[o, level]
+    return take.sum()
+
+
+@njit
+def priced_table(order: Any, first: Any, opt_w: Any, opt_d: Any, cap: Any, price: Any
+                  ) -> tuple[Any, Any]:
+    """Per level ``i``, ``dp[d, offset[i] + c]``: the most the jobs at ranks ``d`` on can add
+    with ``c`` cells of level ``i``, the other levels' cells paid for at ``price`` (each
+    level's knapsack solved exactly by dynamic programming)."""
+    n = order.shape[0]
+    offset = np.zeros(LEVELS + 1, dtype=np.int64)
+    for i in range(LEVELS):
+        offset[i + 1] = offset[i] + max(cap[i], 0) + 1
+    dp = np.zeros((n + 1, offset[LEVELS]))
+    for i in range(LEVELS):
+        worth = _worth(opt_w, opt_d, price, i)
+        lo, room = offset[i], offset[i + 1] - offset[i] - 1
+        for d in range(n - 1, -1, -1):
+            j = order[d]
+            dp[d, lo:lo + room + 1] = dp[d + 1, lo:lo + room + 1]
+            for o in range(first[j], first[j + 1]):
+                w = opt_w[o, i]
+                for c in range(w, room + 1):
+                    dp[d, lo + c] = max(dp[d, lo + c], dp[d + 1, lo + c - w] + worth[o])
+    return dp, offset
+
+
+@njit
+def _worth(opt_w: Any, opt_d: Any, price: Any, level: int) -> Any:
+    """Each option's value less the other levels' cells at ``price``."""
+    worth = opt_d.copy()
+    for other in range(LEVELS):
+        if other != level:
+            worth -= price[other] * opt_w[:, other]
+    return worth
+
+
+@njit
+def table_pick(dp: Any, offset: Any, level: int, order: Any, first: Any, opt_w: Any,
+                opt_d: Any, price: Any) -> Any:
+    """The options (by rank, -1: none) of an optimum of ``level``'s table (traced back)."""
+    n = order.shape[0]
+    worth = _worth(opt_w, opt_d, price, level)
+    lo, c = offset[level], offset[level + 1] - offset[level] - 1
+    pick = np.full(n, -1, dtype=np.int64)
+    for d in range(n):
+        if dp[d, lo + c] == dp[d + 1, lo + c]:
+            continue
+        for o in range(first[order[d]], first[order[d] + 1]):
+            w = opt_w[o, level]
+            if w <= c and dp[d, lo + c] == dp[d + 1, lo + c - w] + worth[o]:
+                pick[d] = o
+                c -= w
+                break
+    return pick
