@@ -31,7 +31,8 @@ def test_compile_says_so_once_and_fills_the_cache_for_what_runs(tmp_path: Path) 
     first = _cli(tmp_path, "compile", "--policy", "fifo")
     assert first.returncode == 0, first.stderr
     assert first.stderr.count(LINE) == 1  # piped, not a terminal: said all the same
-    assert _saved(tmp_path) == {"simulator", "pcs"}  # the fluid engine and FIFO, no other
+    # the fluid engine (simulator/fluid), its helpers (simulator/) and FIFO (policies/pcs), no other
+    assert _saved(tmp_path) == {"simulator", "fluid", "pcs"}
     again = _cli(tmp_path, "simulate", "--policy", "fifo", "--generate", "50")
     assert again.returncode == 0, again.stderr
     assert "compiling" not in again.stderr  # loaded, not compiled
