@@ -185,15 +185,13 @@ class _GuardedCache(caching.FunctionCache):  # type: ignore[misc]
             return super().load_overload(sig, target_context)
         except OSError:  # a folder that cannot be read: nothing cached (a save will say why)
             return None
-        except ImportError:  # an entry of an older version whose types have moved: stale
-            _LOG.debug("%s: written by an older version; compiling it again",
-                       self._cache_file._index_path)
-            with contextlib.suppress(OSError):
-                os.unlink(self._cache_file._index_path)
-            return None
         except Exception as exc:  # unpickling a damaged file raises anything
-            _LOG.warning("%s: a damaged kernel cache entry (%s: %s); compiling it again",
-                         self._cache_file._index_path, type(exc).__name__, exc)
+            if isinstance(exc, ImportError):  # written by an older version whose types moved
+                _LOG.debug("%s: a stale kernel cache entry; compiling it again",
+                           self._cache_file._index_path)
+            else:
+                _LOG.warning("%s: a damaged kernel cache entry (%s: %s); compiling it again",
+                             self._cache_file._index_path, type(exc).__name__, exc)
             with contextlib.suppress(OSError):
                 os.unlink(self._cache_file._index_path)
             return None
