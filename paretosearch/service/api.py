@@ -54,8 +54,8 @@ BASELINES = ("fifo", "srsf", "themis", "afs", "maxmin")
 """Policies evaluated beside every search as reference points (PCS Fig. 3 and 5b)."""
 SLO_BASELINES = ("llf", "hydra")
 """Added when the workload has SLO jobs (UniSched §IV-A's comparison)."""
-HETERO_BASELINES = ("gavel", "yarn-cs")
-"""Added on clusters with several GPU types (Hadar §V)."""
+HETERO_BASELINES = ("gavel", "yarn-cs", "tiresias")
+"""Added on clusters with several GPU types: Hadar §V's comparison (Gavel, YARN-CS, Tiresias)."""
 SHARING_BASELINES = ("fifo-exclusive", "obp", "horus", "ojpp")
 """Added when the jobs may share GPUs (Horus §5.2, OJPP §5.2)."""
 

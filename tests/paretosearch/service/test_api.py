@@ -28,9 +28,16 @@ from paretosearch.service.api import (
     PolicySearch,
     SearchConfig,
     SearchSettings,
+    baselines_for,
     split_workload,
 )
-from simulator import InvalidObjective, InvalidPolicyParams, ParetoSearchError, generate
+from simulator import (
+    InvalidObjective,
+    InvalidPolicyParams,
+    ParetoSearchError,
+    generate,
+    load_profile,
+)
 from simulator.inputs.generate import add_slos
 from simulator.inputs.scaling import TypeSpeeds
 from tests.helpers.data import ROOT
@@ -378,6 +385,15 @@ def test_split_rebases_the_test_half_and_keeps_slos_and_type_speeds() -> None:
     np.testing.assert_array_equal(test.slos.job_class, wl.slos.job_class[50:])
     np.testing.assert_allclose(test.slos.deadlines_s, wl.slos.deadlines_s[50:])
     assert test.type_speed is wl.type_speed and train.type_speed is wl.type_speed
+
+
+def test_clusters_of_several_gpu_types_are_compared_as_hadar_compares() -> None:
+    wl = generate(40, seed=5)
+    one_type = baselines_for(wl, load_profile("pcs-64"))
+    assert one_type == BASELINES
+    # Hadar §V: Gavel, YARN-CS and Tiresias, on top of the fluid baselines
+    assert baselines_for(wl, load_profile("gavel-hetero-60")) == (
+        *BASELINES, "gavel", "yarn-cs", "tiresias")
 
 
 def test_a_baseline_that_dominates_the_whole_front_is_warned_of() -> None:
