@@ -71,7 +71,7 @@ F_STEPS, F_ALONE, F_LEFT, F_RATE, F_GANG = F.STEPS, F.ALONE, F.LEFT, F.RATE, F.G
 G_RESET, G_STALE, G_START, G_END, G_HOST, G_RETRY, G_TOTAL = (G.RESET, G.STALE, G.START, G.END,
                                                               G.HOST, G.RETRY, G.TOTAL)
 GI_CURSOR, GI_COUNT, GI_ORDERS = GI.CURSOR, GI.COUNT, GI.ORDERS
-S_SHUFFLER, S_FIFO = STATES.SHUFFLER, STATES.FIFO
+S_SHUFFLER, S_FIFO, S_WIDTH = STATES.SHUFFLER, STATES.FIFO, STATES.width
 RAN_COUNT, RAN_TASKS = RAN.COUNT, RAN.TASKS
 TASK_ROW, TASK_TYPE, TASK_W = TASK.ROW, TASK.TYPE, TASK.width
 ORDERS = 1024
@@ -91,7 +91,7 @@ def states_at(m: int) -> int:
 def ran_at(m: int) -> int:
     """Where this round's task list (:data:`RAN`) starts in ``gi``, after the two generators'
     states (a layout that does not depend on the rows, so memory grown by rows keeps it)."""
-    return states_at(m) + STATES.width
+    return states_at(m) + S_WIDTH
 
 
 @njit(inline="always")

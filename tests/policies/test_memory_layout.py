@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 from functools import cache
 from pathlib import Path
 
@@ -181,3 +182,12 @@ def test_the_check_catches_bare_offsets(tmp_path: Path) -> None:
     assert found == ["QUEUE is not a Layout's offset", "column 0 by number", "column 1 by number",
                      "column 3 by number"]
     assert _offenses(good, tmp_path) == []
+
+
+def test_style_checklist_names_its_checks() -> None:
+    """The tests STYLE.md's new-policy checklist names exist; the memory step names this
+    one."""
+    section = (ROOT / "STYLE.md").read_text().split("## Adding a policy")[1].split("\n## ")[0]
+    named = set(re.findall(r"`(tests/[\w/]+\.py)", section))
+    assert "tests/policies/test_memory_layout.py" in named
+    assert all((ROOT / path).is_file() for path in named), named
