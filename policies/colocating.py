@@ -26,7 +26,6 @@ from simulator.rounds.view import (
     JobView,
     PolicyMemory,
     active_rows,
-    empty_memory,
     touch,
 )
 
@@ -211,5 +210,6 @@ class Colocating(KernelRoundPolicy, EventDriven):
         return self.fresh_memory(cluster, jobs)
 
     def fresh_memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
-        """The kernel's initial memory (default: none, and :meth:`kernel_params`)."""
-        return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params())
+        """The kernel's initial memory (default: zeros as ``layouts`` declares, and
+        :meth:`kernel_params`)."""
+        return super().memory(cluster, jobs)

@@ -20,7 +20,14 @@ from policies.base import RoundPolicy
 from simulator.jit import compiled
 from simulator.rounds import RoundState
 from simulator.rounds.python_path import kernel_plan
-from simulator.rounds.view import ClusterArrays, JobView, PolicyMemory, StateView, empty_memory
+from simulator.rounds.view import (
+    ClusterArrays,
+    JobView,
+    Layout,
+    PolicyMemory,
+    StateView,
+    empty_memory,
+)
 
 __all__ = ["KernelRoundPolicy"]
 
@@ -37,6 +44,10 @@ class KernelRoundPolicy(RoundPolicy):
     clairvoyant: ClassVar[bool] = False
     """Whether the kernel sees the true work left as ``jobs.est`` (a policy reproducing a
     scheduler that knows it, as Gavel's simulator knows each job's steps)."""
+    layouts: ClassVar[dict[str, Layout]] = {}
+    """The kernel's memory, declared: a :class:`~simulator.rounds.view.Layout` per memory
+    array it keeps (``"f"``, ``"i"``, ``"g"``, ``"gi"``; none: no memory). :meth:`memory` sizes
+    those arrays from them; the kernels read columns by their names."""
 
     @classmethod
     def kernels(cls) -> tuple[Any, ...]:
@@ -44,9 +55,10 @@ class KernelRoundPolicy(RoundPolicy):
         return (cls.kernel,) if cls.plan is KernelRoundPolicy.plan else ()
 
     def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
-        """The kernel's parameters and initial memory for ``jobs`` (default: no memory and
-        :meth:`kernel_params`)."""
-        return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params())
+        """The kernel's parameters and initial memory for ``jobs`` (default: zeros as
+        :attr:`layouts` declares, and :meth:`kernel_params`)."""
+        return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params(),
+                            **self.layouts)
 
     def kernel_params(self) -> FloatArray:
         """The parameters the kernel reads (``memory.params``)."""

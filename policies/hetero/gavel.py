@@ -97,6 +97,10 @@ from policies.hetero.gavel_rounds import (
     G_HOST,
     G_RETRY,
     G_TOTAL,
+    GI,
+    GI_COUNT,
+    GI_CURSOR,
+    GI_ORDERS,
     I_ALLOC,
     I_DROP,
     I_KEPT,
@@ -104,6 +108,14 @@ from policies.hetero.gavel_rounds import (
     ORDERS,
     P_AWARE,
     P_FIFO,
+    RAN,
+    S_FIFO,
+    S_SHUFFLER,
+    T_ALLOC,
+    T_CREDIT,
+    T_DEFICIT,
+    T_END,
+    TASK,
     F,
     G,
     I,
@@ -112,6 +124,7 @@ from policies.hetero.gavel_rounds import (
     place,
     ran_at,
     scheduled,
+    states_at,
     throughput_of,
 )
 from policies.round_kernel import KernelRoundPolicy
@@ -124,6 +137,7 @@ from simulator.rounds.view import (
     ROUND_KERNEL_SIG,
     ClusterArrays,
     JobView,
+    Layout,
     PolicyMemory,
     StateView,
     active_rows,
@@ -152,13 +166,16 @@ def _gavel(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
         M.g[G_HOST] = 0
         order = np.arange(m)
         if not p[P_AWARE]:
-            k = M.gi[0]
-            order = M.gi[2 + k * m:2 + (k + 1) * m].copy()
-            M.gi[0] = k + 1
+            k = M.gi[GI_CURSOR]
+            at = GI_ORDERS + k * m
+            order = M.gi[at:at + m].copy()
+            M.gi[GI_CURSOR] = k + 1
         known = scheduled(M, active)
-        got = gavel_grant(M.f[known, :m], M.f[known, m:2 * m], M.g[G_TOTAL:G_TOTAL + m],
-                          M.f[known, 2 * m:3 * m], throughput_of(C, J, known), J.demand[known],
-                          M.i[known, I_ALLOC] > 0, order, C.type_gpus, p[P_FIFO] > 0)
+        got = gavel_grant(M.f[known, T_ALLOC * m:T_CREDIT * m],
+                          M.f[known, T_CREDIT * m:T_DEFICIT * m], M.g[G_TOTAL:G_TOTAL + m],
+                          M.f[known, T_DEFICIT * m:T_END * m], throughput_of(C, J, known),
+                          J.demand[known], M.i[known, I_ALLOC] > 0, order, C.type_gpus,
+                          p[P_FIFO] > 0)
         grant = np.full(active.shape[0], -1, dtype=np.int64)
         k = 0
         for a in range(active.shape[0]):  # `known` is `active` without the dropped rows
@@ -184,10 +201,10 @@ def _throughputs(rate: FloatArray, rows: IntArray, memory: PolicyMemory) -> Floa
     from: the measured steps per second where the workload has them, else ``rate`` (reference
     seconds per second) in steps per second where it counts steps, else ``rate``."""
     m = rate.shape[1]
-    gang = memory.f[rows, 3 * m + F_GANG:4 * m + F_GANG]
+    gang = memory.f[rows, T_END * m + F_GANG:T_END * m + F_GANG + m]
     if (gang >= 0).all():
         return gang
-    per_s = memory.f[rows, 3 * m + F_STEPS]
+    per_s = memory.f[rows, T_END * m + F_STEPS]
     return rate * np.where(per_s > 0, per_s, 1.0)[:, None]
 
 
@@ -201,7 +218,7 @@ def _agnostic(X: FloatArray) -> FloatArray:
 def _left(rows: IntArray, memory: PolicyMemory, jobs: JobView, m: int) -> FloatArray:
     """The work the ``rows`` have left (``m`` types): whole steps where the workload counts
     them (Gavel's ``num_steps_remaining``), else reference seconds."""
-    per_s = memory.f[rows, 3 * m + F_STEPS]
+    per_s = memory.f[rows, T_END * m + F_STEPS]
     return np.where(per_s > 0, np.rint(jobs.est[rows] * per_s), jobs.est[rows])
 
 
@@ -229,6 +246,8 @@ class Gavel(KernelRoundPolicy):
                     help="LP solver: ECOS, as Gavel's cvxpy (its allocations exactly), or HiGHS")
     kernel = staticmethod(_gavel)
     clairvoyant: ClassVar[bool] = True  # Gavel's simulator knows each job's steps left
+    layouts: ClassVar[dict[str, Layout]] = {"f": F, "i": I, "g": G, "gi": GI}
+    """``f`` starts with the per-type blocks of :data:`~policies.hetero.gavel_rounds.TYPED`."""
 
     @property
     def short_rounds(self) -> bool:
@@ -241,13 +260,14 @@ class Gavel(KernelRoundPolicy):
         gpus = int(cluster.node_gpus.sum())  # a round has at most one task per GPU
         mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
             self.round_s, self.reset_s, self.aware, self.objective == "fifo", m],
-            f=3 * m + F.width + m, i=I.width, g=G.width + m + gpus, gi=ran_at(m) + 1 + 2 * gpus)
+            f=T_END * m + F.width + m, i=I, g=G.width + m + gpus,
+            gi=ran_at(m) + RAN.width + TASK.width * gpus)
         mem.g[G_END] = np.nan
-        mem.f[:, 3 * m + F_GANG:] = -1.0  # unknown
+        mem.f[:, T_END * m + F_GANG:] = -1.0  # unknown
         mem.i[:, I_KEPT] = -1
-        states = mem.gi[2 + ORDERS * m:ran_at(m)]
-        save(random.Random(self.seed + 5), states[:MT_WORDS])
-        save(random.Random(self.seed), states[MT_WORDS:])
+        states = mem.gi[states_at(m):ran_at(m)]
+        save(random.Random(self.seed + 5), states[S_SHUFFLER:S_SHUFFLER + MT_WORDS])
+        save(random.Random(self.seed), states[S_FIFO:S_FIFO + MT_WORDS])
         return mem
 
     def dropped(self, memory: PolicyMemory) -> npt.NDArray[np.bool_]:
@@ -263,10 +283,10 @@ class Gavel(KernelRoundPolicy):
         table, m = workload.type_speed, cluster.type_gpus.shape[0]
         steps = table.steps_per_s if table is not None else None
         if made is not None and steps is not None:
-            made[1].f[:, 3 * m + F_STEPS] = steps[workload.model]
+            made[1].f[:, T_END * m + F_STEPS] = steps[workload.model]
             gang = table.gang_columns(cluster.speeds)
             if gang is not None:
-                made[1].f[:, 3 * m + F_GANG:4 * m + F_GANG] = gang[workload.model]
+                made[1].f[:, T_END * m + F_GANG:T_END * m + F_GANG + m] = gang[workload.model]
         return made
 
     def allocate(self, rate: FloatArray, demand: IntArray, type_gpus: IntArray,
@@ -288,8 +308,8 @@ class Gavel(KernelRoundPolicy):
             return allocation(X.tobytes(), demand.tobytes(), type_gpus.tobytes(),
                                self.objective, self.lp)
         kept = memory.i[:, I_KEPT]
-        at = ran_at(type_gpus.shape[0])
-        words = memory.gi[at - MT_WORDS:at]
+        at = states_at(type_gpus.shape[0]) + S_FIFO
+        words = memory.gi[at:at + MT_WORDS]
         draws = rng(words)
         got = fifo(rows, rate, demand, type_gpus,
                     {int(r): int(kept[r]) for r in np.flatnonzero(kept >= 0)}, self.aware, draws)
@@ -310,7 +330,7 @@ class Gavel(KernelRoundPolicy):
         """Finish-time fairness's allocation, in steps where the workload counts them; it
         keeps each job's isolated time so far, steps left and isolated rate (module
         docstring)."""
-        f, at = memory.f, 3 * type_gpus.shape[0]
+        f, at = memory.f, T_END * type_gpus.shape[0]
         left = _left(rows, memory, jobs, type_gpus.shape[0])
         X = _throughputs(rate, rows, memory)
         if not self.aware:
@@ -335,16 +355,18 @@ class Gavel(KernelRoundPolicy):
             top = cluster.speedup.shape[1] - 1
             rate = cluster.speedup[model, np.minimum(demand, top)][:, None] * cluster.speeds[
                 model]
-            M.f[rows, :m] = self.allocate(rate, demand, cluster.type_gpus, rows, M, jobs, now)
+            M.f[rows, T_ALLOC * m:T_CREDIT * m] = self.allocate(rate, demand, cluster.type_gpus,
+                                                                rows, M, jobs, now)
             M.i[rows, I_ALLOC] = 1
         if int(M.g[G_HOST]) & 2:
-            words = M.gi[2 + ORDERS * m:2 + ORDERS * m + MT_WORDS]
+            at = states_at(m) + S_SHUFFLER
+            words = M.gi[at:at + MT_WORDS]
             shuffler = rng(words)
-            orders = M.gi[2:2 + ORDERS * m].reshape(ORDERS, m)
+            orders = M.gi[GI_ORDERS:states_at(m)].reshape(ORDERS, m)
             for k in range(ORDERS):
                 types = list(range(m))
                 shuffler.shuffle(types)
                 orders[k] = types
             save(shuffler, words)
-            M.gi[0], M.gi[1] = 0, ORDERS
+            M.gi[GI_CURSOR], M.gi[GI_COUNT] = 0, ORDERS
         M.g[G_HOST] = -1

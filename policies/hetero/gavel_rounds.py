@@ -11,17 +11,41 @@ import numpy as np
 
 from policies.gangs import gang_row
 from simulator.jit import njit
-from simulator.rounds.view import NXT, Layout, touch
+from simulator.rounds.view import NXT, Layout, set_plan
 
-__all__ = ["FAILS", "MT_WORDS", "ORDERS", "F", "G", "I", "bookkeeping", "gavel_grant", "place",
-           "ran_at", "scheduled", "throughput_of"]
+__all__ = [
+    "FAILS",
+    "GI",
+    "MT_WORDS",
+    "ORDERS",
+    "STATES",
+    "S_FIFO",
+    "S_SHUFFLER",
+    "TYPED",
+    "F",
+    "G",
+    "I",
+    "bookkeeping",
+    "gavel_grant",
+    "place",
+    "ran_at",
+    "scheduled",
+    "states_at",
+    "throughput_of",
+]
 
+MT_WORDS = 625
+"""Words of a Mersenne Twister state (Python's ``random``)."""
 # kernel parameters
 P_ROUND, P_RESET, P_AWARE, P_FIFO, P_TYPES = range(5)
 # memory (only the active rows' is carried into a playout, so the round's tasks live in the
-# global entries). Per row (f): blocks of one column per GPU type - allocation, credit,
-# deficit - at 0, m and 2 m, then from 3 m the columns of F, then from 3 m + F.GANG one column
-# per type: the measured steps per second of the row's gang (-1: unknown, from the speeds).
+# global entries). Per row (f): the blocks of TYPED, one column per GPU type each, then from
+# TYPED.width x m the columns of F, then from there + F.GANG one column per type: the
+# measured steps per second of the row's gang (-1: unknown, from the speeds).
+TYPED = Layout(alloc=1, credit=1, deficit=1)
+"""Per row, first in ``f``, blocks of ``m`` columns (one per GPU type; block ``B`` starts at
+``B x m``): the allocation, the credit and the deficit."""
+T_ALLOC, T_CREDIT, T_DEFICIT, T_END = TYPED.ALLOC, TYPED.CREDIT, TYPED.DEFICIT, TYPED.width
 F = Layout(steps=1, alone=1, left=1, rate=1, gang=0)
 """After the per-type blocks: steps per reference second; finish-time fairness's isolated
 time so far, steps left and isolated rate at the last reset; then the gang's rates."""
@@ -31,27 +55,49 @@ dropped."""
 G = Layout(reset=1, stale=1, start=1, end=1, host=1, retry=1, total=0)
 """Globally: last reset, allocation stale, previous busy round's start and end, host work
 pending (1 allocation, 2 type orders; -1 done), an idle round retried; from ``total``
-per-type credit totals, then this round's task ends. (``gi``: the type-order cursor and count,
-the orders, the two generators' states, then the number of tasks and each task's row and type,
--1: it fails; :func:`ran_at`.)"""
+per-type credit totals, then this round's task ends."""
+GI = Layout(cursor=1, count=1, orders=0)
+"""``gi``: the type-order cursor and count, then ``ORDERS`` type orders of ``m`` entries, the
+two generators' states (:func:`states_at`), then this round's tasks (:func:`ran_at`)."""
+STATES = Layout(shuffler=MT_WORDS, fifo=MT_WORDS)
+"""At :func:`states_at`: the states (Mersenne Twister words) of the generator that shuffles
+the type orders and of FIFO's draws."""
+RAN = Layout(count=1, tasks=0)
+"""At :func:`ran_at`: the number of tasks, then the tasks (:data:`TASK` each)."""
+TASK = Layout(row=1, type=1)
+"""A task: its row and type (-1: it fails)."""
 I_ALLOC, I_KNOWN, I_KEPT, I_FAILS, I_DROP = I.ALLOC, I.KNOWN, I.KEPT, I.FAILS, I.DROP
 F_STEPS, F_ALONE, F_LEFT, F_RATE, F_GANG = F.STEPS, F.ALONE, F.LEFT, F.RATE, F.GANG
 G_RESET, G_STALE, G_START, G_END, G_HOST, G_RETRY, G_TOTAL = (G.RESET, G.STALE, G.START, G.END,
                                                               G.HOST, G.RETRY, G.TOTAL)
+GI_CURSOR, GI_COUNT, GI_ORDERS = GI.CURSOR, GI.COUNT, GI.ORDERS
+S_SHUFFLER, S_FIFO, S_WIDTH = STATES.SHUFFLER, STATES.FIFO, STATES.width
+RAN_COUNT, RAN_TASKS = RAN.COUNT, RAN.TASKS
+TASK_ROW, TASK_TYPE, TASK_W = TASK.ROW, TASK.TYPE, TASK.width
 ORDERS = 1024
 """Type orders drawn per host step (agnostic policies)."""
 FAILS = 5
 """Failed tasks in a row after which Gavel drops a job (its ``MAX_FAILED_ATTEMPTS``)."""
-MT_WORDS = 625
-"""Words of a Mersenne Twister state (Python's ``random``)."""
+
+
+@njit
+def states_at(m: int) -> int:
+    """Where the two generators' states start in ``gi`` (``m`` types), after the type-order
+    cursor and count and ``ORDERS`` type orders."""
+    return GI_ORDERS + ORDERS * m
 
 
 @njit
 def ran_at(m: int) -> int:
-    """Where this round's task list starts in ``gi``, after the type-order cursor and count,
-    ``ORDERS`` type orders and the two generators' states (a layout that does not depend on
-    the rows, so memory grown by rows keeps it)."""
-    return 2 + ORDERS * m + 2 * MT_WORDS
+    """Where this round's task list (:data:`RAN`) starts in ``gi``, after the two generators'
+    states (a layout that does not depend on the rows, so memory grown by rows keeps it)."""
+    return states_at(m) + S_WIDTH
+
+
+@njit(inline="always")
+def _task_at(at: int, k: int) -> int:
+    """Task ``k``'s entry in a task list at ``at``."""
+    return at + RAN_TASKS + TASK_W * k
 
 
 @njit
@@ -113,9 +159,9 @@ def _reset(M: Any, active: Any, now: float) -> None:
     M.g[G_TOTAL:G_TOTAL + m] = 0.0
     for r in active:
         for t in range(m):
-            owed = M.f[r, t] * elapsed if M.i[r, I_ALLOC] else 0.0
-            M.f[r, 2 * m + t] += owed - (M.f[r, m + t] - half)
-            M.f[r, m + t] = half
+            owed = M.f[r, T_ALLOC * m + t] * elapsed if M.i[r, I_ALLOC] else 0.0
+            M.f[r, T_DEFICIT * m + t] += owed - (M.f[r, T_CREDIT * m + t] - half)
+            M.f[r, T_CREDIT * m + t] = half
             M.g[G_TOTAL + t] += half
     M.g[G_RESET], M.g[G_STALE] = now, 0.0
 
@@ -133,13 +179,14 @@ def bookkeeping(J: Any, M: Any, E: Any, active: Any, now: float) -> None:
     no longer active finished it at the task's end."""
     p, m, N = M.params, int(M.params[P_TYPES]), J.arrival.shape[0]
     at, ends = ran_at(m), G_TOTAL + m
-    ran = M.gi[at]
+    ran = M.gi[at + RAN_COUNT]
     if ran > 0:  # Gavel's round bookkeeping: from the previous busy round's end
         if not np.isnan(M.g[G_END]):
             M.g[G_START] = M.g[G_END]
         M.g[G_END] = M.g[ends:ends + ran].max()
     for k in range(ran):
-        r, t, end = M.gi[at + 1 + 2 * k], M.gi[at + 2 + 2 * k], M.g[ends + k]
+        task = _task_at(at, k)
+        r, t, end = M.gi[task + TASK_ROW], M.gi[task + TASK_TYPE], M.g[ends + k]
         a = np.searchsorted(active, r)
         done = a == active.shape[0] or active[a] != r
         if t < 0:  # a failed task: no credit, the allocation is stale
@@ -153,16 +200,16 @@ def bookkeeping(J: Any, M: Any, E: Any, active: Any, now: float) -> None:
             M.g[G_STALE] = 1.0
             continue
         M.i[r, I_FAILS] = 0
-        M.f[r, m + t] += end - M.g[G_START]
-    M.gi[at] = 0
+        M.f[r, T_CREDIT * m + t] += end - M.g[G_START]
+    M.gi[at + RAN_COUNT] = 0
     if ran > 0 and M.g[G_END] < now and _due(M, M.g[G_END]):
         _reset(M, active[:0], M.g[G_END])  # the cluster emptied then: Gavel's round there
     arrived = False
     for r in active:
         if not M.i[r, I_KNOWN] and not M.i[r, I_DROP]:
             M.i[r, I_KNOWN], M.i[r, I_ALLOC] = 1, 0
-            M.f[r, m:2 * m] = p[P_ROUND] / 2
-            M.f[r, 2 * m:3 * m] = 0.0
+            M.f[r, T_CREDIT * m:T_DEFICIT * m] = p[P_ROUND] / 2
+            M.f[r, T_DEFICIT * m:T_END * m] = 0.0
             M.g[G_STALE], arrived = 1.0, True
     if ran == 0 and not arrived and E.cnt[NXT] == N:
         M.g[G_RESET] = 0.0  # every job is in and the last round was idle: reset now
@@ -170,7 +217,7 @@ def bookkeeping(J: Any, M: Any, E: Any, active: Any, now: float) -> None:
     if _due(M, now):
         _reset(M, scheduled(M, active), now)
         host = 1
-    if not p[P_AWARE] and M.gi[0] == M.gi[1]:
+    if not p[P_AWARE] and M.gi[GI_CURSOR] == M.gi[GI_COUNT]:
         host |= 2
     M.g[G_HOST] = host
 
@@ -191,18 +238,19 @@ def scheduled(M: Any, active: Any) -> Any:
 def _task(C: Any, J: Any, M: Any, r: int, t: int, now: float) -> tuple[bool, float]:
     """Row ``r``'s task on type ``t`` this round: whether it runs (or fails), and its end.
 
-    With step counts (``f[r, 3 m] > 0``) a job runs whole steps: ``floor(rate x round)`` or
-    what it has left (``est``: Gavel is clairvoyant), and the task fails if that is fewer steps
-    than its GPUs (Gavel splits a task's steps over its workers, and a worker with none fails
-    it). The engine runs a granted job until the round ends; Gavel's stops after its whole
-    steps and holds its GPUs idle (:func:`place` sets ``out_stop``, whole-step rounds)."""
+    With step counts (its ``F.STEPS`` column positive) a job runs whole steps:
+    ``floor(rate x round)`` or what it has left (``est``: Gavel is clairvoyant), and the task
+    fails if that is fewer steps than its GPUs (Gavel splits a task's steps over its workers,
+    and a worker with none fails it). The engine runs a granted job until the round ends;
+    Gavel's stops after its whole steps and holds its GPUs idle (:func:`place` sets
+    ``out_stop``, whole-step rounds)."""
     m, round_s = C.type_gpus.shape[0], M.params[P_ROUND]
     top = C.speedup.shape[1] - 1
     rate = C.speedup[J.model[r], min(J.demand[r], top)] * C.speeds[J.model[r], t]
-    per_s = M.f[r, 3 * m]
+    per_s = M.f[r, T_END * m + F_STEPS]
     if per_s <= 0.0:
         return True, now + min(round_s, J.est[r] / rate)
-    measured = M.f[r, 3 * m + F_GANG + t]  # Gavel's own steps/s, where the workload has it
+    measured = M.f[r, T_END * m + F_GANG + t]  # Gavel's own steps/s, where the workload has it
     steps_s = measured if measured > 0.0 else rate * per_s
     steps = min(np.floor(steps_s * round_s), max(1.0, np.ceil(J.est[r] * per_s - 1e-6)))
     return steps >= J.demand[r], now + steps / steps_s
@@ -233,12 +281,14 @@ def place(C: Any, J: Any, M: Any, active: Any, grant: Any, now: float) -> tuple[
                                J.alloc[r] if on_t else none, row):
                 out[a] = row
                 free -= row
-            M.out_stop[r] = end if out[a].sum() > 0 and M.f[r, 3 * m] > 0 else np.inf
-            M.gi[at + 1 + 2 * ran], M.gi[at + 2 + 2 * ran] = r, t if out[a].sum() > 0 else -1
+            M.out_stop[r] = (end if out[a].sum() > 0 and M.f[r, T_END * m + F_STEPS] > 0
+                             else np.inf)
+            task = _task_at(at, ran)
+            M.gi[task + TASK_ROW], M.gi[task + TASK_TYPE] = r, t if out[a].sum() > 0 else -1
             M.g[ends + ran] = end
             last = max(last, end)
             ran += 1
-    M.gi[at] = ran
+    M.gi[at + RAN_COUNT] = ran
     for a in range(n):  # dropped jobs finish their last steps on whatever is left
         r = active[a]
         if M.i[r, I_DROP] and gang_row(np.where(C.speeds[J.model[r]][C.node_type] > 0, free,
@@ -247,9 +297,6 @@ def place(C: Any, J: Any, M: Any, active: Any, grant: Any, now: float) -> tuple[
             free -= row
     held = 0
     for a in range(n):
-        r = active[a]
         held += out[a].sum() > 0
-        if np.any(out[a] != M.out_alloc[r]):
-            M.out_alloc[r] = out[a]
-            touch(M, r)
+        set_plan(M, active[a], out[a])
     return last, held

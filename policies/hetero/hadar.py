@@ -52,7 +52,7 @@ from policies.round_kernel import KernelRoundPolicy
 from simulator.jit import njit, njit_lazily
 from simulator.libm import pairwise_sum
 from simulator.order import stable_order
-from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, speed, touch
+from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, set_plan, speed
 
 __all__ = ["SEARCH_BUDGET", "UTILITIES", "Hadar", "hadar_allocate", "price_bounds"]
 
@@ -203,10 +203,7 @@ def _hadar(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
                     prev, started, C.inter_node_factor, C.restart_s, M.params[0],
                     SEARCH_BUDGET)
     for a in range(n):
-        r = active[a]
-        if np.any(out[a] != M.out_alloc[r]):
-            M.out_alloc[r] = out[a]
-            touch(M, r)
+        set_plan(M, active[a], out[a])
     return PLAN
 
 

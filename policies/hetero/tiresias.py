@@ -37,21 +37,21 @@ from simulator.jit import njit_lazily
 from simulator.rounds.view import (
     PLAN,
     ROUND_KERNEL_SIG,
-    ClusterArrays,
-    JobView,
-    PolicyMemory,
+    Layout,
     active_rows,
-    empty_memory,
-    touch,
+    set_plan,
 )
 
 __all__ = ["Tiresias"]
 
 FloatArray = npt.NDArray[np.float64]
 
-QUEUE, PLACE, SEEN = range(3)
-"""Memory columns per row: its queue (0, 1), its place in the queue (smaller first) and
-whether it has been queued."""
+I = Layout(queue=1, place=1, seen=1)
+"""Per row: its queue (0, 1), its place in the queue (smaller first) and whether it has been
+queued."""
+GI = Layout(next=1)
+"""The next place in a queue."""
+QUEUE, PLACE, SEEN, NEXT = I.QUEUE, I.PLACE, I.SEEN, GI.NEXT
 
 
 @njit_lazily(ROUND_KERNEL_SIG)
@@ -63,13 +63,13 @@ def _dlas(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     for a in range(n):
         r = rows[a]
         if M.i[r, SEEN] == 0:  # an arrival joins the end of the first queue
-            M.i[r, SEEN], M.i[r, QUEUE], M.i[r, PLACE] = 1, 0, M.gi[0]
-            M.gi[0] += 1
+            M.i[r, SEEN], M.i[r, QUEUE], M.i[r, PLACE] = 1, 0, M.gi[NEXT]
+            M.gi[NEXT] += 1
     for a in range(n):  # running jobs past the threshold join the end of the second queue
         r = rows[a]
         if J.held[r] > 0 and M.i[r, QUEUE] == 0 and J.demand[r] * J.ran0[r] >= threshold:
-            M.i[r, QUEUE], M.i[r, PLACE] = 1, M.gi[0]
-            M.gi[0] += 1
+            M.i[r, QUEUE], M.i[r, PLACE] = 1, M.gi[NEXT]
+            M.gi[NEXT] += 1
     place, queue = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     for a in range(n):
         place[a], queue[a] = M.i[rows[a], PLACE], M.i[rows[a], QUEUE]
@@ -81,13 +81,11 @@ def _dlas(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     for a in order:
         r = rows[a]
         if plan[a].sum() == 0:  # waiting jobs go behind the running ones, in their order
-            M.i[r, PLACE] = M.gi[0]
-            M.gi[0] += 1
+            M.i[r, PLACE] = M.gi[NEXT]
+            M.gi[NEXT] += 1
         elif M.i[r, QUEUE] == 0:  # the simulator's next look at this job (module docstring)
             check = min(check, now + np.floor((threshold - J.ran0[r]) / J.demand[r]))
-        if np.any(plan[a] != J.alloc[r]):
-            M.out_alloc[r, :] = plan[a]
-            touch(M, r)
+        set_plan(M, r, plan[a])
     M.quiet[0] = check  # nothing changes before then unless a job arrives or finishes
     return PLAN
 
@@ -104,6 +102,7 @@ class Tiresias(KernelRoundPolicy):
         3250.0, low=60.0, high=1e7, log=True,
         help="attained GPU-seconds that move a job to the second queue (simulator's 3250)")
     kernel = staticmethod(_dlas)
+    layouts: ClassVar[dict[str, Layout]] = {"i": I, "gi": GI}
 
     @property
     def reacts(self) -> bool:
@@ -115,7 +114,6 @@ class Tiresias(KernelRoundPolicy):
         """The clock demotion checks fall on (rounds between them are skipped)."""
         return 1.0
 
-    def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
-        """The threshold; per row its queue, place and whether queued; the next place."""
-        return empty_memory(jobs, cluster.node_gpus.shape[0],
-                            params=np.array([self.threshold_gpu_s]), i=3, gi=1)
+    def kernel_params(self) -> FloatArray:
+        """The threshold."""
+        return np.array([self.threshold_gpu_s])

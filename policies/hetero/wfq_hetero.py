@@ -21,7 +21,7 @@ or finishes (the kernel declares itself quiet).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,7 @@ from simulator.rounds.view import (
     ROUND_KERNEL_SIG,
     ClusterArrays,
     JobView,
+    Layout,
     PolicyMemory,
     active_rows,
     empty_memory,
@@ -75,6 +76,10 @@ def share_by_weight(capacity: float, weights: Any, demand: Any) -> Any:
             open_[c] = open_[c] and share[c] < demand[c] - 1e-9
     return share
 
+GI = Layout(tiers=0)
+"""``gi``: the GPU types, fastest first (one entry per type)."""
+GI_TIERS = GI.TIERS
+
 
 @njit
 def _admit(J: Any, M: Any, r: int, free: Any, none: Any, row: Any) -> bool:
@@ -91,7 +96,7 @@ def _admit(J: Any, M: Any, r: int, free: Any, none: Any, row: Any) -> bool:
 def _wfq_hetero(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """One decision: per-type class shares, then spare GPUs (module docstring). ``params``:
     the class thresholds, then each tier's class weights; ``gi``: the types, fastest first."""
-    active, tiers = active_rows(E), M.gi
+    active, tiers = active_rows(E), M.gi[GI_TIERS:]
     n_types, nodes = tiers.shape[0], C.node_gpus.shape[0]
     k = M.params.shape[0] // (1 + n_types)
     cls = np.empty(active.shape[0], dtype=np.int64)
@@ -159,6 +164,7 @@ class WFQHetero(KernelRoundPolicy):
                            help="seconds between decisions")
     thresholds: tuple[float, ...] = ()
     kernel = staticmethod(_wfq_hetero)
+    layouts: ClassVar[dict[str, Layout]] = {"gi": GI}
 
     @classmethod
     def inapplicable(cls, workload: Workload, profile: ClusterProfile) -> dict[str, str]:
@@ -182,6 +188,7 @@ class WFQHetero(KernelRoundPolicy):
         exps = (self.W_1, self.W_2, self.W_3)
         weights = [class_weights(exps[min(tier, 2)], k) for tier in range(len(tiers))]
         mem = empty_memory(jobs, cluster.node_gpus.shape[0],
-                           params=np.concatenate([self.thresholds, *weights]), gi=len(tiers))
-        mem.gi[:] = tiers
+                           params=np.concatenate([self.thresholds, *weights]),
+                           gi=GI.width + len(tiers))
+        mem.gi[GI_TIERS:] = tiers
         return mem

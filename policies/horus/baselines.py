@@ -42,9 +42,9 @@ from simulator.rounds.view import (
     ROUND_KERNEL_SIG,
     ClusterArrays,
     JobView,
+    Layout,
     PolicyMemory,
     active_rows,
-    empty_memory,
     touch,
 )
 
@@ -123,8 +123,10 @@ class OBP(Colocating):
 # and scratch for one decision: when its placement started, its slowdown, its state
 # (_KEPT: holds devices and keeps them, _EVICTED: loses them now, _WAITING: holds none) and
 # whether it is settled (every job on its devices past the warm-up).
-_PLACED_AT, _QUEUED_AT, _SINCE, _SLOW = range(4)
-_STATE, _SETTLED = range(2)
+_F = Layout(placed_at=1, queued_at=1, since=1, slow=1)
+_I = Layout(state=1, settled=1)
+_PLACED_AT, _QUEUED_AT, _SINCE, _SLOW = _F.PLACED_AT, _F.QUEUED_AT, _F.SINCE, _F.SLOW
+_STATE, _SETTLED = _I.STATE, _I.SETTLED
 _WAITING, _KEPT, _EVICTED = range(3)
 
 
@@ -264,6 +266,7 @@ class PAB(Colocating):
     round_s: float = param(60.0, low=1.0, high=3600.0, searchable=False,
                            help="seconds between slowdown checks")
     kernel = staticmethod(_pab)
+    layouts: ClassVar[dict[str, Layout]] = {"f": _F, "i": _I}
 
     def kernel_params(self) -> FloatArray:
         """``warmup_s``, ``max_slowdown``."""
@@ -271,8 +274,7 @@ class PAB(Colocating):
 
     def fresh_memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """Never placed, never re-queued."""
-        memory = empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params(),
-                              f=4, i=2)
+        memory = super().fresh_memory(cluster, jobs)
         memory.f[:, _PLACED_AT] = np.nan
         memory.f[:, _QUEUED_AT] = -np.inf
         return memory

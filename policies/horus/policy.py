@@ -59,10 +59,7 @@ from simulator.jit import njit, njit_lazily
 from simulator.rounds.view import (
     PLAN,
     ROUND_KERNEL_SIG,
-    ClusterArrays,
-    JobView,
-    PolicyMemory,
-    empty_memory,
+    Layout,
 )
 
 __all__ = ["Horus", "cluster_queues", "fair_buffer", "horus_costs", "queue_counts",
@@ -72,8 +69,10 @@ FloatArray = npt.NDArray[np.float64]
 _NO_FLAGS = np.zeros(0, dtype=np.int64)
 # memory: per row, its queue and the clustering that gave it (stamp); globally, the latest
 # stamp, how many jobs that clustering had and into how many queues
-_LABEL, _STAMP = range(2)
-_LAST_STAMP, _CLUSTERED, _QUEUES = range(3)
+_I = Layout(label=1, stamp=1)
+_GI = Layout(last_stamp=1, clustered=1, queues=1)
+_LABEL, _STAMP = _I.LABEL, _I.STAMP
+_LAST_STAMP, _CLUSTERED, _QUEUES = _GI.LAST_STAMP, _GI.CLUSTERED, _GI.QUEUES
 _W_MEM, _W_UTIL, _K_QUEUES, _BUFFER, _LIMIT = range(5)
 
 
@@ -212,13 +211,10 @@ class Horus(Colocating):
     round_s: float = param(60.0, low=1.0, high=3600.0, searchable=False,
                            help="seconds between decisions")
     kernel = staticmethod(_horus)
+    layouts: ClassVar[dict[str, Layout]] = {"i": _I, "gi": _GI}
 
     def kernel_params(self) -> FloatArray:
         """``w_mem``, ``w_util``, ``k_queues``, ``buffer``, ``overcommit_limit``."""
         return np.array([self.w_mem, self.w_util, self.k_queues, self.buffer,
                          self.overcommit_limit], dtype=np.float64)
 
-    def fresh_memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
-        """No clustering yet."""
-        return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params(),
-                            i=2, gi=3)

@@ -72,6 +72,7 @@ from simulator.rounds.view import (
     ROUND_KERNEL_SIG,
     ClusterArrays,
     JobView,
+    Layout,
     PolicyMemory,
     active_rows,
     empty_memory,
@@ -87,16 +88,26 @@ FloatArray = npt.NDArray[np.float64]
 GREG, EWMA_A, BUDGET = 5, 6, 7
 """Parameters after the bounds vector: gregarious queue (1) or BFD (0), the EWMA's weight of
 the past and the migration budget (0: no adjustment)."""
-F_ATT0, F_SEEN = 0, 1
+F = Layout(att0=1, seen=1)
 """Per-row floats: work attained at the last decision, and that decision's time if it saw the
 row."""
-I_FAILED, I_MOVED, I_TOUCH = 0, 1, 2
+I = Layout(failed=1, moved=1, touch=1)
 """Per-row ints: found no room at the last decision; placement changed by the last decision;
 placed or moved by this one."""
-HAVE_LAST, N_PLACED, SETTLED, STILL = 0, 1, 2, 3
+G = Layout(devices=0)
+"""Global floats, sized by the devices: the blocks of :data:`PER_DEVICE`, then the last
+decision's time."""
+PER_DEVICE = Layout(opened=1, ewma=1)
+"""Blocks of ``g`` of one entry per device each (block ``B`` starts at ``B x D``): the device
+hosted a job; its interference EWMA. The last decision's time follows, at ``G_DECIDED x D``."""
+GI = Layout(have_last=1, n_placed=1, settled=1, still=0)
 """Global ints: a decision with sharing happened; the rows it left with workers; it changed
 no placement; from ``STILL`` on, per device, Algorithm 4 tried it on the placement in force and
 moved nothing (``adjust_pack``'s ``still``)."""
+F_ATT0, F_SEEN = F.ATT0, F.SEEN
+I_FAILED, I_MOVED, I_TOUCH = I.FAILED, I.MOVED, I.TOUCH
+G_OPENED, G_EWMA, G_DECIDED = PER_DEVICE.OPENED, PER_DEVICE.EWMA, PER_DEVICE.width
+HAVE_LAST, N_PLACED, SETTLED, STILL = GI.HAVE_LAST, GI.N_PLACED, GI.SETTLED, GI.STILL
 _INF = np.inf
 
 
@@ -130,7 +141,7 @@ def _observed(C: Any, J: Any, M: Any, E: Any, P: Any, now: float) -> Any:
     restarts cost time); predicted (worker slowdowns, no collisions) for the others, and for
     all on a first decision."""
     D = C.device_node.shape[0]
-    t0 = M.g[2 * D]
+    t0 = M.g[G_DECIDED * D]
     have = M.gi[HAVE_LAST] == 1 and now > t0
     out = np.zeros(D)
     for r in active_rows(E):
@@ -155,7 +166,7 @@ def _rearrange(C: Any, J: Any, M: Any, E: Any, P: Any, now: float, opening: Any)
     ``theta_max`` anywhere, Algorithm 4. Returns the number of workers moved."""
     D = C.device_node.shape[0]
     observed = _observed(C, J, M, E, P, now)
-    ewma, a = M.g[D:2 * D], M.params[EWMA_A]
+    ewma, a = M.g[G_EWMA * D:G_EWMA * D + D], M.params[EWMA_A]
     over = False
     for d in range(D):
         ewma[d] = a * ewma[d] + (1 - a) * observed[d] if P.cnt[d] > 0 else 0.0
@@ -227,8 +238,8 @@ def _share(C: Any, J: Any, M: Any, E: Any, now: float, opening: Any) -> None:
         M.f[r, F_ATT0], M.f[r, F_SEEN] = J.att[r], now
     for d in range(D):
         if P.cnt[d] > 0:
-            M.g[d] = 1.0
-    M.g[2 * D] = now
+            M.g[G_OPENED * D + d] = 1.0
+    M.g[G_DECIDED * D] = now
     M.gi[HAVE_LAST], M.gi[N_PLACED], M.gi[SETTLED] = 1, placed, settled
     if M.params[BUDGET] <= 0:
         M.quiet[0] = _INF  # the same decision until a job arrives or finishes
@@ -238,7 +249,8 @@ def _share(C: Any, J: Any, M: Any, E: Any, now: float, opening: Any) -> None:
 def _dedicated(C: Any, J: Any, M: Any, E: Any, opening: Any) -> None:
     """Without sharing columns: waiting jobs in arrival order, each worker on an empty
     device of its own (those that hosted a job first)."""
-    free = np.empty(opening.shape[0], dtype=np.int64)
+    D = opening.shape[0]
+    free = np.empty(D, dtype=np.int64)
     n = 0
     for d in opening:
         if E.dev_start[d + 1] == E.dev_start[d]:
@@ -251,7 +263,7 @@ def _dedicated(C: Any, J: Any, M: Any, E: Any, opening: Any) -> None:
             M.out_nw[r] = g
             M.out_wdev[J.woff[r]:J.woff[r] + g] = np.sort(free[taken:taken + g])
             for d in free[taken:taken + g]:
-                M.g[d] = 1.0
+                M.g[G_OPENED * D + d] = 1.0
             taken += g
             touch(M, r)
     M.quiet[0] = _INF
@@ -261,12 +273,13 @@ def _dedicated(C: Any, J: Any, M: Any, E: Any, opening: Any) -> None:
 def _packing(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """One decision of any policy here: running jobs keep their devices (``ojpp`` may move
     some first), waiting jobs are placed in order. Devices that hosted a job are opened
-    first (``M.g[:devices]``)."""
+    first (``PER_DEVICE.OPENED``)."""
     D = C.device_node.shape[0]
     for d in range(D):
         if E.dev_start[d + 1] > E.dev_start[d]:
-            M.g[d] = 1.0
-    opening = np.argsort((M.g[:D] == 0.0).astype(np.int64), kind="mergesort")
+            M.g[G_OPENED * D + d] = 1.0
+    opened = M.g[G_OPENED * D:G_OPENED * D + D]
+    opening = np.argsort((opened == 0.0).astype(np.int64), kind="mergesort")
     if C.has_sharing:
         _share(C, J, M, E, now, opening)
     else:
@@ -297,6 +310,7 @@ class _Packing(KernelRoundPolicy):
 
     shares_gpus: ClassVar[bool] = True
     kernel = staticmethod(_packing)
+    layouts: ClassVar[dict[str, Layout]] = {"f": F, "i": I, "g": G, "gi": GI}
     round_s: float = param(60.0, low=10.0, high=3600.0, searchable=False,
                            help="seconds between decisions besides arrivals and completions")
 
@@ -324,7 +338,7 @@ class _Packing(KernelRoundPolicy):
             _require_fit(cluster, jobs, self.bounds().alpha_cap)
         D = cluster.device_node.shape[0]
         return empty_memory(jobs, cluster.node_gpus.shape[0], params=self.kernel_params(),
-                            f=2, i=3, g=2 * D + 1, gi=STILL + D)
+                            f=F, i=I, g=PER_DEVICE.width * D + 1, gi=GI.width + D)
 
 
 def _require_fit(cluster: ClusterArrays, jobs: JobView, alpha_cap: float) -> None:

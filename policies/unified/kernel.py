@@ -42,11 +42,32 @@ from policies.ojpp.pack import Pack, cache_slowdowns, join, leave, resum
 from policies.ojpp.placement import place_pack
 from simulator.inputs.slo import SOFT, STRICT
 from simulator.jit import configure_cache, njit, njit_lazily
-from simulator.rounds.view import NEXT_ROUND, PLAN, ROUND_KERNEL_SIG, active_rows, speed, touch
+from simulator.rounds.view import (
+    NEXT_ROUND,
+    PLAN,
+    ROUND_KERNEL_SIG,
+    Layout,
+    active_rows,
+    speed,
+    touch,
+)
 
 configure_cache()
 
-__all__ = ["F_LEASE", "G_BOUNDARY", "G_QUIET", "G_ROW", "LAYOUT", "N_SCALARS", "unified_kernel"]
+__all__ = [
+    "F_LEASE",
+    "GI",
+    "GI_CLASSES",
+    "GI_TIERS",
+    "G_BOUNDARY",
+    "G_QUIET",
+    "G_ROW",
+    "LAYOUT",
+    "N_SCALARS",
+    "F",
+    "G",
+    "unified_kernel",
+]
 
 LAYOUT = ("zeta_min", "delta", "be_lease_s", "slo_lease_multiple", "slo_reward",
           "be_reward_scale", "preempt")
@@ -55,11 +76,16 @@ these scalars, the class thresholds, then each GPU type's class weights (fastest
 first)."""
 ZETA, DELTA, LEASE, MULTIPLE, SLO_REWARD, BE_SCALE, PREEMPT = range(5, 5 + len(LAYOUT))
 N_SCALARS = 5 + len(LAYOUT)
-F_LEASE = 0
+F = Layout(lease=1)
 """Per-row float: the end of the job's lease (-inf: none)."""
-G_BOUNDARY, G_QUIET, G_ROW = range(3)
+G = Layout(boundary=1, quiet=1, row=1)
 """Global floats: the next lease boundary; the end of the quiet stretch the last decision
 declared (-inf: none pending) and a row active then."""
+GI = Layout(classes=1, tiers=0)
+"""Global ints: the number of classes, then the GPU types, fastest first."""
+F_LEASE = F.LEASE
+G_BOUNDARY, G_QUIET, G_ROW = G.BOUNDARY, G.QUIET, G.ROW
+GI_CLASSES, GI_TIERS = GI.CLASSES, GI.TIERS
 QUIET_MARGIN_S = 1e-3
 """A quiet stretch ends this long before the earliest lease end (in a lease: ``end > now +
 1e-9``)."""
@@ -237,7 +263,7 @@ def _shares(C: Any, J: Any, M: Any, rows: Any, locked: Any, cls: Any, P: Any) ->
     """``(types, classes)``: GPUs of each type each class may still take (fastest type
     first): the type's capacity split by the class weights over what the classes hold and
     what their waiting jobs want, less what they hold."""
-    p, k, tiers = M.params, M.gi[0], M.gi[1:]
+    p, k, tiers = M.params, M.gi[GI_CLASSES], M.gi[GI_TIERS:]
     n_types = tiers.shape[0]
     cap = max(1.0, p[0]) if C.has_sharing else 1.0
     share = np.zeros((n_types, k))
@@ -285,7 +311,7 @@ def _decide(C: Any, J: Any, M: Any, E: Any, now: float, rows: Any, worth: Any, l
     """Admit in order of worth (within the class shares, then relaxed), then move running
     jobs up (longest first); write the plan and the leases. Whether every job holds devices
     and none moved up."""
-    p, k, tiers = M.params, M.gi[0], M.gi[1:]
+    p, k, tiers = M.params, M.gi[GI_CLASSES], M.gi[GI_TIERS:]
     n, D = rows.shape[0], C.device_node.shape[0]
     P = _pack(C, J, M, E, locked)
     cls = np.empty(n, dtype=np.int64)

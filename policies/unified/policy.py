@@ -48,14 +48,25 @@ from policies.base import param, register
 from policies.ojpp.placement import Bounds
 from policies.pcs.wfq import class_cv, class_weights, tier_weight, with_classes
 from policies.round_kernel import KernelRoundPolicy
-from policies.unified.kernel import F_LEASE, G_BOUNDARY, G_QUIET, LAYOUT, unified_kernel
+from policies.unified.kernel import (
+    F_LEASE,
+    G_BOUNDARY,
+    G_QUIET,
+    GI,
+    GI_CLASSES,
+    GI_TIERS,
+    LAYOUT,
+    F,
+    G,
+    unified_kernel,
+)
 from policies.unisched.policy import be_reward_scale
 from simulator.errors import InvalidPolicyParams
 from simulator.inputs.profile import ClusterProfile
 from simulator.inputs.slo import SOFT, STRICT
 from simulator.inputs.workload import Workload
 from simulator.rounds.sharing import can_share
-from simulator.rounds.view import ClusterArrays, JobView, PolicyMemory, empty_memory
+from simulator.rounds.view import ClusterArrays, JobView, Layout, PolicyMemory, empty_memory
 
 __all__ = ["Unified"]
 
@@ -71,6 +82,7 @@ class Unified(KernelRoundPolicy):
     summary = "WFQ classes + leases + rewards + per-type weights + interference bounds"
     shares_gpus = True
     kernel = staticmethod(unified_kernel)
+    layouts: ClassVar[dict[str, Layout]] = {"f": F, "g": G, "gi": GI}
     T: float = class_cv()
     W_1: float = tier_weight(1)
     W_2: float = tier_weight(2)
@@ -153,10 +165,10 @@ class Unified(KernelRoundPolicy):
                                  [float(getattr(self, name)) for name in LAYOUT],
                                  self.thresholds,
                                  *(self.weights(tier, k) for tier in range(len(tiers)))])
-        mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=params, f=1, g=3,
-                           gi=1 + len(tiers))
+        mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=params, f=F, g=G,
+                           gi=GI.width + len(tiers))
         mem.f[:, F_LEASE] = -np.inf
         mem.g[G_BOUNDARY] = mem.g[G_QUIET] = -np.inf
-        mem.gi[0] = k
-        mem.gi[1:] = tiers
+        mem.gi[GI_CLASSES] = k
+        mem.gi[GI_TIERS:] = tiers
         return mem

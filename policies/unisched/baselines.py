@@ -25,7 +25,7 @@ from policies.gangs import priority_plan
 from policies.round_kernel import KernelRoundPolicy
 from simulator.inputs.slo import SOFT, STRICT
 from simulator.jit import njit, njit_lazily
-from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, touch
+from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, set_plan
 
 __all__ = ["LLF", "Hydra"]
 
@@ -64,10 +64,7 @@ def _apply(C: Any, J: Any, M: Any, rows: Any, order: Any, keep: Any) -> int:
     whose placement changes."""
     plan = priority_plan(order, J.demand[rows], J.alloc[rows], C.node_gpus, keep)
     for a in range(rows.shape[0]):
-        r = rows[a]
-        if np.any(plan[a] != J.alloc[r]):
-            M.out_alloc[r, :] = plan[a]
-            touch(M, r)
+        set_plan(M, rows[a], plan[a])
     return PLAN
 
 

@@ -17,15 +17,28 @@ import numpy as np
 
 from simulator.inputs.slo import PROFILER, SOFT, STRICT
 from simulator.jit import configure_cache, njit
+from simulator.rounds.view import Layout
 
 configure_cache()
 
-__all__ = ["BE_LEASE", "BE_SCALE", "F_LEASE", "MULTIPLE", "PROFILER_REWARD", "expected_sr_overhead",
-           "expected_suspensions", "outlook"]
+__all__ = [
+    "BE_LEASE",
+    "BE_SCALE",
+    "F_LEASE",
+    "MULTIPLE",
+    "PROFILER_REWARD",
+    "F",
+    "expected_sr_overhead",
+    "expected_suspensions",
+    "outlook",
+]
 
-# UniSched's kernel parameters (memory.params) and the per-row lease end (memory.f column)
+# UniSched's kernel parameters (memory.params)
 BE_LEASE, MULTIPLE, SLO_REWARD, BE_SCALE, PROFILER_REWARD, DECAY, PROFILE_S = range(7)
-F_LEASE = 0
+F = Layout(lease=1, prof=1, now=1, work=0)
+"""UniSched's per-row floats (``memory.f``): the lease end, profiled seconds, the reward now,
+then the work per deadline step (one column per step)."""
+F_LEASE = F.LEASE
 
 
 def expected_sr_overhead(n_leases: int, deadline_leases: int, t_sr: float, *,

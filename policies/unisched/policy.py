@@ -47,6 +47,7 @@ from policies.unisched.estimate import (
     F_LEASE,
     MULTIPLE,
     PROFILE_S,
+    F,
     expected_sr_overhead,
     expected_suspensions,
     outlook,
@@ -70,6 +71,7 @@ from simulator.rounds.view import (
     ROUND_KERNEL_SIG,
     ClusterArrays,
     JobView,
+    Layout,
     PolicyMemory,
     StateView,
     active_rows,
@@ -88,10 +90,15 @@ MAX_JOBS = 7  # params after the estimator's
 # locked, profiling; globally (g) the next BE lease boundary, the last decision, when the host
 # last solved the MILP, cache fallbacks, the last solve's seconds in HiGHS; (gi) the MILP's
 # members and the urgency order
-F_PROF, F_NOW, F_WORK = 1, 2, 3
+CELLS = 4  # cell sizes 1, 2, 4 and 8 GPUs
+I = Layout(profiled=1, cached=1, cache=CELLS, rank=1, pick=CELLS, gpus=1, locked=1, profiling=1)
+G = Layout(next=1, last=1, solved=1, fallbacks=1, solve_s=1)
+GI = Layout(count=1, rows=0)  # the members' count, then N entries each: members, order
+F_PROF, F_NOW, F_WORK = F.PROF, F.NOW, F.WORK
 I_PROFILED, I_CACHED, I_CACHE, I_RANK, I_PICK, I_GPUS, I_LOCKED, I_PROFILING = (
-    0, 1, 2, 6, 7, 11, 12, 13)
-G_NEXT, G_LAST, G_SOLVED, G_FALLBACKS, G_SOLVE_S = range(5)
+    I.PROFILED, I.CACHED, I.CACHE, I.RANK, I.PICK, I.GPUS, I.LOCKED, I.PROFILING)
+G_NEXT, G_LAST, G_SOLVED, G_FALLBACKS, G_SOLVE_S = G.NEXT, G.LAST, G.SOLVED, G.FALLBACKS, G.SOLVE_S
+GI_COUNT, GI_ROWS = GI.COUNT, GI.ROWS
 
 
 @njit
@@ -139,14 +146,14 @@ def _select(C: Any, J: Any, M: Any, active: Any, now: float, gpus: Any, locked: 
         for rank, a in enumerate(members[~locked[members]]):
             r = active[a]
             M.i[r, I_RANK], M.i[r, I_CACHED] = rank + 1, 1
-            M.i[r, I_PICK:I_PICK + 4] = _consolidated(gpus[a], top)
-            M.i[r, I_CACHE:I_CACHE + 4] = M.i[r, I_PICK:I_PICK + 4]
+            M.i[r, I_PICK:I_PICK + CELLS] = _consolidated(gpus[a], top)
+            M.i[r, I_CACHE:I_CACHE + CELLS] = M.i[r, I_PICK:I_PICK + CELLS]
         return True
     if M.g[G_SOLVED] == now:
         return True
-    M.gi[0] = k
-    M.gi[1:1 + k] = active[members]
-    M.gi[1 + N:1 + N + active.shape[0]] = active[order]
+    M.gi[GI_COUNT] = k
+    M.gi[GI_ROWS:GI_ROWS + k] = active[members]
+    M.gi[GI_ROWS + N:GI_ROWS + N + active.shape[0]] = active[order]
     return False
 
 
@@ -172,7 +179,7 @@ def _place(C: Any, J: Any, M: Any, active: Any, locked: Any, order: Any, free: A
     fill_in_order(M.out_alloc, free, stay, gpus, J.alloc)
     new = np.array([r for r in picks if not np.any(M.out_alloc[r] != 0)], dtype=np.int64)
     if new.size:
-        rows, ok = place_cells(free, M.i[new, I_PICK:I_PICK + 4].copy())
+        rows, ok = place_cells(free, M.i[new, I_PICK:I_PICK + CELLS].copy())
         none, row = np.zeros_like(free), np.zeros_like(free)
         for j, r in enumerate(new):
             fits = ok[j]
@@ -301,6 +308,7 @@ class UniSched(KernelRoundPolicy):
         return self.opportunistic
 
     kernel = staticmethod(_unisched)
+    layouts: ClassVar[dict[str, Layout]] = {"f": F, "i": I, "g": G, "gi": GI}
 
     def memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """Leases, profiling, the MILP's cache and scratch (module constants)."""
@@ -308,9 +316,10 @@ class UniSched(KernelRoundPolicy):
         mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
             self.be_lease_s, self.slo_lease_multiple, self.slo_reward, self.be_reward_scale,
             self.profiler_reward, self.reward_decay, self.profile_s, self.milp_max_jobs],
-            f=F_WORK + steps, i=I_PROFILING + 1, g=5, gi=1 + 2 * n)
+            f=F.width + steps, i=I, g=G, gi=GI.width + 2 * n)
         mem.f[:, F_LEASE] = -np.inf
-        mem.g[:] = (-np.inf, np.nan, -np.inf, 0.0, np.nan)
+        mem.g[G_NEXT], mem.g[G_LAST], mem.g[G_SOLVED], mem.g[G_SOLVE_S] = (-np.inf, np.nan,
+                                                                           -np.inf, np.nan)
         return mem
 
     def host_step(self, cluster: ClusterArrays, jobs: JobView, memory: PolicyMemory,
@@ -319,8 +328,8 @@ class UniSched(KernelRoundPolicy):
         if it finds no usable solution, reuse the last cycle's cells (the paper's cache)."""
         M, n, N = memory, int(state.cnt[N_ACTIVE]), jobs.arrival.shape[0]
         active = state.active[:n]
-        members = M.gi[1:1 + M.gi[0]].copy()
-        order = M.gi[1 + N:1 + N + n].copy()
+        members = M.gi[GI_ROWS:GI_ROWS + M.gi[GI_COUNT]].copy()
+        order = M.gi[GI_ROWS + N:GI_ROWS + N + n].copy()
         locked = M.i[active, I_LOCKED].astype(bool)
         free = cluster.node_gpus - jobs.alloc[active[locked]].sum(axis=0)
         steps = jobs.deadlines.shape[1]
@@ -344,7 +353,7 @@ class UniSched(KernelRoundPolicy):
             M.g[G_FALLBACKS] += 1
             taken, free_now = np.zeros(4, dtype=np.int64), inp.free_now
             for r in order:
-                cells = M.i[r, I_CACHE:I_CACHE + 4]
+                cells = M.i[r, I_CACHE:I_CACHE + CELLS]
                 if (M.i[r, I_LOCKED] or not M.i[r, I_CACHED]
                         or int(cells @ (1, 2, 4, 8)) < M.i[r, I_GPUS]):
                     continue
@@ -353,10 +362,10 @@ class UniSched(KernelRoundPolicy):
                     picks.append((int(r), cells.copy()))
         for rank, (r, cells) in enumerate(picks):
             M.i[r, I_RANK] = rank + 1
-            M.i[r, I_PICK:I_PICK + 4] = cells
+            M.i[r, I_PICK:I_PICK + CELLS] = cells
             if sel.usable:
                 M.i[r, I_CACHED] = 1
-                M.i[r, I_CACHE:I_CACHE + 4] = cells
+                M.i[r, I_CACHE:I_CACHE + CELLS] = cells
         M.g[G_SOLVED] = now
 
     def select(self, inp: SelectorInput) -> Selection:

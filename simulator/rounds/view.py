@@ -61,7 +61,7 @@ configure_cache()
 
 __all__ = ["HOST", "NEXT_ROUND", "NXT", "N_ACTIVE", "N_HOLD", "PLAN", "ROUND_KERNEL_SIG",
            "ClusterArrays", "JobView", "Layout", "PolicyMemory", "StateView", "active_rows",
-           "empty_memory", "read_only", "speed", "touch"]
+           "empty_memory", "read_only", "set_plan", "speed", "touch"]
 
 PLAN, HOST = 0, 2
 """What a kernel returns: its plan is written, or its Python step must run first."""
@@ -108,7 +108,9 @@ class Layout:
     ``L.NAME`` is block ``name``'s first column (compiled code reads it as a constant once
     bound to a module global: ``CREDIT = L.CREDIT``); ``L.width`` is what
     :func:`empty_memory` takes. A last block of width 0 marks where columns sized per run
-    begin.
+    begin (``L.open``): the memory is then at least ``L.width`` wide, else exactly.
+    A policy lists its layouts in ``KernelRoundPolicy.layouts`` (``tests/policies/
+    test_memory_layout.py`` checks its memory against them and its kernels' reads).
     """
 
     def __init__(self, **blocks: int) -> None:
@@ -119,6 +121,7 @@ class Layout:
             self.offsets[name.upper()] = at
             at += width
         self.width = at
+        self.open = bool(self.blocks) and list(self.blocks.values())[-1] == 0
 
     def __getattr__(self, name: str) -> int:
         offsets = self.__dict__.get("offsets", {})
@@ -135,6 +138,15 @@ def touch(memory: Any, row: int) -> None:
     """List ``row`` as rewritten in ``memory``'s plan (once per decision)."""
     memory.touched[memory.ntouched[0]] = row
     memory.ntouched[0] += 1
+
+
+@njit(inline="always")
+def set_plan(memory: Any, row: int, alloc: Any) -> None:
+    """Make ``alloc`` (GPUs per node) ``row``'s plan, listing the row with :func:`touch` if
+    that changes the plan in force."""
+    if np.any(alloc != memory.out_alloc[row]):
+        memory.out_alloc[row] = alloc
+        touch(memory, row)
 
 
 @njit(inline="always")
@@ -169,14 +181,16 @@ def _i(*shape: int) -> Any:
     return np.zeros(shape, dtype=np.int64)
 
 
-def empty_memory(jobs: Any, nodes: int, *, params: Any = None, f: int = 0, i: int = 0,
-                 g: int = 0, gi: int = 0) -> PolicyMemory:
+def empty_memory(jobs: Any, nodes: int, *, params: Any = None, f: Layout | int = 0,
+                 i: Layout | int = 0, g: Layout | int = 0, gi: Layout | int = 0) -> PolicyMemory:
     """A :class:`PolicyMemory` for ``jobs`` (a :class:`JobView`) with ``f``/``i`` per-row
-    columns and ``g``/``gi`` global entries, all zero, and the plan in force (nothing
+    columns and ``g``/``gi`` global entries (a :class:`Layout`: its width; an open layout's
+    width plus the columns sized per run), all zero, and the plan in force (nothing
     placed)."""
     n = jobs.arrival.shape[0]
+    nf, ni, ng, ngi = (w.width if isinstance(w, Layout) else w for w in (f, i, g, gi))
     return PolicyMemory(np.zeros(0) if params is None else np.asarray(params, np.float64),
-                        _f(n, f), _i(n, i), _f(g), _i(gi), jobs.alloc.copy(), jobs.nw.copy(),
+                        _f(n, nf), _i(n, ni), _f(ng), _i(ngi), jobs.alloc.copy(), jobs.nw.copy(),
                         jobs.wdev.copy(), np.full(n, np.inf), _i(n), _i(1),
                         np.full(1, -np.inf), np.full(1, np.inf))
 
