@@ -1,0 +1,164 @@
+"""UniSched §V-B reproduced like for like: every policy gang-scheduled on the same nodes.
+
+The paper (papers/unisched.md §IV-B, §IV-D) runs UniSched and its baselines in one trace-driven
+simulator on C96 (96 nodes x 8 GPUs), Themis "based on the implementation in [38]" (Gavel's
+round-based simulator). Here every policy runs on the round engine on ``unisched-c96``'s node
+type (V100, restart 30 s, inter-node 0.9) with ``--nodes`` nodes (default 96: C96): UniSched,
+``llf`` (GENIE-like), ``hydra``, and ``themis-gang``, ``srsf-gang``, ``fifo-gang``
+(:mod:`policies.unisched.gang_baselines`), each deciding every ``--lease-s`` (300).
+
+Workloads (Chronus's, ``../shared/data/chronus``, minutes as ``read_chronus`` reads them):
+P_SLO (``trace_job_Philly_SLO.csv``), P_MIX1 (``trace_job_Philly_MIX1.csv``) and P_MIX2:
+Chronus's own ``trace_job_Philly_MIX2.csv`` when ``--mix2-csv`` names it, else P_MIX1's jobs
+given Chronus's MIX2 shares (``CHRONUS_MIX2``: 30 % strict, 60 % soft, 10 % best-effort) and
+UniSched's deadlines with ``add_slos``. ``--jobs`` cuts each to its first jobs by arrival
+(default, as the paper: all 30,940; the whole run takes about 20 CPU-minutes, UniSched about
+4 of them per workload).
+
+Prints per workload each policy's weighted deadline miss rate R_slo (eq. 15), best-effort JCT
+and wall time, then one table per headline: paper's number, ours, ours / paper, set-up in
+one line. Run from the project root: ``python benchmarks/reproduce/unisched.py``
+(``--workloads P_MIX1`` for one workload).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from policies import make_policy  # noqa: E402  (after the path is set)
+from simulator import Workload, load_profile, read_chronus, simulate  # noqa: E402
+from simulator.inputs.generate import add_slos  # noqa: E402
+from simulator.inputs.profile import ClusterProfile, NodeGroup  # noqa: E402
+from simulator.metrics import METRICS  # noqa: E402
+
+CHRONUS = ROOT.parent / "shared" / "data" / "chronus"
+POLICIES = ("unisched", "llf", "hydra", "themis-gang", "srsf-gang", "fifo-gang")
+DEADLINE_AWARE = ("llf", "hydra")
+
+
+def cluster(nodes: int) -> ClusterProfile:
+    """UniSched's C96 node type with ``nodes`` nodes."""
+    base = load_profile("unisched-c96")
+    return replace(base, name=f"c{nodes}", description=f"{nodes} nodes x 8 GPUs",
+                   node_groups=(NodeGroup(nodes, 8, "v100", 32),))
+
+
+def workloads(jobs: int, unit_s: float, mix2_csv: Path | None, seed: int
+              ) -> dict[str, Workload]:
+    def read(path: Path) -> Workload:
+        return read_chronus(path, time_unit_s=unit_s).head(jobs)
+    mix1 = read(CHRONUS / "trace_job_Philly_MIX1.csv")
+    mix2 = (read(mix2_csv) if mix2_csv is not None
+            else add_slos(mix1, "CHRONUS_MIX2", seed=seed))
+    return {"P_SLO": read(CHRONUS / "trace_job_Philly_SLO.csv"), "P_MIX1": mix1,
+            "P_MIX2": mix2}
+
+
+def offered_load(wl: Workload, gpus: int) -> float:
+    """GPU-seconds asked for over GPU-seconds offered while the jobs arrive."""
+    span = float(wl.arrival_s.max() - wl.arrival_s.min())
+    return float(wl.service_s.sum()) / (gpus * span) if span > 0 else np.inf
+
+
+def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float
+        ) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for name in names:
+        params: dict[str, Any] = {} if name == "unisched" else {"lease_s": lease_s}
+        t0 = time.perf_counter()
+        r = simulate(wl, profile, make_policy(name, params))
+        wall = time.perf_counter() - t0
+        out[name] = {k: mean(METRICS[k].compute(r)) for k in ("slo_miss", "be_jct")}
+        out[name]["wall"] = wall
+        print(f"  {name:<14}{out[name]['slo_miss']:>9.4f}{out[name]['be_jct'] / 3600:>11.2f}"
+              f"{wall:>9.1f}", flush=True)
+    return out
+
+
+def mean(values: np.ndarray) -> float:
+    """The mean over the jobs the metric counts (NaN: none, e.g. best-effort JCT on P_SLO)."""
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if kept.size else float("nan")
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else np.inf
+
+
+def headlines(res: dict[str, dict[str, dict[str, float]]], setup: str) -> None:
+    print(f"\nset-up: {setup}")
+    rows: list[tuple[str, str, str, str]] = []
+    if "P_MIX1" in res and {"unisched", "themis-gang"} <= res["P_MIX1"].keys():
+        m = res["P_MIX1"]
+        ours = ratio(m["themis-gang"]["slo_miss"], m["unisched"]["slo_miss"])
+        rows.append(("R_slo Themis / UniSched, P_MIX1", "6.84x", f"{ours:.2f}x",
+                     f"{ours / 6.84:.2f}"))
+    if "P_SLO" in res and "unisched" in res["P_SLO"]:
+        m = res["P_SLO"]
+        got = [ratio(m[b]["slo_miss"], m["unisched"]["slo_miss"]) for b in DEADLINE_AWARE
+               if b in m]
+        if got:
+            rows.append(("R_slo deadline-aware / UniSched, P_SLO", "1.17-4.82x",
+                         f"{min(got):.2f}-{max(got):.2f}x", "-"))
+    if "P_MIX2" in res and "unisched" in res["P_MIX2"]:
+        m = res["P_MIX2"]
+        rank = 1 + sum(v["slo_miss"] < m["unisched"]["slo_miss"] for v in m.values())
+        best = min((v["slo_miss"], k) for k, v in m.items() if k != "unisched")
+        rows.append(("UniSched's R_slo rank on P_MIX2", "1 (best)",
+                     f"{rank} of {len(m)} (next: {best[1]} {best[0]:.4f})", "-"))
+    be = [ratio(res[w][b]["be_jct"], res[w]["unisched"]["be_jct"])
+          for w in ("P_MIX1", "P_MIX2") if w in res and "unisched" in res[w]
+          for b in DEADLINE_AWARE if b in res[w]]
+    if be:
+        rows.append(("best-effort JCT deadline-aware / UniSched, MIX1+MIX2", "1.18-4.02x",
+                     f"{min(be):.2f}-{max(be):.2f}x", f"{max(be) / 4.02:.2f} (max)"))
+    print(f"  {'headline':<52}{'paper':>12}{'ours':>36}{'ours/paper':>12}")
+    for name, paper, ours_s, r in rows:
+        print(f"  {name:<52}{paper:>12}{ours_s:>36}{r:>12}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=30940, help="first jobs of each trace "
+                    "(default and paper: all 30,940)")
+    ap.add_argument("--nodes", type=int, default=96, help="8-GPU nodes (paper: C96 = 96)")
+    ap.add_argument("--lease-s", type=float, default=300.0,
+                    help="the baselines' lease (UniSched's own leases are its parameters)")
+    ap.add_argument("--unit-s", type=float, default=60.0, help="seconds per Chronus time unit")
+    ap.add_argument("--mix2-csv", type=Path, default=None,
+                    help="Chronus's trace_job_Philly_MIX2.csv (else a stand-in; module doc)")
+    ap.add_argument("--workloads", default="P_SLO,P_MIX1,P_MIX2")
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--seed", type=int, default=0, help="the P_MIX2 stand-in's draw")
+    args = ap.parse_args()
+    print("reproduce/unisched:", " ".join(f"{k}={v}" for k, v in vars(args).items()))
+    profile = cluster(args.nodes)
+    wls = workloads(args.jobs, args.unit_s, args.mix2_csv, args.seed)
+    names = [p for p in args.policies.split(",") if p]
+    res: dict[str, dict[str, dict[str, float]]] = {}
+    t0 = time.perf_counter()
+    for key in filter(None, args.workloads.split(",")):
+        wl = wls[key]
+        span_h = float(wl.arrival_s.max() - wl.arrival_s.min()) / 3600
+        print(f"\n{key}: {len(wl)} jobs ({wl.source}), span {span_h:.1f} h, offered load "
+              f"{offered_load(wl, profile.total_gpus):.2f} on {profile.total_gpus} GPUs")
+        print(f"  {'policy':<14}{'R_slo':>9}{'be_jct h':>11}{'wall s':>9}")
+        res[key] = run(wl, profile, names, args.lease_s)
+    headlines(res, f"first {args.jobs} jobs of Chronus's Philly traces, {args.nodes} x 8 V100, "
+                   f"baselines gang-scheduled every {args.lease_s:g} s, "
+                   f"P_MIX2 {'Chronus file' if args.mix2_csv else 'stand-in (CHRONUS_MIX2)'}")
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
