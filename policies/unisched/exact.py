@@ -9,12 +9,14 @@ becomes a multiple-choice knapsack. Each job picks one option (nothing, or one o
 candidates) worth its reward for running now plus the best step that option lets it meet,
 under slot 0's four nested cell capacities (eq. 14). That knapsack is a relaxation of the
 MILP, so its optimum is the MILP's whenever a plan of the later slots realises every job's
-counted step (:func:`_later_plan`). Checked in turn: Proposition 1 (all deadline jobs fit the
-whole cluster at once); a plan that works whatever slot 0 holds (every job whose steps hang on
-slot 0 runs through each later slot, every other job gets the work all its steps need without
-slot 0); and a plan for the slot 0 the knapsack chose. Plans are built slot by slot, first
-what each job must run in the slot because the later ones cannot give it enough, then
-earliest deadline first; if none is found, HiGHS decides.
+counted step (:mod:`policies.unisched.later`). Checked in turn: Proposition 1 (all deadline
+jobs fit the whole cluster at once); a plan that works whatever slot 0 holds (every job whose
+steps hang on slot 0 runs through each later slot, every other job gets the work all its
+steps need without slot 0); and a plan for the slot 0 the knapsack chose. Plans are built
+slot by slot, first what each job must run in the slot because the later ones cannot give it
+enough, then earliest deadline first; if none is found, HiGHS decides. The set-up is
+compiled as well as the search: on the small instances of a search's short rounds (tens of
+jobs, thousands of boundaries an evaluation) NumPy's per-call overhead was most of the cost.
 
 The knapsack is solved exactly by depth-first branch and bound (compiled), in two passes: the
 first finds the optimum, the second applies the **tie rule**: among assignments within
@@ -42,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.cells import LEVELS, NEST, fits_cells
+from policies.unisched.later import later_plan
 from policies.unisched.pricing import priced_table, prices, table_pick
 from simulator.jit import configure_cache, njit
 
@@ -75,53 +78,95 @@ def solve_knapsack(inp: Any) -> tuple[IntArray, IntArray, float] | None:
         objective; or ``None`` when HiGHS must decide (later slots no plan certifies, a
         borderline step, or :data:`SEARCH_LIMIT`).
     """
-    n_jobs = inp.now_value.shape[0]
-    start = np.searchsorted(inp.cand_job, np.arange(n_jobs))
-    step_ok = np.isfinite(inp.work_s) & (inp.deadline_s > 0)
-    dl = step_ok.any(axis=1)
-    weight = (inp.cand_cells @ NEST).astype(np.int64)  # (C, 4) eq. 14's weights
-    first = start[dl]
-    if dl.any() and np.any(inp.cand_phi[first] < np.maximum.reduceat(inp.cand_phi, start)[dl]):
-        return None
-    edges = np.concatenate([[0.0], np.cumsum(inp.slot_s)])
-    deadline = np.where(step_ok, inp.deadline_s, 0.0)
-    avail = np.clip(deadline[:, :, None] - edges[None, None, :-1], 0.0,
-                    inp.slot_s[None, None, :])  # (J, F, K)
-    now_part, later_part = avail[:, :, 0], avail[:, :, 1:].sum(axis=2)
-    work = np.where(step_ok, inp.work_s, 0.0)
-    value = np.where(step_ok, inp.step_value, 0.0)
+    ok, choice, step, total = _solve(
+        inp.cand_cells, inp.cand_job, inp.cand_phi, inp.now_value, inp.may_start, inp.work_s,
+        inp.deadline_s, inp.step_value, inp.slot_s, inp.free_now, inp.free_later)
+    return (choice, step, total) if ok else None
+
+
+@njit
+def _solve(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any, may_start: Any,
+           work_s: Any, deadline_s: Any, step_value: Any, slot_s: Any, free_now: Any,
+           free_later: Any) -> tuple[bool, Any, Any, float]:
+    """:func:`solve_knapsack` on the input's arrays (compiled: the set-up is most of a small
+    instance's cost); False where HiGHS must decide."""
+    n_jobs, steps = work_s.shape
+    n_cand, slots = cand_job.shape[0], slot_s.shape[0]
+    fail = (False, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0.0)
+    start = np.searchsorted(cand_job, np.arange(n_jobs))
+    step_ok = np.isfinite(work_s) & (deadline_s > 0.0)
+    dl = np.zeros(n_jobs, dtype=np.bool_)
+    for j in range(n_jobs):
+        dl[j] = np.any(step_ok[j])
+    weight = np.zeros((n_cand, LEVELS), dtype=np.int64)  # eq. 14's weights
+    for c in range(n_cand):
+        weight[c] = _nested(cand_cells[c])
+    rows = np.flatnonzero(dl)
+    first = start[rows]
+    for r in rows:
+        end = start[r + 1] if r + 1 < n_jobs else n_cand
+        if np.any(cand_phi[start[r]:end] > cand_phi[start[r]]):
+            return fail  # the consolidated candidate is not the fastest
+    edges = np.zeros(slots + 1)
+    for k in range(slots):
+        edges[k + 1] = edges[k] + slot_s[k]
+    avail = np.zeros((n_jobs, steps, slots))
+    now_part, later_part = np.zeros((n_jobs, steps)), np.zeros((n_jobs, steps))
+    work, value = np.zeros((n_jobs, steps)), np.zeros((n_jobs, steps))
+    for j in range(n_jobs):
+        for f in range(steps):
+            if step_ok[j, f]:
+                for k in range(slots):
+                    avail[j, f, k] = min(max(deadline_s[j, f] - edges[k], 0.0), slot_s[k])
+                work[j, f], value[j, f] = work_s[j, f], step_value[j, f]
+            now_part[j, f] = avail[j, f, 0]
+            later_part[j, f] = _np_sum(avail[j, f, 1:])
     scale = np.maximum(work, 1.0)
     # option 0 of each job: run nothing now; then its candidates (if it may start)
     idle, idle_step, border = _step_gain(later_part - work, scale, step_ok, value)
     if border:
-        return None
-    cand_job = inp.cand_job
-    gain, cand_step, border = _step_gain(
-        inp.cand_phi[:, None] * now_part[cand_job] + later_part[cand_job] - work[cand_job],
-        scale[cand_job], step_ok[cand_job], value[cand_job])
+        return fail
+    margin = np.zeros((n_cand, steps))
+    for c in range(n_cand):
+        j = cand_job[c]
+        margin[c] = cand_phi[c] * now_part[j] + later_part[j] - work[j]
+    gain, cand_step, border = _step_gain(margin, scale[cand_job], step_ok[cand_job],
+                                         value[cand_job])
     if border:
-        return None
-    later_cap = (inp.free_later @ NEST).astype(np.int64)
-    deadline_or_inf = np.where(step_ok, inp.deadline_s, np.inf)[dl]
-    planned = not dl.any() or fits_cells(inp.cand_cells[first].sum(axis=0), inp.free_later)
+        return fail
+    later_cap = _nested(free_later)
+    deadline_or_inf = np.where(step_ok, deadline_s, np.inf)[rows]
+    later_avail = np.ascontiguousarray(avail[rows][:, :, 1:])
+    taken = np.zeros(LEVELS, dtype=np.int64)
+    for c in first:
+        taken += cand_cells[c]
+    planned = first.shape[0] == 0 or fits_cells(taken, free_later)
     if not planned:
         # a job that misses a step without slot 0 even with every later slot gets them all
         # (if some option of it meets a step); the others, what meets all their steps
-        urgent = np.any(step_ok & (later_part < work), axis=1)
+        urgent = np.zeros(n_jobs, dtype=np.bool_)
+        for j in range(n_jobs):
+            urgent[j] = np.any(step_ok[j] & (later_part[j] < work[j]))
         best = idle.copy()
-        np.maximum.at(best, cand_job, np.where(inp.may_start[cand_job], gain, 0.0))
-        need = np.where(step_ok & ~urgent[:, None], work, 0.0)
-        planned = _later_plan(weight[first], avail[dl, :, 1:], need[dl],
-                              (urgent & (best > 0))[dl], deadline_or_inf, later_cap)
-    delta = inp.now_value[cand_job] * inp.cand_phi + gain - idle[cand_job]
-    base = float(idle.sum())
-    cap = (inp.free_now @ NEST).astype(np.int64)
-    usable = inp.may_start[cand_job] & np.all(weight <= cap, axis=1)
-    tol = TIE_REL * max(1.0, abs(base) + float(np.maximum(delta, 0.0).sum()))
-    keep = np.flatnonzero(usable & (delta > -tol))
-    pick = _search(cand_job[keep], weight[keep], delta[keep], cap, tol)
-    if pick is None:
-        return None
+        for c in range(n_cand):
+            best[cand_job[c]] = max(best[cand_job[c]], gain[c] if may_start[cand_job[c]] else 0.0)
+        need = np.zeros((n_jobs, steps))
+        for j in range(n_jobs):
+            if not urgent[j]:
+                need[j] = np.where(step_ok[j], work[j], 0.0)
+        planned = later_plan(weight[first], later_avail, need[rows], (urgent & (best > 0.0))[rows],
+                             deadline_or_inf, later_cap)
+    delta = now_value[cand_job] * cand_phi + gain - idle[cand_job]
+    base = _np_sum(idle)
+    cap = _nested(free_now)
+    tol = TIE_REL * max(1.0, abs(base) + _np_sum(np.maximum(delta, 0.0)))
+    usable = np.zeros(n_cand, dtype=np.bool_)
+    for c in range(n_cand):
+        usable[c] = may_start[cand_job[c]] and np.all(weight[c] <= cap) and delta[c] > -tol
+    keep = np.flatnonzero(usable)
+    pick, ok = _search(cand_job[keep], weight[keep], delta[keep], cap, tol)
+    if not ok:
+        return fail
     choice = np.full(n_jobs, -1, dtype=np.int64)
     chosen = keep[pick]
     choice[cand_job[chosen]] = chosen
@@ -129,21 +174,62 @@ def solve_knapsack(inp: Any) -> tuple[IntArray, IntArray, float] | None:
     step[cand_job[chosen]] = cand_step[chosen]
     if not planned:
         # the later slots must realise the steps the knapsack counted, for this slot 0
-        now_work = np.zeros((n_jobs, work.shape[1]))
-        now_work[cand_job[chosen]] = inp.cand_phi[chosen, None] * now_part[cand_job[chosen]]
-        counted = (step_ok & (np.arange(work.shape[1])[None, :] >= step[:, None])
-                   & (step[:, None] >= 0))
-        need = np.where(counted, np.maximum(work - now_work, 0.0), 0.0)
-        if not _later_plan(weight[first], avail[dl, :, 1:], need[dl],
-                           np.zeros(int(dl.sum()), np.bool_), deadline_or_inf, later_cap):
-            return None
-    total = base + float(delta[chosen].sum())
-    return choice, step, total
+        now_work = np.zeros((n_jobs, steps))
+        for c in chosen:
+            now_work[cand_job[c]] = cand_phi[c] * now_part[cand_job[c]]
+        need = np.zeros((n_jobs, steps))
+        for j in range(n_jobs):
+            for f in range(steps):
+                if step_ok[j, f] and step[j] >= 0 and f >= step[j]:
+                    need[j, f] = max(work[j, f] - now_work[j, f], 0.0)
+        if not later_plan(weight[first], later_avail, need[rows],
+                          np.zeros(first.shape[0], dtype=np.bool_), deadline_or_inf,
+                          later_cap):
+            return fail
+    return True, choice, step, base + _np_sum(delta[chosen])
 
 
-def _search(job: IntArray, weight: IntArray, delta: FloatArray, cap: IntArray, tol: float
-            ) -> IntArray | None:
-    """The tie rule's optimal options (indices), or ``None`` past :data:`SEARCH_LIMIT` nodes.
+@njit
+def _nested(cells: Any) -> Any:
+    """Eq. 14's weights of a cell multiset ``(4,)``: the level-i cells it holds, per level."""
+    out = np.zeros(LEVELS, dtype=np.int64)
+    for i in range(LEVELS):
+        total = 0.0
+        for g in range(LEVELS):
+            total += cells[g] * NEST[g, i]
+        out[i] = int(total)
+    return out
+
+
+@njit
+def _np_sum(a: Any) -> float:
+    """``a.sum()`` as NumPy adds a 1-D float array (pairwise, eight accumulators per block of
+    up to 128), so that the objective and the tie tolerance are NumPy's to the last bit."""
+    n = a.shape[0]
+    if n < 8:
+        total = 0.0
+        for x in a:
+            total += x
+        return total
+    if n <= 128:
+        r = a[:8].copy()
+        i = 8
+        while i < n - n % 8:
+            r += a[i:i + 8]
+            i += 8
+        total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        while i < n:
+            total += a[i]
+            i += 1
+        return total
+    half = n // 2
+    half -= half % 8
+    return _np_sum(a[:half]) + _np_sum(a[half:])
+
+
+@njit
+def _search(job: Any, weight: Any, delta: Any, cap: Any, tol: float) -> tuple[Any, bool]:
+    """The tie rule's optimal options (indices), and False past :data:`SEARCH_LIMIT` nodes.
 
     The first try bounds each cell level alone; if it does not settle within
     :data:`PLAIN_LIMIT` nodes, the levels are priced by the dual of the knapsack's linear
@@ -154,91 +240,27 @@ def _search(job: IntArray, weight: IntArray, delta: FloatArray, cap: IntArray, t
     if not ok:
         pick, ok = _branch_and_bound(job, weight, delta, cap, tol, SEARCH_LIMIT, True,
                                      prices(job, weight, delta, cap))
-    return pick if ok else None
+    return pick, ok
 
 
-def _step_gain(margin: FloatArray, scale: FloatArray, ok: Any, value: FloatArray
-               ) -> tuple[FloatArray, IntArray, bool]:
+@njit
+def _step_gain(margin: Any, scale: Any, ok: Any, value: Any) -> tuple[Any, Any, bool]:
     """Per row: the best reward of a step from which on every step is met (eq. 4 with the
     steps' monotone indicators), that step (-1: none), and whether any margin is borderline.
 
     ``margin`` is the work done before each step's deadline less the work it needs."""
-    rel = margin / scale
-    if np.any(ok & (rel < 0.0) & (rel > -BORDER)):
-        return np.zeros(0), np.zeros(0, dtype=np.int64), True
-    met = rel >= 0.0
     n, steps = margin.shape
     gain, step = np.zeros(n), np.full(n, -1, dtype=np.int64)
-    tail = np.ones(n, dtype=bool)  # every valid step from f on is met
-    for f in range(steps - 1, -1, -1):
-        tail &= met[:, f] | ~ok[:, f]
-        better = ok[:, f] & tail & (value[:, f] > gain)
-        gain[better], step[better] = value[better, f], f
+    for r in range(n):
+        tail = True  # every valid step from f on is met
+        for f in range(steps - 1, -1, -1):
+            rel = margin[r, f] / scale[r, f]
+            if ok[r, f] and -BORDER < rel < 0.0:
+                return gain, step, True
+            tail = tail and (rel >= 0.0 or not ok[r, f])
+            if ok[r, f] and tail and value[r, f] > gain[r]:
+                gain[r], step[r] = value[r, f], f
     return gain, step, False
-
-
-@njit
-def _later_plan(weight: Any, avail: Any, need: Any, full: Any, deadline: Any, cap: Any
-                ) -> bool:
-    """Whether a plan of the later slots (consolidated candidates) runs every ``full`` job
-    through each later slot before its last deadline and gets every other job ``need``
-    seconds of work before each step's deadline. Built slot by slot: first what each job
-    must run in this slot because the slots after it cannot give it enough, then earliest
-    deadline first (a plan found certifies; none found sends the instance to HiGHS).
-
-    Args:
-        weight: ``(D, 4)`` each job's consolidated cells, as eq. 14's weights.
-        avail: ``(D, F, K)`` seconds of each later slot before each step's deadline.
-        need: ``(D, F)`` work each step needs (0: none).
-        full: ``(D,)`` the job runs every later slot.
-        deadline: ``(D, F)`` the steps' deadlines (inf: no step).
-        cap: ``(4,)`` eq. 14's capacities of a later slot.
-    """
-    n_jobs, steps, slots = avail.shape
-    done = np.zeros((n_jobs, steps))
-    after = np.zeros((n_jobs, steps, slots))  # seconds of the slots after k before each step
-    for k in range(slots - 2, -1, -1):
-        after[:, :, k] = after[:, :, k + 1] + avail[:, :, k + 1]
-    least = np.zeros(n_jobs)
-    for k in range(slots):
-        room = cap.astype(np.float64)
-        for j in range(n_jobs):
-            if full[j] and np.any(avail[j, :, k] > 0.0):
-                room -= weight[j]
-        key = np.full(n_jobs, np.inf)  # the earliest deadline a job still falls short of
-        for j in range(n_jobs):
-            least[j] = 0.0
-            for f in range(steps):
-                short = need[j, f] - done[j, f]
-                if not full[j] and short > 0.0:
-                    key[j] = min(key[j], deadline[j, f])
-                    late = short - after[j, f, k]
-                    if late > 0.0:
-                        if avail[j, f, k] <= 0.0:
-                            return False  # that deadline has passed
-                        least[j] = max(least[j], late / avail[j, f, k])
-            if least[j] > 1.0 + 1e-12:
-                return False
-            least[j] = min(least[j], 1.0)
-            room -= least[j] * weight[j]
-        if np.any(room < -1e-9):
-            return False
-        room = np.maximum(room, 0.0)
-        for j in np.argsort(key, kind="mergesort"):
-            if key[j] == np.inf:
-                break
-            x = least[j]
-            for f in range(steps):
-                short = need[j, f] - done[j, f]
-                if short > 0.0 and avail[j, f, k] > 0.0:
-                    x = max(x, short / avail[j, f, k])
-            x = min(x, 1.0) - least[j]
-            for i in range(LEVELS):
-                if weight[j, i] > 0:
-                    x = min(x, room[i] / weight[j, i])
-            room -= x * weight[j]
-            done[j] += (least[j] + x) * avail[j, :, k]
-    return bool(np.all(need <= done * (1.0 + 1e-12) + 1e-9))
 
 
 @njit

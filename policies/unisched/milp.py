@@ -51,6 +51,9 @@ from scipy.sparse import coo_array
 
 from policies.cells import LEVELS, NEST, candidates, node_cells
 from policies.unisched.exact import solve_knapsack
+from simulator.jit import configure_cache, njit
+
+configure_cache()
 
 __all__ = ["NODE_LIMIT", "USABLE_GAP", "Selection", "SelectorInput", "selector_input",
            "solve_milp", "solve_selector"]
@@ -131,24 +134,35 @@ def selector_input(cluster: Any, *, gpus: IntArray, profiling: BoolArray,
     (``lease_s``), then doubling, the last reaching the latest deadline still reachable.
     """
     top = int(min(3, np.floor(np.log2(cluster.node_gpus.max()))))
-    # each distinct gang size's candidates once, padded to a (sizes, 3, 4) table
-    sizes, size_of = np.unique(gpus, return_inverse=True)
-    options = [candidates(int(g), top) for g in sizes]
-    table = np.zeros((sizes.shape[0], 3, LEVELS), dtype=np.int64)
-    for k, rows in enumerate(options):
-        table[k, :rows.shape[0]] = rows
-    count = np.array([rows.shape[0] for rows in options], dtype=np.int64)[size_of]
-    count = np.where(profiling, 1, count).astype(np.int64)
-    cand_job = np.repeat(np.arange(gpus.shape[0], dtype=np.int64), count)
-    within = np.arange(cand_job.shape[0]) - np.repeat(np.cumsum(count) - count, count)
-    whole = (within == 0) | (gpus[cand_job] > 2 ** top)
+    cand_cells, cand_job, whole = _candidate_rows(gpus, profiling, top)
     horizon = float(np.where(np.isfinite(work_s), deadline_s, 0.0).max(initial=0.0))
     return SelectorInput(
-        cand_cells=table[size_of[cand_job], within], cand_job=cand_job,
+        cand_cells=cand_cells, cand_job=cand_job,
         cand_phi=np.where(whole, 1.0, cluster.inter_node_factor), now_value=now_value,
         may_start=may_start, work_s=work_s, deadline_s=deadline_s, step_value=step_value,
         slot_s=_slots(lease_s, horizon, slots), free_now=node_cells(node_free).sum(axis=0),
         free_later=node_cells(cluster.node_gpus).sum(axis=0))
+
+
+@njit
+def _candidate_rows(gpus: Any, profiling: Any, top: int) -> tuple[Any, Any, Any]:
+    """Every job's buddy-cell candidates in job order (only the consolidated one while it
+    profiles): their cells, their job, and whether each runs whole (consolidated, or a gang
+    larger than a node that spans nodes anyway)."""
+    n = gpus.shape[0]
+    count = np.ones(n, dtype=np.int64)
+    for j in range(n):
+        if not profiling[j]:
+            count[j] = candidates(gpus[j], top).shape[0]
+    cells = np.zeros((count.sum(), LEVELS), dtype=np.int64)
+    job, whole = np.zeros(count.sum(), dtype=np.int64), np.zeros(count.sum(), dtype=np.bool_)
+    c = 0
+    for j in range(n):
+        rows = candidates(gpus[j], top)
+        for k in range(count[j]):
+            cells[c], job[c], whole[c] = rows[k], j, k == 0 or gpus[j] > 2 ** top
+            c += 1
+    return cells, job, whole
 
 
 def _slots(lease_s: float, horizon_s: float, most: int) -> FloatArray:

@@ -14,7 +14,7 @@ import pytest
 from scipy.optimize import linprog
 
 from policies.cells import CELL_GPUS, NEST, candidates, fits_cells, node_cells
-from policies.unisched.exact import solve_knapsack
+from policies.unisched.exact import _np_sum, solve_knapsack
 from policies.unisched.milp import (
     SelectorInput,
     solve_milp,
@@ -246,3 +246,15 @@ def test_exact_selector_matches_highs_on_recorded_instances() -> None:
     slots for the slot 0 it chose certifies the overloaded ones)."""
     results = [check_exact(inp) for inp in recorded_instances()]
     assert sum(results) >= 0.95 * len(results)
+
+
+def test_compiled_sum_adds_as_numpy_does() -> None:
+    """The exact method's objective and tie tolerance are NumPy's sums to the last bit: the
+    compiled set-up's pairwise sum against ``ndarray.sum`` (1-D and along a last axis), at
+    the lengths where NumPy's blocking changes (8, 128 and their multiples)."""
+    rng = np.random.default_rng(3)
+    for n in [*range(20), 63, 64, 65, 127, 128, 129, 130, 255, 256, 257, 1000, 2049]:
+        a = rng.random(n) * 10.0 ** rng.integers(-3, 6, n)
+        assert _np_sum(a) == a.sum()
+        b = rng.random((2, n + 1)) * 1e3
+        assert [_np_sum(row[1:]) for row in b] == list(b[:, 1:].sum(axis=1))
