@@ -41,6 +41,7 @@ import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -134,29 +135,36 @@ def main() -> None:
             for seed in args.seeds.split(",")]
     import policies  # noqa: F401  # compiled (or loaded) once, before the workers fork
 
-    if args.workers > 1:
-        with ProcessPoolExecutor(args.workers,
-                                 mp_context=multiprocessing.get_context("fork")) as pool:
-            rows = list(pool.map(score, *zip(*runs, strict=True),
-                                 [args] * len(runs)))
-    else:
-        rows = [score(problem, seed, args) for problem, seed in runs]
-    _print(rows, args)
+    _header(args)
+    rows = []
+    with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("fork")
+                             ) if args.workers > 1 else nullcontext() as pool:
+        done = (pool.map(score, *zip(*runs, strict=True), [args] * len(runs)) if pool
+                else (score(problem, seed, args) for problem, seed in runs))
+        for row in done:  # each seed's row as it comes: a long run stopped early keeps them
+            rows.append(row)
+            _row(row)
+    _medians(rows)
 
 
-def _print(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+def _header(args: argparse.Namespace) -> None:
     print(f"budget {args.budget}, wfq: {args.jobs} jobs at load {args.load} x "
           f"{args.replicates or 'default'} replicates, "
           f"traces: {args.trace_jobs or 'all'} jobs")
     print(f"{'problem':<9}{'seed':>5}{'front':>6}{'dom%':>6}{'train%':>7}{'HV front':>9}"
           f"{'HV base':>8}"
-          f"{'HV>=':>5}  rho per objective{'':<14}{'wall s':>7}")
-    for r in rows:
-        rho = " ".join(f"{v:5.2f}" for v in r["rho"])
-        print(f"{r['problem']:<9}{r['seed']:>5}{r['front']:>6}{100 * r['dominated']:>6.0f}"
-              f"{100 * r['train']:>7.0f}{r['hv_front']:>9.3f}{r['hv_base']:>8.3f}"
-              f"{'yes' if r['hv_front'] >= r['hv_base'] else 'no':>5}  {rho:<31}"
-              f"{r['wall_s']:>7.0f}")
+          f"{'HV>=':>5}  rho per objective{'':<14}{'wall s':>7}", flush=True)
+
+
+def _row(r: dict[str, Any]) -> None:
+    rho = " ".join(f"{v:5.2f}" for v in r["rho"])
+    print(f"{r['problem']:<9}{r['seed']:>5}{r['front']:>6}{100 * r['dominated']:>6.0f}"
+          f"{100 * r['train']:>7.0f}{r['hv_front']:>9.3f}{r['hv_base']:>8.3f}"
+          f"{'yes' if r['hv_front'] >= r['hv_base'] else 'no':>5}  {rho:<31}"
+          f"{r['wall_s']:>7.0f}", flush=True)
+
+
+def _medians(rows: list[dict[str, Any]]) -> None:
     print("median over seeds (targets: dom% <= 20, rho >= 0.8 each, HV front >= HV base)")
     for problem in dict.fromkeys(r["problem"] for r in rows):
         mine = [r for r in rows if r["problem"] == problem]
