@@ -56,16 +56,16 @@ def _srsf(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
 
 
 @njit
-def themis_rho(C: Any, J: Any, r: int, now: float, active: int) -> float:
+def themis_rho(C: Any, J: Any, r: int, now: float, fair: float) -> float:
     """Row ``r``'s finish-time fairness if it ran at full demand from ``now`` on, against its
-    time alone with a fair share of the cluster among ``active`` jobs (module docstring)."""
+    time alone with ``fair`` GPUs, the cluster's share per active job (module docstring)."""
     work = J.est[r]
     if work <= 0.0 or J.est_size[r] <= 0.0:
         return np.inf  # past its estimate: as far behind as a job can be
     left_s = _remaining_s(C, J, r)
     full_s = left_s * J.est_size[r] / work
     demand = max(J.demand[r], 1)
-    share = min(C.node_gpus.sum() / max(active, 1), demand)
+    share = min(fair, demand)
     return (now - J.arrival[r] + left_s) / (full_s * demand / share)
 
 
@@ -74,8 +74,9 @@ def _themis(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """Largest finish-time fairness ratio first; preemptive."""
     rows = active_rows(E).copy()
     rho = np.empty(rows.shape[0])
+    fair = C.node_gpus.sum() / max(rows.shape[0], 1)  # C / N, once per decision
     for a in range(rows.shape[0]):
-        rho[a] = -themis_rho(C, J, rows[a], now, rows.shape[0])
+        rho[a] = -themis_rho(C, J, rows[a], now, fair)
     order = np.argsort(rho, kind="mergesort")
     return _apply(C, J, M, rows, order, np.zeros(rows.shape[0], dtype=np.bool_))
 
