@@ -2,14 +2,16 @@
 
 Between events every running job progresses at a constant rate (its speed-up at the GPUs it
 holds), so the next completion is computed, not stepped. Events are arrivals (one job each),
-completions (one job each; ties go to the earliest arrival), policy ticks (``tick_s`` after
+completions (one job each; ties go to the earliest arrival, or for a policy whose history is
+"rank" to the first in its kernel's last order), policy ticks (``tick_s`` after
 the last event) and the ends of restart pauses. At equal times a completion is handled before
 an arrival, and a tick before an arrival (as its own event); a tick due with a completion is
 not taken (the completion's decision restarts the timer). After every event the policy's
 kernel re-decides every allocation. These are the PCS simulator's semantics (PCS code,
 ``GenericScheduler``, ``ThemisScheduler``); PCS keeps times in whole microseconds and this
-engine in float seconds, which moves JCTs by less than 1e-8 relative, except where a policy
-leaves near-ties to rounding (LAS: ``docs/fidelity/pcs.md``).
+engine in float seconds, which moves JCTs by less than 1e-8 relative, or, for a policy that
+sets ``pcs_clock`` (LAS, whose exact ties turn on PCS's rounding: ``docs/fidelity/pcs.md``),
+in PCS's microseconds, rounded as ``datetime`` rounds.
 
 State lives in two 2-D arrays (float and int rows x job columns, in arrival order), so a fork
 for a JCT-prediction playout is a few array copies. The loop and the policy kernels are
