@@ -93,10 +93,12 @@ def _next_end(F: Any, held: Any, h: int, now: float, clock_us: bool,
             left = F[REM, i] / F[RATE, i]
         else:
             continue
-        at = us_after(now, left) if clock_us else now + left
+        at = us_after(now, left) if clock_us else left  # float seconds: the time left
         if at < best or (ranked and at == best and F[HIST, i] < F[HIST, pos]):
             best, pos = at, i
-    return best, pos
+    if pos < 0 or clock_us:
+        return best, pos
+    return now + best, pos
 
 
 @njit
