@@ -190,8 +190,13 @@ class KernelPolicy(Policy):
     engine then touches only the jobs the kernel hands GPUs to and those that held some."""
 
     history: ClassVar[str] = "attained"
-    """What the kernel's ``attained`` argument carries: ``"attained"`` (work done) or
-    ``"seen"`` (mean active jobs seen since arrival; see :class:`simulator.view.Scheduler`)."""
+    """What the kernel's ``attained`` argument carries: ``"attained"`` (work done),
+    ``"seen"`` (mean active jobs seen since arrival) or ``"rank"`` (the kernel's own row);
+    see :class:`simulator.view.Scheduler`."""
+
+    pcs_clock: ClassVar[bool] = False
+    """Whether the fluid engine keeps time on PCS's microsecond clock for this policy (see
+    :class:`simulator.view.Scheduler`)."""
 
     @classmethod
     def kernels(cls) -> tuple[Any, ...]:
@@ -217,7 +222,9 @@ class KernelPolicy(Policy):
         out = np.zeros(len(view))
         # the kernel's signature takes writable arrays: hand it copies of the read-only view
         # a view keeps no history of the jobs seen: "seen" is the active jobs now
+        # and a "rank" kernel has no previous decision here: every job is new to it
         hist = (view.attained.copy() if self.history == "attained"
+                else np.zeros(len(view)) if self.history == "rank"
                 else np.full(len(view), float(len(view))))
         compiled(type(self).kernel)(
             params, aux, view.now, float(view.total_gpus), view.arrival_s.copy(),

@@ -69,7 +69,12 @@ class Scheduler(Protocol):
     event (a lease or round timer). ``history`` says what the kernel's ``attained`` argument
     carries: ``"attained"``, the work done so far, or ``"seen"``, the mean number of active
     jobs the job has seen over the events since its arrival, itself included (PCS's
-    "observed contention", for finish-time fairness). A policy that serves fixed classes in
+    "observed contention", for finish-time fairness), or ``"rank"``, a row the kernel writes
+    for itself and gets back at its next decision (0 for a job new to it; a view starts every
+    job at 0). ``pcs_clock`` keeps the fluid engine's time on PCS's microsecond grid (as
+    ``datetime`` rounds): every arrival and completion time rounded to it, the work between
+    two events ``speed x whole microseconds / 1e6``; the kernel's ``now`` and ``arrival`` are
+    then in microseconds. A policy that serves fixed classes in
     arrival order may also give ``queue_kernel`` and ``queue_classes``: the same decisions from
     per-class queues, so that a decision costs the jobs served rather than the whole queue
     (None: full kernel).
@@ -80,6 +85,9 @@ class Scheduler(Protocol):
 
     @property
     def history(self) -> str: ...
+
+    @property
+    def pcs_clock(self) -> bool: ...
 
     @property
     def kernel(self) -> Any: ...

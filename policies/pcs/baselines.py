@@ -83,8 +83,16 @@ def _srtf(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: 
 def _las(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
          est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
          out: Any) -> None:
-    # PCS ranks by size - remaining (its rounding decides near-ties), not by summed progress
-    _fill(np.argsort(est_size - est_rem, kind="mergesort"), demand, gpus, out)
+    # PCS ranks by size - remaining, not by summed progress, and sorts its job list in place:
+    # an exact tie keeps the previous decision's order (``attained`` holds each job's place
+    # in it, 0 for a newcomer, which goes last)
+    prev = np.where(attained > 0.0, attained, np.inf)
+    was = np.argsort(prev, kind="mergesort")
+    key = est_size - est_rem
+    order = was[np.argsort(key[was], kind="mergesort")]
+    _fill(order, demand, gpus, out)
+    for p in range(order.shape[0]):
+        attained[order[p]] = p + 1.0
 
 
 @njit
@@ -247,11 +255,15 @@ class SRTF(KernelPolicy):
 @register
 @dataclass(frozen=True)
 class LAS(KernelPolicy):
-    """Least attained service first: needs no size estimates."""
+    """Least attained service first: needs no size estimates. Exact ties keep the previous
+    decision's order, and the fluid engine runs it on PCS's microsecond clock, as PCS does
+    (``docs/fidelity/pcs.md``)."""
 
     name = "las"
     summary = "least attained service first"
     kernel = staticmethod(_las)
+    history = "rank"
+    pcs_clock = True
 
 
 @register

@@ -12,19 +12,23 @@ from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["ALLOC", "ARR", "ATT", "CLASS", "DEMAND", "EST", "HIST", "INF", "JOB", "MARK", "MODEL",
-           "NEXT", "PAUSE", "PREV", "RATE", "REM", "SEEN", "SEEN_N", "SIZE", "STARTED",
-           "speed_at"]
+__all__ = ["ALLOC", "ARR", "ATT", "CLASS", "DEMAND", "EST", "HIST", "HISTORIES", "INF", "JOB",
+           "MARK", "MODEL", "NEXT", "PAUSE", "PREV", "RATE", "REM", "SEEN", "SEEN_N", "SIZE",
+           "STARTED", "speed_at", "us_after"]
 
 # float rows: true remaining work, estimated remaining, attained work, allocation, progress
 # rate, end of a restart pause, arrival time, estimated size, started (0/1), the active jobs
 # seen at arrival less the run's total then (sum and count, as ``FluidOut``), and the mean
-# active jobs seen, filled before a decision for a policy whose history is "seen"
+# active jobs seen, filled before a decision for a policy whose history is "seen" (for one
+# whose history is "rank", the row its kernel writes for itself)
 REM, EST, ATT, ALLOC, RATE, PAUSE, ARR, SIZE, STARTED, SEEN, SEEN_N, HIST = range(12)
 # int rows: workload row (-1 once finished), model, GPU demand, class, next and previous
 # job in the class's queue, visited by the queue kernel (0/1)
 JOB, MODEL, DEMAND, CLASS, NEXT, PREV, MARK = range(7)
 INF = np.inf
+HISTORIES = ("attained", "seen", "rank")
+"""The kernel's ``attained`` argument, by the policy's ``history`` (its code: the index)."""
+_ATTAINED, _RANKED = HISTORIES.index("attained"), HISTORIES.index("rank")
 
 
 @njit(inline="always")
@@ -61,20 +65,40 @@ def _advance(F: Any, held: Any, h: int, dt: float) -> float:
 
 
 @njit
-def _next_end(F: Any, held: Any, h: int, now: float) -> tuple[float, int]:
-    """Earliest projected completion (ties: earliest arrival) as (time, column)."""
+def us_after(now: float, seconds: float) -> float:
+    """``now`` (whole microseconds) plus ``seconds`` on a microsecond grid, rounded as Python's
+    ``datetime.timedelta(seconds=...)`` rounds (PCS's clock): the whole seconds exactly, their
+    fraction times 1e6 to the nearest microsecond, half to even."""
+    whole = np.trunc(seconds)
+    return now + whole * 1e6 + np.rint((seconds - whole) * 1e6)
+
+
+@njit
+def _next_end(F: Any, held: Any, h: int, now: float, clock_us: bool,
+              ranked: bool) -> tuple[float, int]:
+    """Earliest projected completion as (time, column); ties go to the earliest arrival or,
+    where the kernel ranks the jobs (``ranked``: its history is "rank"), to the first in its
+    last order, as PCS's completions go in its job list's order. On the
+    microsecond clock (``clock_us``) each job's end is rounded to it first and, as in PCS, a
+    job without GPUs ends only with exactly no work left (one that overshot to below zero
+    when its end was rounded waits for GPUs again)."""
     best, pos = INF, -1
     for j in range(h):
         i = held[j]
         if F[REM, i] <= 0.0:
+            if clock_us and F[RATE, i] == 0.0 and F[REM, i] < 0.0:
+                continue
             left = 0.0
         elif F[RATE, i] > 0.0:
             left = F[REM, i] / F[RATE, i]
         else:
             continue
-        if left < best:
-            best, pos = left, i
-    return (now + best if pos >= 0 else INF), pos
+        at = us_after(now, left) if clock_us else left  # float seconds: the time left
+        if at < best or (ranked and at == best and F[HIST, i] < F[HIST, pos]):
+            best, pos = at, i
+    if pos < 0 or clock_us:
+        return best, pos
+    return now + best, pos
 
 
 @njit
@@ -184,12 +208,15 @@ def _apply(F: Any, I: Any, i: int, a: float, now: float, restart_s: float, speed
 
 
 @njit
-def _history(F: Any, cols: int, seen: tuple[float, float], seen_history: bool) -> Any:
-    """The per-job history a kernel is given: the attained work, or (``seen_history``) each
-    job's mean active jobs seen over its events so far, itself included (PCS's "observed
-    contention"), from the run's running totals ``seen`` (sum, events)."""
-    if not seen_history:
+def _history(F: Any, cols: int, seen: tuple[float, float], mode: int) -> Any:
+    """The per-job history a kernel is given (``mode``, :data:`HISTORIES`): the attained work;
+    each job's mean active jobs seen over its events so far, itself included (PCS's "observed
+    contention"), from the run's running totals ``seen`` (sum, events); or the kernel's own
+    row, which it writes and gets back at its next decision (0 for a job that arrived since)."""
+    if mode == _ATTAINED:
         return F[ATT, :cols]
+    if mode == _RANKED:
+        return F[HIST, :cols]
     for i in range(cols):
         F[HIST, i] = (F[SEEN, i] + seen[0]) / (F[SEEN_N, i] + seen[1])
     return F[HIST, :cols]

@@ -2,14 +2,16 @@
 
 Between events every running job progresses at a constant rate (its speed-up at the GPUs it
 holds), so the next completion is computed, not stepped. Events are arrivals (one job each),
-completions (one job each; ties go to the earliest arrival), policy ticks (``tick_s`` after
+completions (one job each; ties go to the earliest arrival, or for a policy whose history is
+"rank" to the first in its kernel's last order), policy ticks (``tick_s`` after
 the last event) and the ends of restart pauses. At equal times a completion is handled before
 an arrival, and a tick before an arrival (as its own event); a tick due with a completion is
 not taken (the completion's decision restarts the timer). After every event the policy's
 kernel re-decides every allocation. These are the PCS simulator's semantics (PCS code,
 ``GenericScheduler``, ``ThemisScheduler``); PCS keeps times in whole microseconds and this
-engine in float seconds, which moves JCTs by less than 1e-8 relative, except where a policy
-leaves near-ties to rounding (LAS: ``docs/fidelity/pcs.md``).
+engine in float seconds, which moves JCTs by less than 1e-8 relative, or, for a policy that
+sets ``pcs_clock`` (LAS, whose exact ties turn on PCS's rounding: ``docs/fidelity/pcs.md``),
+in PCS's microseconds, rounded as ``datetime`` rounds.
 
 State lives in two 2-D arrays (float and int rows x job columns, in arrival order), so a fork
 for a JCT-prediction playout is a few array copies. The loop and the policy kernels are
@@ -63,6 +65,7 @@ from simulator.fluid.columns import (  # noqa: E402
     CLASS,
     DEMAND,
     EST,
+    HISTORIES,
     INF,
     JOB,
     MARK,
@@ -82,9 +85,10 @@ from simulator.fluid.columns import (  # noqa: E402
     _next_end,
     _scan_held,
     speed_at,
+    us_after,
 )
 
-__all__ = ["KERNELS", "KERNEL_SIG", "QUEUE_SIG", "run", "speed_at"]
+__all__ = ["HISTORIES", "KERNELS", "KERNEL_SIG", "QUEUE_SIG", "run", "speed_at"]
 
 
 _f8, _i8 = nb.types.float64, nb.types.int64
@@ -97,13 +101,15 @@ _KERNEL = nb.types.FunctionType(KERNEL_SIG)
 QUEUE_SIG = _i8(_F1, _RF2, _f8, _F1, _I1, _I1, _I1, _I1, _I1, _F1)
 """Numba signature of a queue kernel (the queue path, see the module's docstring)."""
 _QUEUE = nb.types.FunctionType(QUEUE_SIG)
+RANKED = HISTORIES.index("rank")
 
 FluidCluster = namedtuple("FluidCluster", ["gpus", "tick_s", "restart_s", "speedup",
-                                           "seen_history"])
+                                           "history", "clock_us"])
 """The cluster as the engine sees it: its GPUs, the policy's tick (0: none), the restart
-overhead (s), the speed-up table (models x GPUs, read-only) and whether the kernel's history
-argument is the mean active jobs seen rather than the attained work (the policy's
-``history``)."""
+overhead, the speed-up table (models x GPUs, read-only), what the kernel's history argument
+carries (the policy's ``history`` as its index in ``HISTORIES``) and the clock: float seconds,
+or (``clock_us``) PCS's whole microseconds, in which unit the tick, the restart overhead, the
+arrivals and every time the engine keeps or writes are then given."""
 FluidJobs = namedtuple("FluidJobs", ["arrival", "service", "est_service", "demand", "model",
                                      "job_class"])
 """The workload's columns the engine reads (read-only, C-ordered), each job's queue class
@@ -116,8 +122,8 @@ preemptions."""
 _CF1 = nb.types.Array(nb.types.float64, 1, "C", readonly=True)
 _CI1 = nb.types.Array(nb.types.int64, 1, "C", readonly=True)
 _CLUSTER = nb.types.NamedTuple(
-    (_f8, _f8, _f8, nb.types.Array(nb.types.float64, 2, "C", readonly=True), nb.types.boolean),
-    FluidCluster)
+    (_f8, _f8, _f8, nb.types.Array(nb.types.float64, 2, "C", readonly=True), _i8,
+     nb.types.boolean), FluidCluster)
 _JOBS = nb.types.NamedTuple((_CF1, _CF1, _CF1, _CI1, _CI1, _CI1), FluidJobs)
 _OUT = nb.types.NamedTuple((*[nb.types.float64[::1]] * 6, nb.types.int64[::1]), FluidOut)
 
@@ -195,8 +201,8 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
 @njit
 def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
              restart_s: float, speedup: Any, F0: Any, I0: Any, cols: int, n: int, Q0: Any,
-             queued: bool, now: float, target: int, pause_at: float, seen_history: bool,
-             seen: tuple[float, float]) -> tuple[float, float, int]:
+             queued: bool, now: float, target: int, pause_at: float, history: int,
+             clock_us: bool, seen: tuple[float, float]) -> tuple[float, float, int]:
     """Play a snapshot out with estimated sizes and no arrivals until ``target`` finishes;
     ``seen`` carries the run's active-jobs totals on (as PCS's snapshots do).
 
@@ -217,14 +223,14 @@ def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick
     for i in range(cols):
         if I[JOB, i] == target and F[ALLOC, i] > 0.0:
             pred_start = now
-    end_at, end_pos = _next_end(F, held, h, now)
+    end_at, end_pos = _next_end(F, held, h, now, clock_us, history == RANKED)
     tick_at = now + tick_s if tick_s > 0.0 else INF
     events = 0
     while True:
         t = min(end_at, tick_at, pause_at)
         if t == INF:
             return pred_start, INF, events
-        _advance(F, held, h, t - now)
+        _advance(F, held, h, (t - now) / 1e6 if clock_us else t - now)
         now = t
         events += 1
         seen = (seen[0] + n, seen[1] + 1.0)
@@ -239,10 +245,10 @@ def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick
         pause_at, started, h = _decide(kernel, qkernel, params, aux, gpus, restart_s, speedup,
                                        F, I, cols, Q, queued, held, h, now, S, dummy_i,
                                        dummy_f, False, target,
-                                       _history(F, cols, seen, seen_history))
+                                       _history(F, cols, seen, history))
         if started:
             pred_start = now
-        end_at, end_pos = _next_end(F, held, h, now)
+        end_at, end_pos = _next_end(F, held, h, now, clock_us, history == RANKED)
         tick_at = now + tick_s if tick_s > 0.0 and n > 0 else INF
 
 
@@ -269,7 +275,7 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
     Returns:
         (events, playout events, busy GPU-seconds, series times, series busy GPUs).
     """
-    gpus, tick_s, restart_s, speedup, seen_history = cluster
+    gpus, tick_s, restart_s, speedup, history, clock_us = cluster
     arrival, service, est_service, demand, model, job_class = jobs
     start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preempt = out
     N = arrival.shape[0]
@@ -296,7 +302,7 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
         t = min(min(end_at, t_arr), min(tick_at, pause_at))
         if t == INF:
             break
-        dt = t - now
+        dt = (t - now) / 1e6 if clock_us else t - now  # seconds
         seen_total += n
         seen_events += 1.0
         if dt > 0.0:
@@ -343,13 +349,13 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
             continue
         pause_at, _, h = _decide(kernel, qkernel, params, aux, gpus, restart_s, speedup, F, I,
                                  cols, Q, queued, held, h, now, S, preempt, start, True, -1,
-                                 _history(F, cols, (seen_total, seen_events), seen_history))
-        end_at, end_pos = _next_end(F, held, h, now)
+                                 _history(F, cols, (seen_total, seen_events), history))
+        end_at, end_pos = _next_end(F, held, h, now, clock_us, history == RANKED)
         tick_at = now + tick_s if tick_s > 0.0 else INF
         if predict and arrived >= 0:
             s, f, e = _playout(kernel, qkernel, params, aux, gpus, tick_s, restart_s, speedup,
                                F, I, cols, n, Q, queued, now, arrived, pause_at,
-                               seen_history, (seen_total, seen_events))
+                               history, clock_us, (seen_total, seen_events))
             pred_start[arrived], pred_finish[arrived] = s, f
             playout_events += e
     return events, playout_events, busy_s, ts[:k].copy(), busy[:k].copy()
@@ -388,18 +394,23 @@ def run(workload: Workload, profile: ClusterProfile, policy: Scheduler, *,
     params, aux = policy.kernel_args(workload.scaling)
     queues = policy.queue_classes(workload) if policy.queue_kernel is not None else None
     classes, n_classes = queues if queues is not None else (_NO_CLASSES, 0)
-    cluster = FluidCluster(float(profile.total_gpus), float(policy.tick_s or 0.0),
-                           float(profile.restart_overhead_s),
+    unit = 1e6 if policy.pcs_clock else 1.0  # the engine's time unit, in seconds^-1
+    arrival = (np.array([us_after(0.0, float(a)) for a in workload.arrival_s])
+               if policy.pcs_clock else workload.arrival_s)
+    cluster = FluidCluster(float(profile.total_gpus), float(policy.tick_s or 0.0) * unit,
+                           float(profile.restart_overhead_s) * unit,
                            _frozen(workload.scaling.speedup, np.float64),
-                           policy.history == "seen")
+                           HISTORIES.index(policy.history), policy.pcs_clock)
     jobs = FluidJobs(*(_frozen(a, np.float64) for a in (
-        workload.arrival_s, workload.service_s, workload.estimated_service_s)),
+        arrival, workload.service_s, workload.estimated_service_s)),
         *(_frozen(a, np.int64) for a in (workload.gpus, workload.model, classes)))
     events, playout_events, busy_s, series_t, series_busy = compiled(run_engine)(
         compiled(policy.kernel if queues is None else no_kernel),
         compiled(policy.queue_kernel if queues is not None else no_queue), params, aux,
         n_classes, predict, cluster, jobs,
         FluidOut(start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preemptions))
+    for times in (start, finish, pred_start, pred_finish, series_t):
+        times /= unit
     return SimulationResult(
         workload=workload, total_gpus=profile.total_gpus, start_s=start, finish_s=finish,
         pred_start_s=pred_start, pred_finish_s=pred_finish, seen_avg=seen_sum / seen_cnt,

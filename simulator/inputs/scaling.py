@@ -150,7 +150,9 @@ class ScalingTable:
             if gpus == 1:
                 first_time[str(model)] = float(t_iter)
             t1 = first_time[str(model)]
-            exact = t1 / float(t_iter) if t1 > 0 and np.isfinite(t_iter) and t_iter > 0 else None
+            # in seconds per iteration first, as PCS divides (t_1 / t_g can differ in the last bit)
+            exact = ((t1 / 1e6) / (float(t_iter) / 1e6) if t1 > 0 and np.isfinite(t_iter)
+                     and t_iter > 0 else None)
             if exact is not None and exact > MAX_SPEEDUP:
                 raise InvalidWorkload(located(
                     src, row=row, column="time_per_iter_us", value=t_iter,
