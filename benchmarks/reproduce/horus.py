@@ -23,6 +23,11 @@ divided by ``--compress``; utilizations and memory are
 synthetic (:func:`simulator.inputs.generate.add_sharing`, fixed memory). Average wait per policy
 and its cut against FIFO.
 
+The baselines' costs the paper names but does not size (§6.1, §4.2.3): ``--profile-waits``
+sweeps PAB's profiling wait T_wait (``pab`` ``profile_s``), ``--oom-shares`` OBP's share of jobs
+failing on OOM (``obp`` ``oom_share``), each failure losing ``--oom-after`` seconds of work
+(``--skip-headlines``: only those sweeps).
+
 Run from the project root: ``nice python benchmarks/reproduce/horus.py`` (small: 2 job sets,
 1,000 trace jobs); ``--reps 5 --slopes 0.1,0.2,0.3 --mem-scales 1.25,1.5,1.75`` for the full run.
 """
@@ -91,10 +96,11 @@ def run_testbed(wl: Workload, profile: ClusterProfile, seed: int,
 
 
 def testbed(shares: tuple[float, float], slope: float, mem_scale: float, reps: int,
-            policies: dict[str, dict[str, object]] = POLICIES) -> dict[str, dict[str, float]]:
+            policies: dict[str, dict[str, object]] = POLICIES,
+            restart_s: float = 0.0) -> dict[str, dict[str, float]]:
     """Means over ``reps`` job sets, with each policy's gain over FIFO and JCT above it (%);
-    ``policies`` must hold ``fifo-exclusive``."""
-    prof = testbed_profile(slope)
+    ``policies`` must hold ``fifo-exclusive``; ``restart_s`` charged per restart."""
+    prof = replace(testbed_profile(slope), restart_overhead_s=restart_s)
     runs = [run_testbed(horus_testbed(*shares, mem_scale, s), prof, s, policies)
             for s in range(reps)]
     mean = {p: {k: float(np.mean([r[p][k] for r in runs])) for k in runs[0][p]}
@@ -147,7 +153,9 @@ def sweep(args: argparse.Namespace) -> None:
 
 def gaps(args: argparse.Namespace) -> None:
     """PAB's profiling wait T_wait (§6.1) and OBP's share of OOM failures (§4.2.3) swept: facts
-    the paper names as costs of those baselines but does not size."""
+    the paper names as costs of those baselines but does not size. A failed job keeps its
+    progress in the engine, so OBP's runs charge ``--oom-after`` per restart (OBP restarts a
+    job only when it fails): the work lost to the failure."""
     cases = [("pab", f"T_wait {w:g} s", {"profile_s": w}) for w in args.profile_waits]
     cases += [("obp", f"OOM share {q:g}", {"oom_share": q, "oom_after_s": args.oom_after})
               for q in args.oom_shares]
@@ -159,7 +167,8 @@ def gaps(args: argparse.Namespace) -> None:
         cells = []
         for mix, shares in args.shares.items():
             m = testbed(shares, args.slope, args.mem_scale, args.reps,
-                        {"fifo-exclusive": {}, name: params})[name]
+                        {"fifo-exclusive": {}, name: params},
+                        args.oom_after if name == "obp" else 0.0)[name]
             cells.append(f"{m['gain']:>6.1f} ({m['gain'] / PAPER6[(mix, name)]:>4.2f}) "
                          f"{m['jct_up']:>6.1f}")
         print(f"{name:<6} {label:<16} " + " ".join(f"{c:>22}" for c in cells), flush=True)
