@@ -23,6 +23,11 @@ divided by ``--compress``; utilizations and memory are
 synthetic (:func:`simulator.inputs.generate.add_sharing`, fixed memory). Average wait per policy
 and its cut against FIFO.
 
+The baselines' costs the paper names but does not size (§6.1, §4.2.3): ``--profile-waits``
+sweeps PAB's profiling wait T_wait (``pab`` ``profile_s``), ``--oom-shares`` OBP's share of jobs
+failing on OOM (``obp`` ``oom_share``), each failure losing ``--oom-after`` seconds of work
+(``--skip-headlines``: only those sweeps).
+
 Run from the project root: ``nice python benchmarks/reproduce/horus.py`` (small: 2 job sets,
 1,000 trace jobs); ``--reps 5 --slopes 0.1,0.2,0.3 --mem-scales 1.25,1.5,1.75`` for the full run.
 """
@@ -77,10 +82,11 @@ def time_share_curve(slope: float) -> SlowdownCurve:
     return SlowdownCurve((slope, 1.0, 0.0), (slope, 0.0))
 
 
-def run_testbed(wl: Workload, profile: ClusterProfile, seed: int) -> dict[str, dict[str, float]]:
+def run_testbed(wl: Workload, profile: ClusterProfile, seed: int,
+                policies: dict[str, dict[str, object]]) -> dict[str, dict[str, float]]:
     """Makespan (min), mean JCT from start and from arrival (min), mean slowdown, per policy."""
     out = {}
-    for name, params in POLICIES.items():
+    for name, params in policies.items():
         r = simulate(wl, profile, make_policy(name, params), seed=seed)
         out[name] = {"makespan": float(np.max(r.finish_s)) / 60,
                      "jct_exec": float(np.mean(r.finish_s - r.start_s)) / 60,
@@ -89,13 +95,16 @@ def run_testbed(wl: Workload, profile: ClusterProfile, seed: int) -> dict[str, d
     return out
 
 
-def testbed(shares: tuple[float, float], slope: float, mem_scale: float,
-            reps: int) -> dict[str, dict[str, float]]:
-    """Means over ``reps`` job sets, with each policy's gain over FIFO and JCT above it (%)."""
-    prof = testbed_profile(slope)
-    runs = [run_testbed(horus_testbed(*shares, mem_scale, s), prof, s) for s in range(reps)]
+def testbed(shares: tuple[float, float], slope: float, mem_scale: float, reps: int,
+            policies: dict[str, dict[str, object]] = POLICIES,
+            restart_s: float = 0.0) -> dict[str, dict[str, float]]:
+    """Means over ``reps`` job sets, with each policy's gain over FIFO and JCT above it (%);
+    ``policies`` must hold ``fifo-exclusive``; ``restart_s`` charged per restart."""
+    prof = replace(testbed_profile(slope), restart_overhead_s=restart_s)
+    runs = [run_testbed(horus_testbed(*shares, mem_scale, s), prof, s, policies)
+            for s in range(reps)]
     mean = {p: {k: float(np.mean([r[p][k] for r in runs])) for k in runs[0][p]}
-            for p in POLICIES}
+            for p in policies}
     fifo = mean["fifo-exclusive"]
     for m in mean.values():
         m["gain"] = 100 * (1 - m["makespan"] / fifo["makespan"])
@@ -140,6 +149,29 @@ def sweep(args: argparse.Namespace) -> None:
                 cells = " ".join(f"{m[p]['gain']:>7.1f} ({m[p]['jct_up']:>5.1f})"
                                  for p in ("pab", "obp", "horus"))
                 print(f"{slope:>5g} {mem:>5g} {mix:<8} {cells}", flush=True)
+
+
+def gaps(args: argparse.Namespace) -> None:
+    """PAB's profiling wait T_wait (§6.1) and OBP's share of OOM failures (§4.2.3) swept: facts
+    the paper names as costs of those baselines but does not size. A failed job keeps its
+    progress in the engine, so OBP's runs charge ``--oom-after`` per restart (OBP restarts a
+    job only when it fails): the work lost to the failure."""
+    cases = [("pab", f"T_wait {w:g} s", {"profile_s": w}) for w in args.profile_waits]
+    cases += [("obp", f"OOM share {q:g}", {"oom_share": q, "oom_after_s": args.oom_after})
+              for q in args.oom_shares]
+    print(f"\n## baselines' costs: makespan gain vs FIFO % (ours / paper), JCT above FIFO %; "
+          f"slope {args.slope:g}, mem x{args.mem_scale:g}, {args.reps} job sets"
+          + (f", OOM {args.oom_after:g} s after placement" if args.oom_shares else ""))
+    print(f"{'policy':<6} {'setting':<16} " + " ".join(f"{mix:>22}" for mix in args.shares))
+    for name, label, params in cases:
+        cells = []
+        for mix, shares in args.shares.items():
+            m = testbed(shares, args.slope, args.mem_scale, args.reps,
+                        {"fifo-exclusive": {}, name: params},
+                        args.oom_after if name == "obp" else 0.0)[name]
+            cells.append(f"{m['gain']:>6.1f} ({m['gain'] / PAPER6[(mix, name)]:>4.2f}) "
+                         f"{m['jct_up']:>6.1f}")
+        print(f"{name:<6} {label:<16} " + " ".join(f"{c:>22}" for c in cells), flush=True)
 
 
 def large_scale(args: argparse.Namespace) -> None:
@@ -195,6 +227,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mem-scales", type=floats, default=[1.0], help="memory scales to sweep")
     p.add_argument("--mixes", default="", help="override shares: 'ss,sl/ls,ll' for W-Small "
                    "and W-Large (short share, light share)")
+    p.add_argument("--profile-waits", type=floats, default=[], help="PAB profiling waits "
+                   "T_wait (s) to sweep, e.g. 0,15,30,60")
+    p.add_argument("--oom-shares", type=floats, default=[], help="OBP shares of jobs failing "
+                   "on OOM to sweep, e.g. 0,0.1,0.2,0.3")
+    p.add_argument("--oom-after", type=float, default=60.0, help="seconds after placement an "
+                   "under-estimated job fails (default 60)")
+    p.add_argument("--skip-headlines", action="store_true", help="only the sweeps asked for")
     p.add_argument("--trace", default="6214e9", help="Philly trace for Table 7")
     p.add_argument("--large-jobs", type=int, default=1000, help="trace jobs for Table 7 (0 "
                    "skips it)")
@@ -213,6 +252,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.slope is None:
         curve = load_profile("horus-testbed-3x4").slowdown_curves["rtx2080"]
         args.slope = curve.quadratic[0]
+    if args.profile_waits or args.oom_shares:
+        gaps(args)
+    if args.skip_headlines:
+        return
     results = {}
     for mix, shares in args.shares.items():
         setup = (f"slope {args.slope:g}, mem x{args.mem_scale:g}, short {shares[0]:g}, "

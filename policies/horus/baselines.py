@@ -9,13 +9,25 @@ that does not fit blocks the rest (YARN-CS's node choice, then the node's lowest
 
 **obp**: arrival order, each job onto the devices where its memory fits (eq. 3), least base
 memory used first; no utilization bound; a job that does not fit does not block the rest.
+With ``oom_share`` > 0, that share of the jobs had their memory under-estimated (§4.2.3: "OOM
+errors due to co-located DL jobs exceeding the total GPU memory capacity stemming from
+incorrect memory requirement estimation"): such a job that shares a device ``oom_after_s``
+after it was placed fails there and is resubmitted behind the jobs already waiting, with its
+memory now known (it does not fail again): placed at once off the devices it failed on
+where its memory fits elsewhere, else back on them. Which jobs: row ``r`` when the
+fractional part of ``(r + 1) x 0.618...`` is below the share, so exactly that share of every
+workload, spread over its rows. A failed job keeps its progress (the engine charges the
+restart), so the work lost is the restart, not the minutes it ran.
 
 **pab**: OBP, plus every ``round_s`` and decision: once every job on a job's devices has run
 ``warmup_s`` where it is, a job slowed beyond ``max_slowdown`` is evicted (the most recently
 placed first, re-checking after each) and re-queued behind the jobs already waiting; it is
 placed again from the next decision on and keeps its progress (the engine charges the
 restart). Horus's "performance drops by 50 percent" is a slowdown of 1.0 in this project's
-terms (``(t_shared - t_alone) / t_alone``), the default bound.
+terms (``(t_shared - t_alone) / t_alone``), the default bound. With ``profile_s`` (T_wait) >
+0, PAB profiles each placement before the next (§6.1: "a total of n jobs multiply by
+T_wait"): it places at most one job per decision and none until ``profile_s`` after its last
+placement, re-placements of evicted jobs included.
 """
 
 from __future__ import annotations
@@ -88,13 +100,112 @@ def _fifo_exclusive(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     return PLAN
 
 
+# OBP's memory, used with ``oom_share`` > 0 only: per row, when it was placed and resubmitted
+# (-inf: never); whether its memory is under-estimated, and its OOM state.
+_OF = Layout(placed=1, resubmitted=1)
+_OI = Layout(under=1, oom=1)
+_PLACED, _RESUBMITTED, _UNDER, _OOM = _OF.PLACED, _OF.RESUBMITTED, _OI.UNDER, _OI.OOM
+_UNCHECKED, _FAILING, _DONE = range(3)
+_GOLDEN = (5**0.5 - 1) / 2
+
+
+@njit
+def _shares_device(J: Any, E: Any, r: int) -> bool:
+    """Whether a worker of row ``r`` shares its device with another worker."""
+    for s in range(J.woff[r], J.woff[r] + J.nw[r]):
+        d = J.wdev[s]
+        if E.dev_start[d + 1] - E.dev_start[d] > 1:
+            return True
+    return False
+
+
+@njit
+def _oom(J: Any, M: Any, E: Any, now: float, after_s: float) -> int:
+    """Mark failing the under-estimated rows sharing a device ``after_s`` after placement;
+    wake the engine for the next such check. How many fail."""
+    n = 0
+    for r in active_rows(E):
+        if M.i[r, _OOM] == _FAILING:
+            M.i[r, _OOM] = _DONE
+    for r in E.hold[:E.cnt[N_HOLD]]:
+        if not M.i[r, _UNDER] or M.i[r, _OOM] != _UNCHECKED:
+            continue
+        due = M.f[r, _PLACED] + after_s
+        if now < due:
+            M.round_end[0] = min(M.round_end[0], due)
+        elif _shares_device(J, E, r):
+            M.i[r, _OOM] = _FAILING
+            M.f[r, _RESUBMITTED] = now
+            n += 1
+        else:
+            M.i[r, _OOM] = _DONE
+    return n
+
+
+@njit
+def _queue_order(J: Any, M: Any, E: Any, failing: int) -> Any:
+    """The waiting rows and the failing ones, by when each joined the queue: its arrival, or
+    its resubmission (ties: arrival order)."""
+    pending = pending_rows(J, E)
+    rows = np.empty(pending.shape[0] + failing, dtype=np.int64)
+    rows[:pending.shape[0]] = pending
+    n = pending.shape[0]
+    for r in E.hold[:E.cnt[N_HOLD]]:
+        if M.i[r, _OOM] == _FAILING:
+            rows[n] = r
+            n += 1
+    tail = rows[pending.shape[0]:]
+    tail[:] = tail[np.argsort(E.pos[tail])]
+    joined = np.empty(n)
+    for a in range(n):
+        q = M.f[rows[a], _RESUBMITTED]
+        joined[a] = J.arrival[rows[a]] if q == -np.inf else q
+    return rows[np.argsort(joined, kind="mergesort")]
+
+
+@njit
+def _resubmit(C: Any, J: Any, M: Any, E: Any, load: Any, r: int) -> None:
+    """Place failing row ``r`` again, off the devices it failed on (its memory did not fit
+    there), or back on them if it fits nowhere else; none: it waits."""
+    M.out_nw[r] = 0
+    lo, hi = J.woff[r], J.woff[r] + J.nw[r]
+    saved = np.empty(hi - lo)
+    for s in range(lo, hi):
+        saved[s - lo] = load.mem[J.wdev[s]]
+        load.mem[J.wdev[s]] = np.inf
+    least_memory(C, J, M, E, load, np.full(1, r))
+    for s in range(lo, hi):
+        if load.mem[J.wdev[s]] == np.inf:
+            load.mem[J.wdev[s]] = saved[s - lo]
+    if M.out_nw[r] == 0:
+        least_memory(C, J, M, E, load, np.full(1, r))
+    if M.out_nw[r] == 0:  # placed: least_memory listed it
+        touch(M, r)
+
+
 @njit_lazily(ROUND_KERNEL_SIG)
 def _obp(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
-    """Place waiting jobs in arrival order wherever their memory fits."""
-    pending = pending_rows(J, E)
-    if pending.shape[0]:
-        load = device_load(C, J, E, _NO_FLAGS, 0, J.demand[pending].sum())
-        least_memory(C, J, M, E, load, pending)
+    """Place waiting jobs in arrival order wherever their memory fits (with OOM failures:
+    the failing ones resubmitted, queued by when they failed)."""
+    if M.params[0] == 0:
+        pending = pending_rows(J, E)
+        if pending.shape[0]:
+            load = device_load(C, J, E, _NO_FLAGS, 0, J.demand[pending].sum())
+            least_memory(C, J, M, E, load, pending)
+        return PLAN
+    failing = _oom(J, M, E, now, M.params[1])
+    order = _queue_order(J, M, E, failing)
+    if order.shape[0] == 0:
+        return PLAN
+    load = device_load(C, J, E, M.i[:, _OOM], _FAILING, J.demand[order].sum())
+    for a, r in enumerate(order):
+        if M.i[r, _OOM] == _FAILING:
+            _resubmit(C, J, M, E, load, r)
+        else:
+            least_memory(C, J, M, E, load, order[a:a + 1])
+        if M.out_nw[r] > 0 and M.i[r, _UNDER] and M.i[r, _OOM] == _UNCHECKED:
+            M.f[r, _PLACED] = now
+            M.round_end[0] = min(M.round_end[0], now + M.params[1])
     return PLAN
 
 
@@ -116,7 +227,26 @@ class OBP(Colocating):
 
     name: ClassVar[str] = "obp"
     summary: ClassVar[str] = "opportunistic bin packing by GPU memory (Horus's OBP baseline)"
+    oom_share: float = param(0.0, low=0.0, high=1.0, searchable=False,
+                             help="share of jobs whose memory is under-estimated: each fails "
+                                  "on OOM if it shares a device oom_after_s after placement, "
+                                  "and is resubmitted (Horus §4.2.3); 0 = never")
+    oom_after_s: float = param(60.0, low=0.0, high=3600.0, searchable=False,
+                               help="seconds after placement an under-estimated job fails")
     kernel = staticmethod(_obp)
+    layouts: ClassVar[dict[str, Layout]] = {"f": _OF, "i": _OI}
+
+    def kernel_params(self) -> FloatArray:
+        """``oom_share``, ``oom_after_s``."""
+        return np.array([self.oom_share, self.oom_after_s])
+
+    def fresh_memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
+        """Never placed nor resubmitted; the under-estimated rows marked."""
+        memory = super().fresh_memory(cluster, jobs)
+        memory.f[:, _RESUBMITTED] = -np.inf
+        rows = np.arange(1, jobs.arrival.shape[0] + 1)
+        memory.i[:, _UNDER] = (rows * _GOLDEN) % 1.0 < self.oom_share
+        return memory
 
 
 # PAB's memory: per row, when it was last placed (NaN: never) and re-queued (-inf: never),
@@ -125,6 +255,8 @@ class OBP(Colocating):
 # whether it is settled (every job on its devices past the warm-up).
 _F = Layout(placed_at=1, queued_at=1, since=1, slow=1)
 _I = Layout(state=1, settled=1)
+_G = Layout(free_at=1)  # with profiling: when the last placement's profiling ends
+_FREE_AT = _G.FREE_AT
 _PLACED_AT, _QUEUED_AT, _SINCE, _SLOW = _F.PLACED_AT, _F.QUEUED_AT, _F.SINCE, _F.SLOW
 _STATE, _SETTLED = _I.STATE, _I.SETTLED
 _WAITING, _KEPT, _EVICTED = range(3)
@@ -235,16 +367,37 @@ def _queue(J: Any, M: Any, E: Any, now: float) -> Any:
     return rows[np.argsort(joined, kind="mergesort")]  # ties: arrival order
 
 
+@njit
+def _profiled(C: Any, J: Any, M: Any, E: Any, load: Any, order: Any, now: float,
+              wait_s: float) -> None:
+    """Place the first row of ``order`` that fits, once the last placement's profiling
+    (``wait_s``) is over; wake the engine when the next may be placed."""
+    if now < M.g[_FREE_AT]:
+        M.round_end[0] = M.g[_FREE_AT]
+        return
+    for a in range(order.shape[0]):
+        least_memory(C, J, M, E, load, order[a:a + 1])
+        if M.out_nw[order[a]] > 0:
+            M.g[_FREE_AT] = now + wait_s
+            if a + 1 < order.shape[0]:
+                M.round_end[0] = M.g[_FREE_AT]
+            return
+
+
 @njit_lazily(ROUND_KERNEL_SIG)
 def _pab(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
-    """Evict jobs over the bound, then pack the queue (evicted jobs at its tail)."""
+    """Evict jobs over the bound, then pack the queue (evicted jobs at its tail), one job
+    per profiling wait where there is one."""
     _mark(C, J, M, E, now, M.params[0])
     _evict(C, J, M, E, now, M.params[1])
     order = _queue(J, M, E, now)
     if order.shape[0]:
         states = M.i[:, _STATE]
         load = device_load(C, J, E, states, _EVICTED, J.demand[order].sum())
-        least_memory(C, J, M, E, load, order)
+        if M.params[2] > 0:
+            _profiled(C, J, M, E, load, order, now, M.params[2])
+        else:
+            least_memory(C, J, M, E, load, order)
         for r in order:
             if M.out_nw[r] > 0:
                 M.f[r, _PLACED_AT] = now
@@ -265,12 +418,15 @@ class PAB(Colocating):
                                      "1.0 = steps/s halved, Horus's 50 % drop")
     round_s: float = param(60.0, low=1.0, high=3600.0, searchable=False,
                            help="seconds between slowdown checks")
+    profile_s: float = param(0.0, low=0.0, high=600.0, searchable=False,
+                             help="T_wait: seconds each placement is profiled before the next "
+                                  "may be placed (Horus §6.1); 0 = placements not serialized")
     kernel = staticmethod(_pab)
-    layouts: ClassVar[dict[str, Layout]] = {"f": _F, "i": _I}
+    layouts: ClassVar[dict[str, Layout]] = {"f": _F, "i": _I, "g": _G}
 
     def kernel_params(self) -> FloatArray:
-        """``warmup_s``, ``max_slowdown``."""
-        return np.array([self.warmup_s, self.max_slowdown])
+        """``warmup_s``, ``max_slowdown``, ``profile_s``."""
+        return np.array([self.warmup_s, self.max_slowdown, self.profile_s])
 
     def fresh_memory(self, cluster: ClusterArrays, jobs: JobView) -> PolicyMemory:
         """Never placed, never re-queued."""

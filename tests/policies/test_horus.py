@@ -354,3 +354,56 @@ def test_obp_and_pab_pack_a_burst_under_measured_pairs() -> None:
 def test_without_sharing_columns_the_error_says_what_to_add(name: str) -> None:
     with pytest.raises(InvalidWorkload, match=r"gpu_util, gpu_mem_gib.*add_sharing"):
         simulate(generate(5, seed=0, gpus=8), toy(2, 4), make_policy(name))
+
+
+@settings(max_examples=4, deadline=None)
+@given(wait=st.sampled_from([30.0, 100.0, 250.0]), seed=st.integers(0, 1000))
+def test_pab_profiles_one_placement_per_wait(wait: float, seed: int) -> None:
+    """Horus §6.1: PAB pays "n jobs multiply by T_wait". With ``profile_s`` every placement
+    is at least T_wait after the previous one, so the first starts are spaced by T_wait and the
+    makespan is at least (n - 1) T_wait; with none, the batch starts at once."""
+    rng = np.random.default_rng(seed)
+    wl = jobs(list(rng.uniform(0.1, 0.5, 10)), list(rng.uniform(1.0, 3.0, 10)), service=600.0)
+    profiled = simulate(wl, toy(1, 4), PAB(profile_s=wait))
+    assert np.diff(np.sort(profiled.start_s)).min() >= wait - 1e-9
+    assert makespan(profiled) >= 9 * wait
+    assert simulate(wl, toy(1, 4), PAB()).start_s.max() == 0.0
+
+
+def test_a_longer_profiling_wait_never_shortens_pabs_light_batch() -> None:
+    """On a fixed batch of light jobs (nothing evicted) a larger T_wait starts every job no
+    sooner, so the makespan never falls; a T_wait of 0 is PAB as it was."""
+    rng = np.random.default_rng(3)
+    wl = jobs(list(rng.uniform(0.1, 0.3, 16)), list(rng.uniform(1.0, 2.0, 16)),
+              service=list(rng.uniform(300.0, 1500.0, 16)))
+    spans = [makespan(simulate(wl, toy(1, 4), PAB(profile_s=w))) for w in (0.0, 20.0, 60.0, 120.0)]
+    assert spans == sorted(spans) and spans[-1] > spans[0]
+    np.testing.assert_array_equal(simulate(wl, toy(1, 4), PAB(profile_s=0.0)).finish_s,
+                                  simulate(wl, toy(1, 4), PAB()).finish_s)
+
+
+def test_obp_oom_fails_only_shared_under_estimated_jobs_once() -> None:
+    """Horus §4.2.3: under-estimated jobs fail on OOM when co-located and are resubmitted.
+    Three light jobs on two GPUs, all under-estimated: OBP puts jobs 0 and 2 on GPU 0, job 1
+    alone on GPU 1. At 60 s jobs 0 and 2 fail (shared), job 1 does not (alone); the failed two
+    go onto GPU 1 (not back where they failed), restarted once, and never fail again. Share 0
+    is OBP."""
+    wl = jobs([0.2] * 3, [1.5] * 3, service=1200.0)
+    profile = toy(1, 2, restart_s=30.0)
+    obp = simulate(wl, profile, OBP())
+    oom = simulate(wl, profile, OBP(oom_share=1.0, oom_after_s=60.0))
+    assert obp.finish_s[1] < obp.finish_s[0]  # job 1 ran alone under OBP
+    assert oom.finish_s[1] > obp.finish_s[1]  # and is joined by the failed two
+    assert oom.preemptions.tolist() == [1, 0, 1] and obp.preemptions.sum() == 0
+    assert oom.finish_s[0] > obp.finish_s[0] and oom.finish_s[2] > obp.finish_s[2]
+    np.testing.assert_array_equal(simulate(wl, profile, OBP(oom_share=0.0)).finish_s,
+                                  obp.finish_s)
+
+
+@pytest.mark.parametrize("share", [0.1, 0.25, 0.5])
+def test_obp_oom_marks_that_share_of_the_rows(share: float) -> None:
+    """The under-estimated rows are that share of any workload, to within a few rows."""
+    state = decision(toy(1, 4), jobs([0.2] * 400, [1.5] * 400))
+    cluster = cluster_arrays(state.cluster, state.speeds, state.scaling, state.sharing)
+    memory = OBP(oom_share=share).memory(cluster, job_arrays_from(state, True))
+    assert abs(int(memory.i[:, 0].sum()) - share * 400) <= 3
