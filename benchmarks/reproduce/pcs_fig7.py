@@ -36,6 +36,7 @@ from policies import AFS, FIFO, SRSF, WFQ, Policy, Themis  # noqa: E402  (after 
 from simulator import (  # noqa: E402
     METRICS,
     ScalingTable,
+    Workload,
     generate_from_cdfs,
     load_profile,
     measure,
@@ -66,8 +67,8 @@ def pick(front: list[tuple[dict[str, Any], dict[str, float]]]) -> dict[str, dict
             "bal": front[int(np.argmin(np.hypot(scaled[:, 0], scaled[:, 1])))][0]}
 
 
-def searched_configs(trace: str, seed: int, budget: int) -> dict[str, WFQ]:
-    """Run PCS's search for ``trace`` (see the module's docstring) and pick its three points."""
+def search_front(trace: str, seed: int, budget: int) -> tuple[list[Any], Workload]:
+    """Run PCS's search for ``trace`` (see the module's docstring): its front and its sample."""
     from paretosearch.objectives import parse_objectives
     from paretosearch.search.evaluation import SearchSpace, Task
     from paretosearch.search.runners import SerialRunner
@@ -79,8 +80,14 @@ def searched_configs(trace: str, seed: int, budget: int) -> dict[str, WFQ]:
     out = run_spea2(Task("wfq", load_profile("pcs-64")), SearchSpace.of("wfq"),
                     parse_objectives(["jct:avg", "pred_err:avg"]),
                     SerialRunner([sample], sample), SearchSettings.pcs(budget, seed))
+    return list(out.front), sample
+
+
+def searched_configs(trace: str, seed: int, budget: int) -> dict[str, WFQ]:
+    """PCS's search for ``trace`` and the three points :func:`pick` takes from its front."""
+    front, sample = search_front(trace, seed, budget)
     # classes come from the training sample, as PCS derives them
-    return {k: WFQ.from_params(v).fit(sample) for k, v in pick(list(out.front)).items()}
+    return {k: WFQ.from_params(v).fit(sample) for k, v in pick(front).items()}
 
 
 def policies(trace: str, search: int, seed: int) -> dict[str, Policy]:
@@ -94,21 +101,55 @@ def policies(trace: str, search: int, seed: int) -> dict[str, Policy]:
             "PCS-JCT": wfq["jct"], "PCS-bal": wfq["bal"], "PCS-pred": wfq["pred"]}
 
 
-def run_trace(trace: str, jobs: int, search: int, seed: int) -> dict[str, dict[str, float]]:
-    """Per policy: avg JCT (s), avg and p99 prediction error (%) and the run's CPU seconds."""
+def trace_head(trace: str, jobs: int) -> Workload:
+    """The trace's first ``jobs`` jobs (0: all), PCS's scaling table."""
     wl = read_pcs_trace(PCS / "traces" / f"trace_{trace}.csv",
                         scaling=ScalingTable.from_csv(PCS / "scaling_tables.csv"))
-    if jobs:
-        wl = wl.head(jobs)
+    return wl.head(jobs) if jobs else wl
+
+
+def run_one(wl: Workload, policy: Policy) -> dict[str, float]:
+    """One run with a prediction at each arrival: avg JCT (s), avg and p99 prediction error
+    (%) and its CPU seconds."""
+    t0 = time.process_time()
+    r = simulate(wl, load_profile("pcs-64"), policy, predict=True)
+    err = METRICS["pred_err"].compute(r)
+    return {"jct": float(r.jct_s.mean()), "avg_err": measure(err, "avg"),
+            "p99_err": measure(err, "p99"), "cpu_s": time.process_time() - t0,
+            "jobs": len(wl)}
+
+
+def run_trace(trace: str, jobs: int, search: int, seed: int) -> dict[str, dict[str, float]]:
+    """Per policy of Fig. 7: :func:`run_one` on the trace's first ``jobs`` jobs."""
+    wl = trace_head(trace, jobs)
     out = {}
     for name, policy in policies(trace, search, seed).items():
-        t0 = time.process_time()
-        r = simulate(wl, load_profile("pcs-64"), policy, predict=True)
-        err = METRICS["pred_err"].compute(r)
-        out[name] = {"jct": float(r.jct_s.mean()), "avg_err": measure(err, "avg"),
-                     "p99_err": measure(err, "p99"), "cpu_s": time.process_time() - t0,
-                     "jobs": len(wl)}
+        out[name] = run_one(wl, policy)
+        # a long run (a whole trace) keeps each figure as it finishes
+        print(f"# {trace} {name}: {len(wl)} jobs, avg JCT {out[name]['jct']:.1f} s, "
+              f"avg/p99 err {out[name]['avg_err']:.3f}/{out[name]['p99_err']:.3f} %, "
+              f"{out[name]['cpu_s']:.1f} CPU-s", file=sys.stderr, flush=True)
     return out
+
+
+def front_span(trace: str, jobs: int, seeds: list[int], budget: int) -> dict[str, Any]:
+    """Every entry of the fronts of PCS's search over ``seeds``, run on the trace's first
+    ``jobs`` jobs: per headline (as in Fig. 7), one value per distinct entry."""
+    wl = trace_head(trace, jobs)
+    afs = run_one(wl, AFS())
+    runs: dict[str, dict[str, float]] = {}
+    for seed in seeds:
+        front, sample = search_front(trace, seed, budget)
+        for params, _ in front:
+            key = json.dumps(params, sort_keys=True, default=str)
+            if key not in runs:
+                runs[key] = run_one(wl, WFQ.from_params(params).fit(sample))
+        print(f"# {trace} seed {seed}: front of {len(front)}, {len(runs)} distinct entries "
+              "run so far", file=sys.stderr, flush=True)
+    rows = list(runs.values())
+    return {"figures": np.array([[r["jct"] / afs["jct"], r["avg_err"], r["p99_err"]]
+                                 for r in rows]),
+            "cpu_s": afs["cpu_s"] + sum(r["cpu_s"] for r in rows)}
 
 
 def table(paper: pd.DataFrame, ours: dict[int, dict[str, dict[str, float]]], headline: str,
@@ -128,6 +169,43 @@ def table(paper: pd.DataFrame, ours: dict[int, dict[str, dict[str, float]]], hea
     return "\n".join(lines)
 
 
+def span_tables(spans: dict[int, dict[str, Any]], setup: str) -> str:
+    """Per headline and workload, the span (min-max) of every front entry's figure on the
+    trace and whether each of the paper's PCS points lies in it (``in``: some pick reaches
+    it on that headline); then, per PCS point, the one entry nearest it on all three
+    headlines at once (its largest ours / paper or paper / ours)."""
+    pcs = ("PCS-JCT", "PCS-bal", "PCS-pred")
+    papers = [pd.read_csv(PCS / "paper" / "fig7" / f"{stem}.csv") for stem, _ in HEADLINES]
+    want = {k: np.array([[float(p.loc[p.workload == k, n].iloc[0]) for p in papers]
+                         for n in pcs]) for k in spans}
+    out = []
+    for h, (_, title) in enumerate(HEADLINES):
+        lines = [f"## {title}: span of the search fronts on the trace  ({setup})",
+                 f"{'workload':>10} {'entries':>7} {'min':>9} {'max':>9} "
+                 + " ".join(f"{n:>13}" for n in pcs)]
+        for k, span in spans.items():
+            v = span["figures"][:, h]
+            cells = [f"{w:9.3f} {'in' if v.min() <= w <= v.max() else 'out':>3}"
+                     for w in want[k][:, h]]
+            lines.append(f"{k:>4} {WORKLOADS[k]:>5} {len(v):>7} {v.min():9.3f} "
+                         f"{v.max():9.3f} " + " ".join(cells))
+        out.append("\n".join(lines))
+    lines = ["## the entry nearest each PCS point on all three headlines: its figures "
+             "(JCT / avg err / p99 err) and its largest factor off the paper's",
+             f"{'workload':>10} " + " ".join(f"{n:>31}" for n in pcs)]
+    for k, span in spans.items():
+        cells = []
+        for w in want[k]:
+            with np.errstate(divide="ignore"):  # an entry with no error is infinitely off
+                off = np.abs(np.log(span["figures"] / w)).max(axis=1)
+            best = span["figures"][int(np.argmin(off))]
+            cells.append(f"{best[0]:6.2f} / {best[1]:5.1f} / {best[2]:5.0f} "
+                         f"x{np.exp(off.min()):5.2f}")
+        lines.append(f"{k:>4} {WORKLOADS[k]:>5} " + " ".join(cells))
+    out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=1000,
@@ -139,12 +217,26 @@ def main(argv: list[str] | None = None) -> None:
                         "2001 jobs each, serially) instead of pcs_configs.json")
     p.add_argument("--budget", type=int, default=370, help="the search's evaluations")
     p.add_argument("--seed", type=int, default=0, help="the search's seed")
+    p.add_argument("--span", default="",
+                   help="search seeds, e.g. 0,1,2: instead of the seven-policy tables, run "
+                        "every entry of each seed's front on the trace and print, per "
+                        "headline, the span of the PCS points a pick could give")
     args = p.parse_args(argv)
     rows = [int(k) for k in args.workloads.split(",")]
     bad = [k for k in rows if k not in WORKLOADS]
     if bad:
         p.error(f"--workloads: {bad[0]} is not one of {sorted(WORKLOADS)} (row 5 is trace "
                 "2869ce, which the shared data does not have)")
+    if args.span:
+        seeds = [int(x) for x in args.span.split(",")]
+        spans = {k: front_span(WORKLOADS[k], args.jobs, seeds, args.budget) for k in rows}
+        setup = (f"first {args.jobs or 'all'} jobs, 64 GPUs, prediction at arrival, every "
+                 f"entry of the fronts of seeds {args.span}, {args.budget} evaluations each")
+        print(span_tables(spans, setup), end="\n\n")
+        n = sum(len(v["figures"]) + 1 for v in spans.values())
+        cpu = sum(v["cpu_s"] for v in spans.values())
+        print(f"simulations of the traces: {n}, {cpu:.1f} CPU-s (the searches aside)")
+        return
     search = args.budget if args.search else 0
     ours = {k: run_trace(WORKLOADS[k], args.jobs, search, args.seed) for k in rows}
     source = f"our SPEA2 search ({search} evaluations)" if search else "pcs_configs.json"
