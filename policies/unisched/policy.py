@@ -166,6 +166,7 @@ def _exact(C: Any, J: Any, M: Any, active: Any, now: float, free: Any) -> bool:
     exact method in the kernel: the same input :meth:`UniSched.host_step` builds, without
     a call back to Python at each boundary. False where HiGHS must decide (the host step)."""
     p, steps = M.params, J.deadlines.shape[1]
+    value = F_WORK + steps  # each step's value follows its work
     members = M.gi[GI_ROWS:GI_ROWS + M.gi[GI_COUNT]].copy()
     work = M.f[members, F_WORK:F_WORK + steps]
     deadline = J.deadlines[members] - now
@@ -174,7 +175,7 @@ def _exact(C: Any, J: Any, M: Any, active: Any, now: float, free: Any) -> bool:
         work, deadline, free, p[BE_LEASE] * p[MULTIPLE], int(p[HORIZON]))
     ok, choice, _, _ = solve_arrays(
         cells, job, phi, M.f[members, F_NOW], M.i[members, I_LOCKED] == 0, work, deadline,
-        M.f[members, F_WORK + steps:F_WORK + 2 * steps], slot_s, free_now, free_later)
+        M.f[members, value:value + steps], slot_s, free_now, free_later)
     if ok:
         _take(M, active, members, choice, cells, now)
     return ok
@@ -358,7 +359,8 @@ class UniSched(KernelRoundPolicy):
             self.horizon_slots, self.inline], f=F.width + 2 * steps, i=I, g=G,
             gi=GI.width + 2 * n)
         mem.f[:, F_LEASE] = -np.inf
-        mem.f[:, F_WORK + steps:F_WORK + 2 * steps] = self.slo_reward * libm.power(
+        value = F_WORK + steps  # each step's value follows its work
+        mem.f[:, value:value + steps] = self.slo_reward * libm.power(
             jobs.rewards / 100.0, self.reward_decay)
         mem.g[G_NEXT], mem.g[G_LAST], mem.g[G_SOLVED], mem.g[G_SOLVE_S] = (-np.inf, np.nan,
                                                                            -np.inf, np.nan)
@@ -375,12 +377,13 @@ class UniSched(KernelRoundPolicy):
         locked = M.i[active, I_LOCKED].astype(bool)
         free = cluster.node_gpus - jobs.alloc[active[locked]].sum(axis=0)
         steps = jobs.deadlines.shape[1]
+        value = F_WORK + steps
         inp = selector_input(
             cluster, gpus=M.i[members, I_GPUS], profiling=M.i[members, I_PROFILING] > 0,
             now_value=M.f[members, F_NOW], may_start=M.i[members, I_LOCKED] == 0,
             work_s=M.f[members, F_WORK:F_WORK + steps],
             deadline_s=jobs.deadlines[members] - now,
-            step_value=M.f[members, F_WORK + steps:F_WORK + 2 * steps],
+            step_value=M.f[members, value:value + steps],
             node_free=free, lease_s=self.slo_lease_s, slots=self.horizon_slots)
         sel = self.select(inp)
         M.g[G_SOLVE_S] = sel.solve_s
