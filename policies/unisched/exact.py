@@ -50,7 +50,7 @@ from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["SEARCH_LIMIT", "TIE_REL", "solve_knapsack"]
+__all__ = ["SEARCH_LIMIT", "TIE_REL", "solve_arrays", "solve_knapsack"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -78,18 +78,18 @@ def solve_knapsack(inp: Any) -> tuple[IntArray, IntArray, float] | None:
         objective; or ``None`` when HiGHS must decide (later slots no plan certifies, a
         borderline step, or :data:`SEARCH_LIMIT`).
     """
-    ok, choice, step, total = _solve(
+    ok, choice, step, total = solve_arrays(
         inp.cand_cells, inp.cand_job, inp.cand_phi, inp.now_value, inp.may_start, inp.work_s,
         inp.deadline_s, inp.step_value, inp.slot_s, inp.free_now, inp.free_later)
     return (choice, step, total) if ok else None
 
 
 @njit
-def _solve(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any, may_start: Any,
-           work_s: Any, deadline_s: Any, step_value: Any, slot_s: Any, free_now: Any,
-           free_later: Any) -> tuple[bool, Any, Any, float]:
+def solve_arrays(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any,
+                 may_start: Any, work_s: Any, deadline_s: Any, step_value: Any, slot_s: Any,
+                 free_now: Any, free_later: Any) -> tuple[bool, Any, Any, float]:
     """:func:`solve_knapsack` on the input's arrays (compiled: the set-up is most of a small
-    instance's cost); False where HiGHS must decide."""
+    instance's cost; a round kernel calls it too); False where HiGHS must decide."""
     n_jobs, steps = work_s.shape
     n_cand, slots = cand_job.shape[0], slot_s.shape[0]
     fail = (False, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0.0)

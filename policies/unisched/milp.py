@@ -55,8 +55,8 @@ from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["NODE_LIMIT", "USABLE_GAP", "Selection", "SelectorInput", "selector_input",
-           "solve_milp", "solve_selector"]
+__all__ = ["NODE_LIMIT", "USABLE_GAP", "Selection", "SelectorInput", "selector_arrays",
+           "selector_input", "solve_milp", "solve_selector"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -133,15 +133,32 @@ def selector_input(cluster: Any, *, gpus: IntArray, profiling: BoolArray,
     spread ones running at the cluster's ``inter_node_factor``; slots are one SLO lease
     (``lease_s``), then doubling, the last reaching the latest deadline still reachable.
     """
-    top = int(min(3, np.floor(np.log2(cluster.node_gpus.max()))))
-    cand_cells, cand_job, whole = _candidate_rows(gpus, profiling, top)
-    horizon = float(np.where(np.isfinite(work_s), deadline_s, 0.0).max(initial=0.0))
+    cand_cells, cand_job, cand_phi, slot_s, free_now, free_later = selector_arrays(
+        cluster.node_gpus, cluster.inter_node_factor, gpus, profiling, work_s, deadline_s,
+        node_free, lease_s, slots)
     return SelectorInput(
-        cand_cells=cand_cells, cand_job=cand_job,
-        cand_phi=np.where(whole, 1.0, cluster.inter_node_factor), now_value=now_value,
+        cand_cells=cand_cells, cand_job=cand_job, cand_phi=cand_phi, now_value=now_value,
         may_start=may_start, work_s=work_s, deadline_s=deadline_s, step_value=step_value,
-        slot_s=_slots(lease_s, horizon, slots), free_now=node_cells(node_free).sum(axis=0),
-        free_later=node_cells(cluster.node_gpus).sum(axis=0))
+        slot_s=slot_s, free_now=free_now, free_later=free_later)
+
+
+@njit
+def selector_arrays(node_gpus: Any, inter_node_factor: float, gpus: Any, profiling: Any,
+                    work_s: Any, deadline_s: Any, node_free: Any, lease_s: float,
+                    slots: int) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """:func:`selector_input`'s derived arrays (compiled, so a kernel builds them too):
+    ``cand_cells``, ``cand_job``, ``cand_phi``, ``slot_s``, ``free_now``, ``free_later``."""
+    top = int(min(3, np.floor(np.log2(node_gpus.max()))))
+    cand_cells, cand_job, whole = _candidate_rows(gpus, profiling, top)
+    horizon = 0.0  # the latest reachable deadline (NaN if one is NaN, as ndarray.max)
+    for j in range(work_s.shape[0]):
+        for f in range(work_s.shape[1]):
+            v = deadline_s[j, f] if np.isfinite(work_s[j, f]) else 0.0
+            if np.isnan(v) or v > horizon:
+                horizon = v
+    phi = np.where(whole, 1.0, inter_node_factor)
+    return (cand_cells, cand_job, phi, _slots(lease_s, horizon, slots),
+            node_cells(node_free).sum(axis=0), node_cells(node_gpus).sum(axis=0))
 
 
 @njit
@@ -165,13 +182,20 @@ def _candidate_rows(gpus: Any, profiling: Any, top: int) -> tuple[Any, Any, Any]
     return cells, job, whole
 
 
-def _slots(lease_s: float, horizon_s: float, most: int) -> FloatArray:
-    """Slot lengths: one SLO lease, then doubling, the last reaching ``horizon_s``."""
-    slots = [lease_s]
-    while sum(slots) < horizon_s and len(slots) < most:
-        slots.append(lease_s * 2 ** (len(slots) - 1))
-    slots[-1] = max(slots[-1], horizon_s - sum(slots[:-1]))
-    return np.array(slots)
+@njit
+def _slots(lease_s: float, horizon_s: float, most: int) -> Any:
+    """Slot lengths: one SLO lease, then doubling, the last reaching ``horizon_s`` (each
+    partial sum is ``lease_s`` times a power of 2, so the order of adding does not matter)."""
+    slots = np.zeros(max(most, 1))
+    slots[0], n, total = lease_s, 1, lease_s
+    while total < horizon_s and n < most:
+        slots[n] = lease_s * 2.0 ** (n - 1)
+        total += slots[n]
+        n += 1
+    rest = horizon_s - (total - slots[n - 1])
+    if rest > slots[n - 1]:
+        slots[n - 1] = rest
+    return slots[:n].copy()
 
 
 def solve_selector(inp: SelectorInput, *, node_limit: int = NODE_LIMIT,

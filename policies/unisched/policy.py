@@ -52,10 +52,12 @@ from policies.unisched.estimate import (
     expected_suspensions,
     outlook,
 )
+from policies.unisched.exact import solve_arrays
 from policies.unisched.milp import (
     NODE_LIMIT,
     Selection,
     SelectorInput,
+    selector_arrays,
     selector_input,
     solve_selector,
 )
@@ -84,8 +86,9 @@ __all__ = ["UniSched", "expected_sr_overhead", "expected_suspensions"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-MAX_JOBS = 7  # params after the estimator's
-# memory: per row (f) lease end, profiled seconds, reward now, work per deadline step; per row
+MAX_JOBS, HORIZON, INLINE = 7, 8, 9  # params after the estimator's (INLINE: see _exact)
+# memory: per row (f) lease end, profiled seconds, reward now, work per deadline step, then
+# each step's value (fixed per job, worked out once so the kernel need not); per row
 # (i) profiling at the last decision, cached cells, this decision's pick (rank, cells), gang,
 # locked, profiling; globally (g) the next BE lease boundary, the last decision, when the host
 # last solved the MILP, cache fallbacks, the last solve's seconds in HiGHS; (gi) the MILP's
@@ -158,6 +161,42 @@ def _select(C: Any, J: Any, M: Any, active: Any, now: float, gpus: Any, locked: 
 
 
 @njit
+def _exact(C: Any, J: Any, M: Any, active: Any, now: float, free: Any) -> bool:
+    """The selector's answer for the MILP's members ``_select`` left in ``memory.gi``, by the
+    exact method in the kernel: the same input :meth:`UniSched.host_step` builds, without
+    a call back to Python at each boundary. False where HiGHS must decide (the host step)."""
+    p, steps = M.params, J.deadlines.shape[1]
+    value = F_WORK + steps  # each step's value follows its work
+    members = M.gi[GI_ROWS:GI_ROWS + M.gi[GI_COUNT]].copy()
+    work = M.f[members, F_WORK:F_WORK + steps]
+    deadline = J.deadlines[members] - now
+    cells, job, phi, slot_s, free_now, free_later = selector_arrays(
+        C.node_gpus, C.inter_node_factor, M.i[members, I_GPUS], M.i[members, I_PROFILING] > 0,
+        work, deadline, free, p[BE_LEASE] * p[MULTIPLE], int(p[HORIZON]))
+    ok, choice, _, _ = solve_arrays(
+        cells, job, phi, M.f[members, F_NOW], M.i[members, I_LOCKED] == 0, work, deadline,
+        M.f[members, value:value + steps], slot_s, free_now, free_later)
+    if ok:
+        _take(M, active, members, choice, cells, now)
+    return ok
+
+
+@njit
+def _take(M: Any, active: Any, members: Any, choice: Any, cand_cells: Any, now: float) -> None:
+    """The selector's picks as this boundary's ranks (member order) and the cells cached."""
+    M.i[active, I_RANK] = 0
+    M.i[active, I_CACHED] = 0
+    rank = 0
+    for k in range(members.shape[0]):
+        if choice[k] >= 0:
+            r, rank = members[k], rank + 1
+            M.i[r, I_RANK], M.i[r, I_CACHED] = rank, 1
+            M.i[r, I_PICK:I_PICK + CELLS] = cand_cells[choice[k]]
+            M.i[r, I_CACHE:I_CACHE + CELLS] = cand_cells[choice[k]]
+    M.g[G_SOLVED] = now
+
+
+@njit
 def _consolidated(gpus: int, top: int) -> Any:
     """The smallest cell multiset holding the gang in one piece (``candidates(...)[0]``)."""
     out = np.zeros(4, dtype=np.int64)
@@ -218,7 +257,8 @@ def _unisched(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
         M.f[r, F_NOW] = now_value[a]
         M.f[r, F_WORK:F_WORK + work.shape[1]] = work[a]
     if boundary:
-        if not _select(C, J, M, active, now, gpus, locked, work, order, free.copy()):
+        if not (_select(C, J, M, active, now, gpus, locked, work, order, free.copy())
+                or (p[INLINE] > 0 and _exact(C, J, M, active, now, free))):
             return HOST
         for a in range(n):
             if not locked[a]:
@@ -315,9 +355,13 @@ class UniSched(KernelRoundPolicy):
         n, steps = jobs.arrival.shape[0], jobs.deadlines.shape[1]
         mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
             self.be_lease_s, self.slo_lease_multiple, self.slo_reward, self.be_reward_scale,
-            self.profiler_reward, self.reward_decay, self.profile_s, self.milp_max_jobs],
-            f=F.width + steps, i=I, g=G, gi=GI.width + 2 * n)
+            self.profiler_reward, self.reward_decay, self.profile_s, self.milp_max_jobs,
+            self.horizon_slots, self.inline], f=F.width + 2 * steps, i=I, g=G,
+            gi=GI.width + 2 * n)
         mem.f[:, F_LEASE] = -np.inf
+        value = F_WORK + steps  # each step's value follows its work
+        mem.f[:, value:value + steps] = self.slo_reward * libm.power(
+            jobs.rewards / 100.0, self.reward_decay)
         mem.g[G_NEXT], mem.g[G_LAST], mem.g[G_SOLVED], mem.g[G_SOLVE_S] = (-np.inf, np.nan,
                                                                            -np.inf, np.nan)
         return mem
@@ -333,40 +377,39 @@ class UniSched(KernelRoundPolicy):
         locked = M.i[active, I_LOCKED].astype(bool)
         free = cluster.node_gpus - jobs.alloc[active[locked]].sum(axis=0)
         steps = jobs.deadlines.shape[1]
+        value = F_WORK + steps
         inp = selector_input(
             cluster, gpus=M.i[members, I_GPUS], profiling=M.i[members, I_PROFILING] > 0,
             now_value=M.f[members, F_NOW], may_start=M.i[members, I_LOCKED] == 0,
             work_s=M.f[members, F_WORK:F_WORK + steps],
             deadline_s=jobs.deadlines[members] - now,
-            step_value=self.slo_reward * libm.power(jobs.rewards[members] / 100.0,
-                                                    self.reward_decay),
+            step_value=M.f[members, value:value + steps],
             node_free=free, lease_s=self.slo_lease_s, slots=self.horizon_slots)
         sel = self.select(inp)
         M.g[G_SOLVE_S] = sel.solve_s
-        M.i[active, I_RANK] = 0
-        picks: list[tuple[int, IntArray]] = []
         if sel.usable:
-            picks = [(int(members[k]), inp.cand_cells[sel.choice[k]])
-                     for k in np.flatnonzero(sel.choice >= 0)]
-            M.i[active, I_CACHED] = 0
-        else:
-            M.g[G_FALLBACKS] += 1
-            taken, free_now = np.zeros(4, dtype=np.int64), inp.free_now
-            for r in order:
-                cells = M.i[r, I_CACHE:I_CACHE + CELLS]
-                if (M.i[r, I_LOCKED] or not M.i[r, I_CACHED]
-                        or int(cells @ (1, 2, 4, 8)) < M.i[r, I_GPUS]):
-                    continue
-                if fits_cells(taken + cells, free_now):
-                    taken += cells
-                    picks.append((int(r), cells.copy()))
-        for rank, (r, cells) in enumerate(picks):
-            M.i[r, I_RANK] = rank + 1
-            M.i[r, I_PICK:I_PICK + CELLS] = cells
-            if sel.usable:
-                M.i[r, I_CACHED] = 1
-                M.i[r, I_CACHE:I_CACHE + CELLS] = cells
+            _take(M, active, members, sel.choice, inp.cand_cells, now)
+            return
+        M.g[G_FALLBACKS] += 1
+        M.i[active, I_RANK] = 0
+        taken, rank = np.zeros(4, dtype=np.int64), 0
+        for r in order:
+            cells = M.i[r, I_CACHE:I_CACHE + CELLS]
+            if (M.i[r, I_LOCKED] or not M.i[r, I_CACHED]
+                    or int(cells @ (1, 2, 4, 8)) < M.i[r, I_GPUS]):
+                continue
+            if fits_cells(taken + cells, inp.free_now):
+                taken, rank = taken + cells, rank + 1
+                M.i[r, I_RANK] = rank
+                M.i[r, I_PICK:I_PICK + CELLS] = cells
         M.g[G_SOLVED] = now
+
+    @property
+    def inline(self) -> bool:
+        """Whether the kernel answers with the exact method itself, calling the host step
+        only for HiGHS: not where a subclass records or times each selection."""
+        return (type(self).select is UniSched.select
+                and type(self).host_step is UniSched.host_step)
 
     def select(self, inp: SelectorInput) -> Selection:
         """The selector's answer for one boundary (a subclass may record or time it)."""
