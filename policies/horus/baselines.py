@@ -110,6 +110,17 @@ _GOLDEN = (5**0.5 - 1) / 2
 
 
 @njit
+def _by_joining(J: Any, rows: Any, requeued: Any) -> Any:
+    """``rows`` by when each joined the queue: its arrival, or ``requeued[row]`` where that is
+    not -inf (ties: the order given)."""
+    joined = np.empty(rows.shape[0])
+    for a in range(rows.shape[0]):
+        q = requeued[rows[a]]
+        joined[a] = J.arrival[rows[a]] if q == -np.inf else q
+    return rows[np.argsort(joined, kind="mergesort")]
+
+
+@njit
 def _shares_device(J: Any, E: Any, r: int) -> bool:
     """Whether a worker of row ``r`` shares its device with another worker."""
     for s in range(J.woff[r], J.woff[r] + J.nw[r]):
@@ -156,11 +167,7 @@ def _queue_order(J: Any, M: Any, E: Any, failing: int) -> Any:
             n += 1
     tail = rows[pending.shape[0]:]
     tail[:] = tail[np.argsort(E.pos[tail])]
-    joined = np.empty(n)
-    for a in range(n):
-        q = M.f[rows[a], _RESUBMITTED]
-        joined[a] = J.arrival[rows[a]] if q == -np.inf else q
-    return rows[np.argsort(joined, kind="mergesort")]
+    return _by_joining(J, rows, M.f[:, _RESUBMITTED])
 
 
 @njit
@@ -359,12 +366,7 @@ def _queue(J: Any, M: Any, E: Any, now: float) -> Any:
         if M.i[r, _STATE] != _KEPT and M.f[r, _QUEUED_AT] < now:
             rows[n] = r
             n += 1
-    rows = rows[:n]
-    joined = np.empty(n)
-    for a in range(n):
-        q = M.f[rows[a], _QUEUED_AT]
-        joined[a] = J.arrival[rows[a]] if q == -np.inf else q
-    return rows[np.argsort(joined, kind="mergesort")]  # ties: arrival order
+    return _by_joining(J, rows[:n], M.f[:, _QUEUED_AT])
 
 
 @njit
