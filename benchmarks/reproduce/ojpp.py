@@ -27,8 +27,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,7 @@ from policies import make_policy  # noqa: E402
 from simulator import Workload, load_profile, simulate  # noqa: E402
 from simulator.inputs.ojpp_workload import KINDS, ojpp_batch, ojpp_interference  # noqa: E402
 from simulator.result import SimulationResult  # noqa: E402
+from simulator.rounds import RoundState  # noqa: E402
 
 TABLE5 = ((0.05, 0.1, 0.1), (0.05, 0.2, 0.1), (0.05, 0.4, 0.1), (0.1, 0.2, 0.1),
           (0.1, 0.2, 0.2), (0.1, 0.4, 0.2))
@@ -76,12 +78,14 @@ def batches(args: argparse.Namespace, unknown: tuple[float, float], alpha: float
 
 
 def run_ojpp(args: argparse.Namespace, wls: list[Workload], tau: float, theta: float,
-             balance: float) -> np.ndarray:
-    """Mean (saved, perf, perf_jct) of ``ojpp`` without migration over the batches."""
+             balance: float, lone: str | None = None) -> np.ndarray:
+    """Mean (saved, perf, perf_jct) of ``ojpp`` without migration over the batches, a lone
+    worker read in eq. 16 as ``lone`` (default ``--lone``)."""
     out = []
     for i, wl in enumerate(wls):
         pol = make_policy("ojpp", {"tau_max": tau, "theta_max": theta,
-                                   "theta_balance": balance, "migration_budget": 0.0})
+                                   "theta_balance": balance, "migration_budget": 0.0,
+                                   "balance_lone": lone or args.lone})
         prof = replace(ojpp_profile(int(wl.gpus.sum())), collision_slowdown=args.collision)
         out.append(metrics(simulate(wl, prof, pol, seed=i), wl))
     return np.mean(np.array(out), axis=0)
@@ -117,16 +121,28 @@ def headlines(res: dict[str, list[np.ndarray]], setup: str) -> None:
                 print(f"{label:<60} {paper:>6.2f}% {ours:>6.2f}% {ours / paper:>10.2f}")
 
 
+BALANCE_READINGS = {"zero": "lone worker counts 0", "excluded": "co-located workers only",
+                    "off": "theta' off"}
+"""How eq. 16 treats a worker alone on its device (``ojpp``'s ``balance_lone``), and the bound
+switched off for reference."""
+
+
 def balance_reading(args: argparse.Namespace, wls: list[Workload]) -> None:
-    """The §5.2-reading headlines with the balance bound theta' off: how much it binds."""
-    print("\n## §5.2 reading with theta' off (a worker alone counts 0 in eq. 16's min; the "
-          "paper's figures imply the bound rarely binds)")
-    for name, i in HEADLINES.items():
-        tau, theta, _ = TABLE5[i]
-        m = run_ojpp(args, wls, tau, theta, 5.0)
-        ps, pp = PAPER5[i]
-        print(f"{name:<28} saved {100 * m[0]:5.1f} % (paper {ps}, {m[0] * 100 / ps:.2f}x), "
-              f"perf(JCT) {100 * m[2]:6.2f} % (paper {pp}, {m[2] * 100 / pp:.2f}x)", flush=True)
+    """The §5.2-reading headlines under each reading of a lone worker in eq. 16, and with the
+    balance bound theta' off: which reading, if any, gives the paper's numbers."""
+    print("\n## §5.2 reading of the tuple, by eq. 16's reading of a worker alone on its device: "
+          "saved % (ours / paper), perf(JCT) % (ours / paper)")
+    print(f"{'reading':<34} " + " ".join(f"{n.split()[0]:>27}" for n in HEADLINES))
+    for reading, label in BALANCE_READINGS.items():
+        cells = []
+        for i in HEADLINES.values():
+            tau, theta, bal = TABLE5[i]
+            m = (run_ojpp(args, wls, tau, theta, 5.0) if reading == "off"
+                 else run_ojpp(args, wls, tau, theta, bal, reading))
+            ps, pp = PAPER5[i]
+            cells.append(f"{100 * m[0]:4.1f} ({m[0] * 100 / ps:.2f}) "
+                         f"{100 * m[2]:5.2f} ({m[2] * 100 / pp:.2f})")
+        print(f"{reading + ': ' + label:<34} " + " ".join(f"{c:>27}" for c in cells), flush=True)
 
 
 def sweep(args: argparse.Namespace) -> None:
@@ -171,20 +187,62 @@ def online(args: argparse.Namespace) -> None:
                    collision_slowdown=args.collision)
     print(f"\n## OJPAP online (Fig. 10): {len(wl)} Average jobs, Poisson gaps of "
           f"{args.gap_min:g} min, 64 devices, migration = 5 % of a mean job "
-          f"({0.05 * mean_job:.0f} s)")
-    print(f"{'ojpp':<26} {'mean slowdown %':>15} {'p90 %':>6} {'max %':>6} {'migrations':>10} "
-          f"{'perf(JCT) %':>11} {'devices':>7}")
-    for label, budget, a in (("no adjustment", 0.0, 0.5), ("OJPAP, budget 8 GiB", 8.0, 0.5),
-                             ("OJPAP, 8 GiB, EWMA a 0.9", 8.0, 0.9),
-                             ("OJPAP, budget 100 GiB", 100.0, 0.5)):
-        pol = make_policy("ojpp", {"migration_budget": budget, "ewma_a": a})
-        r = simulate(wl, prof, pol, seed=0)
+          f"({0.05 * mean_job:.0f} s); worst device's interference (the model's, no "
+          f"collisions) over time, theta-bar 0.2")
+    print(f"{'budget GiB':>10} {'a':>4} {'round s':>7} {'mean slowdown %':>15} {'p90 %':>6} "
+          f"{'max %':>6} {'worst theta %':>13} {'time > theta-bar %':>18} {'migrations':>10} "
+          f"{'migrating % of JCT':>18} {'perf(JCT) %':>11}")
+    for budget, a, round_s in itertools.product(args.budgets, args.ewmas, args.rounds):
+        if budget == 0 and (a, round_s) != (args.ewmas[0], args.rounds[0]):
+            continue  # without adjustment neither changes a decision
+        trace = Trace(make_policy("ojpp", {"migration_budget": budget, "ewma_a": a,
+                                           "round_s": round_s, "balance_lone": args.lone}))
+        r = simulate(wl, prof, trace, seed=0)
         s = 100 * r.slowdown
         jct = r.finish_s - r.start_s
         perf = float(np.mean(wl.service_s / wl.gpus) / np.mean(jct))
-        print(f"{label:<26} {s.mean():>15.2f} {np.percentile(s, 90):>6.1f} {s.max():>6.1f} "
-              f"{int(r.preemptions.sum()):>10} {100 * perf:>11.2f} {r.gpus_used:>7g}",
-              flush=True)
+        mean_theta, over = trace.summary(float(r.finish_s.max()), 0.2)
+        moving = int(r.preemptions.sum()) * prof.restart_overhead_s / float(jct.sum())
+        print(f"{budget:>10g} {a:>4g} {round_s:>7g} {s.mean():>15.2f} "
+              f"{np.percentile(s, 90):>6.1f} {s.max():>6.1f} {100 * mean_theta:>13.1f} "
+              f"{100 * over:>18.1f} {int(r.preemptions.sum()):>10} {100 * moving:>18.1f} "
+              f"{100 * perf:>11.2f}", flush=True)
+
+
+@dataclass
+class Trace:
+    """Runs a sharing policy and records, after each decision, the worst device's
+    interference under the sharing model (collisions left out): Fig. 10's curve."""
+
+    inner: Any
+    seen: list[tuple[float, float]] = field(default_factory=list)
+    shares_gpus = True
+
+    @property
+    def round_s(self) -> float:
+        return float(self.inner.round_s)
+
+    @property
+    def reacts(self) -> bool:
+        return bool(self.inner.reacts)
+
+    def plan(self, state: RoundState) -> np.ndarray:
+        out = self.inner.plan(state)
+        sh = state.sharing
+        theta = 0.0
+        if sh is not None and out.size:
+            theta = float(sh.worker_slowdowns(state.rows, out.astype(bool)).max())
+        self.seen.append((state.now, theta))
+        return out
+
+    def summary(self, end: float, bound: float) -> tuple[float, float]:
+        """Time-weighted mean of the worst interference up to ``end``, and the share of that
+        time it was above ``bound``."""
+        t = np.array([x for x, _ in self.seen] + [end])
+        theta = np.array([y for _, y in self.seen])
+        dt = np.clip(np.diff(t), 0.0, None)
+        total = float(dt.sum())
+        return float(dt @ theta) / total, float(dt @ (theta > bound + 1e-9)) / total
 
 
 def floats(text: str) -> list[float]:
@@ -205,6 +263,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mem-scale", type=float, default=1.0, help="scale of the assumed memory "
                    "profiles (every model but ResNet; default 1)")
     p.add_argument("--mem-scales", type=floats, default=[0.5, 1.0])
+    p.add_argument("--lone", choices=("zero", "excluded"), default="zero",
+                   help="eq. 16's reading of a worker alone on its device for Table 5, the "
+                        "sweep, Fig. 9 and OJPAP (default zero, the policy's)")
     p.add_argument("--sweep", action="store_true", help="sweep --unknowns x --alphas")
     p.add_argument("--unknowns", type=lambda t: [pair(x) for x in t.split("/")],
                    default=[(0.0, 0.2), (0.0, 0.3), (0.05, 0.3), (0.0, 0.4)],
@@ -212,9 +273,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--alphas", type=floats, default=[0.2, 0.25, 0.34])
     p.add_argument("--online-jobs", type=int, default=60, help="OJPAP jobs (default 60)")
     p.add_argument("--gap-min", type=float, default=5.0, help="OJPAP mean gap (default 5 min)")
+    p.add_argument("--budgets", type=floats, default=[0.0, 1.0, 2.0, 4.0, 8.0, 100.0],
+                   help="OJPAP migration budgets c-bar, GiB (0: no adjustment)")
+    p.add_argument("--ewmas", type=floats, default=[0.5, 0.9], help="OJPAP EWMA weights a")
+    p.add_argument("--rounds", type=floats, default=[60.0],
+                   help="OJPAP seconds between decisions besides arrivals and completions")
     args = p.parse_args(argv)
     setup = (f"unknown {args.unknown[0]:g}-{args.unknown[1]:g}, ResNet unknown "
              f"{args.resnet_unknown:g}, alpha {args.alpha:g}, collision {args.collision:g}, "
+             f"lone worker {args.lone}, "
              f"{args.seeds} batches x {len(KINDS)} kinds")
     wls = batches(args, args.unknown, args.alpha)
     res = table5(args, wls, setup)
