@@ -26,7 +26,8 @@ and its cut against FIFO.
 The baselines' costs the paper names but does not size (§6.1, §4.2.3): ``--profile-waits``
 sweeps PAB's profiling wait T_wait (``pab`` ``profile_s``), ``--oom-shares`` OBP's share of jobs
 failing on OOM (``obp`` ``oom_share``), each failure losing ``--oom-after`` seconds of work
-(``--skip-headlines``: only those sweeps).
+(``--skip-headlines``: only those sweeps). ``--heavy-shares`` sweeps W-Large's share of
+heavy jobs (``--large-shorts`` its share of short ones).
 
 Run from the project root: ``nice python benchmarks/reproduce/horus.py`` (small: 2 job sets,
 1,000 trace jobs); ``--reps 5 --slopes 0.1,0.2,0.3 --mem-scales 1.25,1.5,1.75`` for the full run.
@@ -151,6 +152,23 @@ def sweep(args: argparse.Namespace) -> None:
                 print(f"{slope:>5g} {mem:>5g} {mix:<8} {cells}", flush=True)
 
 
+def heavy_mix(args: argparse.Namespace) -> None:
+    """W-Large's share of heavy jobs (and of short ones) swept: the paper says only "longer
+    and heavier jobs" than W-Small's. Gains over FIFO and ours / paper, per policy, and
+    Horus's lead over OBP (the paper's: 8.5 points)."""
+    print(f"\n## W-Large by heavy-job share: makespan gain vs FIFO % (ours / paper), JCT above "
+          f"FIFO %; slope {args.slope:g}, mem x{args.mem_scale:g}, {args.reps} job sets")
+    print(f"{'short':>5} {'heavy':>5} " + " ".join(f"{p:>20}" for p in ("pab", "obp", "horus"))
+          + f" {'horus - obp':>11}")
+    for short in args.large_shorts:
+        for heavy in args.heavy_shares:
+            m = testbed((short, 1.0 - heavy), args.slope, args.mem_scale, args.reps)
+            cells = " ".join(f"{m[p]['gain']:>5.1f} ({m[p]['gain'] / PAPER6[('W-Large', p)]:.2f}) "
+                             f"{m[p]['jct_up']:>5.1f}" for p in ("pab", "obp", "horus"))
+            lead = m["horus"]["gain"] - m["obp"]["gain"]
+            print(f"{short:>5g} {heavy:>5g} {cells} {lead:>11.1f}", flush=True)
+
+
 def gaps(args: argparse.Namespace) -> None:
     """PAB's profiling wait T_wait (§6.1) and OBP's share of OOM failures (§4.2.3) swept: facts
     the paper names as costs of those baselines but does not size. A failed job keeps its
@@ -233,6 +251,10 @@ def main(argv: list[str] | None = None) -> None:
                    "on OOM to sweep, e.g. 0,0.1,0.2,0.3")
     p.add_argument("--oom-after", type=float, default=60.0, help="seconds after placement an "
                    "under-estimated job fails (default 60)")
+    p.add_argument("--heavy-shares", type=floats, default=[], help="W-Large shares of heavy "
+                   "jobs to sweep, e.g. 0.2,0.35,0.5,0.65,0.8")
+    p.add_argument("--large-shorts", type=floats, default=[MIXES["W-Large"][0]],
+                   help="W-Large shares of short jobs for --heavy-shares (default 0.25)")
     p.add_argument("--skip-headlines", action="store_true", help="only the sweeps asked for")
     p.add_argument("--trace", default="6214e9", help="Philly trace for Table 7")
     p.add_argument("--large-jobs", type=int, default=1000, help="trace jobs for Table 7 (0 "
@@ -254,6 +276,8 @@ def main(argv: list[str] | None = None) -> None:
         args.slope = curve.quadratic[0]
     if args.profile_waits or args.oom_shares:
         gaps(args)
+    if args.heavy_shares:
+        heavy_mix(args)
     if args.skip_headlines:
         return
     results = {}

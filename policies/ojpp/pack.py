@@ -232,17 +232,23 @@ def collision(P: Any, d: int, x: int) -> float:
 
 
 @njit(_nrt=False)
-def spread(P: Any, i: int, skip: int) -> tuple[float, float, float]:
+def spread(P: Any, i: int, skip: int, lone_out: bool) -> tuple[float, float, float]:
     """Job ``i``'s worker slowdowns: max and min over its devices other than ``skip``, and its
-    imbalance (max - min over all of them, 0 with fewer than two workers)."""
+    imbalance (max - min over all of them, 0 with fewer than two). With ``lone_out`` a worker
+    alone on its device is left out of all three (balance over co-located workers only); else
+    it counts with its slowdown, 0."""
     hi_x, lo_x, hi, lo = -_INF, _INF, -_INF, _INF
+    n = 0
     for s in range(P.joff[i], P.joff[i] + P.jn[i]):
         e = P.jdev[s]
+        if lone_out and P.cnt[e] < 2:
+            continue
         v = P.wsd[s]
         hi, lo = max(hi, v), min(lo, v)
+        n += 1
         if e != skip:
             hi_x, lo_x = max(hi_x, v), min(lo_x, v)
-    return hi_x, lo_x, hi - lo if P.jn[i] >= 2 else 0.0
+    return hi_x, lo_x, hi - lo if n >= 2 else 0.0
 
 
 @dataclass(frozen=True, eq=False)

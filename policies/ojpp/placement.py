@@ -18,14 +18,18 @@ is ``inf``; :class:`Bounds`):
 - interference ``theta_k <= theta_max`` for every worker on ``k``, the new one included
   (eq. 6/15);
 - balance: the job's workers' slowdowns within ``theta_balance`` of each other (eq. 16), and no
-  co-located job pushed past ``max(theta_balance, its current imbalance)``.
+  co-located job pushed past ``max(theta_balance, its current imbalance)``. The paper does
+  not say what a worker alone on its device counts as: by default its slowdown, 0
+  (``lone_excluded`` False); else it is left out, and balance is taken over a job's
+  co-located workers only (:class:`Bounds`).
 
 Devices are ranked by the lowest resulting interference, then best fit (least capacity left,
 compute and memory shares summed), then number (OJPP), or by best fit alone (the baselines).
 Algorithm 2's two passes: all workers on active devices; if one does not fit, reset and place
 again allowing new devices, each worker preferring an active device; in that pass the job's
 minimum interference counts as 0 (its line 11), so workers on active devices stay within
-``theta_balance`` of a worker alone on a new device.
+``theta_balance`` of a worker alone on a new device. With ``lone_excluded``, line 11 is read as
+the reset of the mapping it sits in, and a worker alone on a new device bounds nothing.
 """
 
 from __future__ import annotations
@@ -52,8 +56,8 @@ from simulator.rounds.sharing import SharingModel
 
 configure_cache()
 
-__all__ = ["BAL", "CAP", "EPS", "RANK", "TAU", "THETA", "Bounds", "adjust", "adjust_pack",
-           "bfd_order", "gregarious_order", "place_pack"]
+__all__ = ["BAL", "CAP", "EPS", "LONE", "N_BOUNDS", "RANK", "TAU", "THETA", "Bounds", "adjust",
+           "adjust_pack", "bfd_order", "gregarious_order", "place_pack"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -61,9 +65,12 @@ BoolArray = npt.NDArray[np.bool_]
 
 EPS = 1e-9
 """Slack on the bounds; memory uses a tenth of it (the engine rejects excess > 1e-9 GiB)."""
-CAP, TAU, THETA, BAL, RANK = range(5)
-"""Entries of a bounds vector: compute cap, tau-bar, theta-bar, theta' (``inf``: off) and
-whether devices are ranked by interference (1) or by best fit alone (0)."""
+CAP, TAU, THETA, BAL, RANK, LONE = range(6)
+"""Entries of a bounds vector: compute cap, tau-bar, theta-bar, theta' (``inf``: off),
+whether devices are ranked by interference (1) or by best fit alone (0), and whether a worker
+alone on its device is left out of its job's balance (1) or counts as 0 (0)."""
+N_BOUNDS = LONE + 1
+"""Length of a bounds vector."""
 _INF = np.inf
 
 @dataclass(frozen=True)
@@ -77,6 +84,8 @@ class Bounds:
         theta_balance: per-job ``max - min`` worker interference bound theta' (eq. 16).
         rank_by_interference: prefer the device with the lowest resulting interference
             (Algorithm 2); False: best fit only.
+        lone_excluded: eq. 16's max and min leave out a worker alone on its device (balance
+            over co-located workers only); False: such a worker counts, as interference 0.
     """
 
     alpha_cap: float = 1.0
@@ -84,12 +93,13 @@ class Bounds:
     theta_max: float | None = None
     theta_balance: float | None = None
     rank_by_interference: bool = True
+    lone_excluded: bool = False
 
     def vector(self) -> FloatArray:
-        """The bounds vector the compiled functions read (:data:`CAP` ... :data:`RANK`)."""
+        """The bounds vector the compiled functions read (:data:`CAP` ... :data:`LONE`)."""
         return np.array([self.alpha_cap] + [_INF if b is None else b for b in
                                              (self.tau_max, self.theta_max, self.theta_balance)]
-                        + [float(self.rank_by_interference)])
+                        + [float(self.rank_by_interference), float(self.lone_excluded)])
 
 
 # ---------------------------------------------------------------- Algorithm 2
@@ -116,7 +126,7 @@ def _crowd(P: Any, B: Any, j: int, d: int) -> bool:
         i, w = P.buf[y], P.vals[y]
         if i == j:
             continue
-        hi_x, lo_x, imb = spread(P, i, d)
+        hi_x, lo_x, imb = spread(P, i, d, B[LONE] > 0)
         if max(hi_x, w) - min(lo_x, w) > max(B[BAL], imb) + EPS:
             return False
     return True
@@ -150,14 +160,16 @@ def _candidates(P: Any, B: Any, j: int, allowed: Any, ok: Any, theta: Any, resid
 
 
 @njit(_nrt=False)
-def _prune(B: Any, devices: Any, live: Any, own: Any, hi: float, lo: float) -> int:
+def _prune(P: Any, B: Any, devices: Any, live: Any, own: Any, hi: float, lo: float) -> int:
     """Eq. 16's first half: ``devices`` where ``j``'s worker (slowdown ``own``) would spread
     ``j``'s workers (``hi``/``lo`` so far) past theta' leave ``live`` (``hi`` and ``lo`` only
-    widen as workers join, so they stay out); the number of ``devices`` still live."""
+    widen as workers join, so they stay out; a worker alone on an empty device is not
+    checked when lone workers are left out); the number of ``devices`` still live."""
     n = 0
     for d in devices:
         if live[d]:
-            if max(hi, own[d]) - min(lo, own[d]) <= B[BAL] + EPS:
+            if ((B[LONE] > 0 and P.cnt[d] == 0)
+                    or max(hi, own[d]) - min(lo, own[d]) <= B[BAL] + EPS):
                 n += 1
             else:
                 live[d] = False
@@ -175,13 +187,16 @@ def _first(P: Any, B: Any, j: int, devices: Any, live: Any) -> int:
 
 
 @njit(inline="always")
-def _span(P: Any, j: int, fallback: bool) -> tuple[float, float]:
+def _span(P: Any, B: Any, j: int, fallback: bool) -> tuple[float, float]:
     """Max and min of ``j``'s worker slowdowns so far; with ``fallback``, 0 counts too
-    (Algorithm 2 line 11)."""
+    (Algorithm 2 line 11). With lone workers left out (:data:`LONE`), over the co-located
+    ones only, and no 0 added."""
+    lone_out = B[LONE] > 0
     hi, lo = -_INF, _INF
     for s in range(P.joff[j], P.joff[j] + P.jn[j]):
-        hi, lo = max(hi, P.wsd[s]), min(lo, P.wsd[s])
-    if fallback:
+        if not (lone_out and P.cnt[P.jdev[s]] < 2):
+            hi, lo = max(hi, P.wsd[s]), min(lo, P.wsd[s])
+    if fallback and not lone_out:
         hi, lo = max(hi, 0.0), min(lo, 0.0)
     return hi, lo
 
@@ -224,10 +239,10 @@ def place_pack(P: Any, B: Any, j: int, workers: int, opening: Any, allowed: Any,
         live = ok.copy()
         got = 0
         while got < workers:
-            hi, lo = _span(P, j, fallback)
-            left = _prune(B, ranked, live, own, hi, lo)
+            hi, lo = _span(P, B, j, fallback)
+            left = _prune(P, B, ranked, live, own, hi, lo)
             if fallback:
-                left += _prune(B, fresh, live, own, hi, lo)
+                left += _prune(P, B, fresh, live, own, hi, lo)
             k = -1
             if left >= workers - got:
                 k = _first(P, B, j, prefer, live)
@@ -331,7 +346,7 @@ def adjust_pack(P: Any, B: Any, score: Any, budget: float, opening: Any, moves: 
                 break
             old = np.empty(members.shape[0])
             for y, i in enumerate(members):
-                old[y] = spread(P, i, -1)[2]
+                old[y] = spread(P, i, -1, B[LONE] > 0)[2]
             leave(P, q, k)
             resum(P, k)
             allowed[k] = False
@@ -355,7 +370,7 @@ def _removal_balanced(P: Any, B: Any, members: Any, old: Any, gone: int) -> bool
     """Whether the jobs left among ``members`` (imbalances ``old`` before ``gone`` left)
     stay within ``max(theta', old)``."""
     for y, i in enumerate(members):
-        if i != gone and spread(P, i, -1)[2] > max(B[BAL], old[y]) + EPS:
+        if i != gone and spread(P, i, -1, B[LONE] > 0)[2] > max(B[BAL], old[y]) + EPS:
             return False
     return True
 

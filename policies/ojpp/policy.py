@@ -57,6 +57,7 @@ from policies.base import param, register
 from policies.ojpp.pack import Pack, cache_slowdowns, resum
 from policies.ojpp.placement import (
     EPS,
+    N_BOUNDS,
     THETA,
     Bounds,
     adjust_pack,
@@ -85,7 +86,7 @@ __all__ = ["OJPP", "BGreedy", "BestFit", "CGreedy", "IGreedy", "OJPPGreedy"]
 
 FloatArray = npt.NDArray[np.float64]
 
-GREG, EWMA_A, BUDGET = 5, 6, 7
+GREG, EWMA_A, BUDGET = N_BOUNDS, N_BOUNDS + 1, N_BOUNDS + 2
 """Parameters after the bounds vector: gregarious queue (1) or BFD (0), the EWMA's weight of
 the past and the migration budget (0: no adjustment)."""
 F = Layout(att0=1, seen=1)
@@ -174,7 +175,7 @@ def _rearrange(C: Any, J: Any, M: Any, E: Any, P: Any, now: float, opening: Any)
     if not over:
         return 0
     moves = np.empty((D, 3), dtype=np.int64)
-    n = adjust_pack(P, M.params[:5], ewma, M.params[BUDGET], opening, moves, M.gi[STILL:])[0]
+    n = adjust_pack(P, M.params[:N_BOUNDS], ewma, M.params[BUDGET], opening, moves, M.gi[STILL:])[0]
     for y in range(n):
         M.i[moves[y, 0], I_TOUCH] = 1
     return n
@@ -202,7 +203,7 @@ def _place_waiting(C: Any, J: Any, M: Any, E: Any, P: Any, opening: Any, same: b
     chosen = np.empty(D, dtype=np.int64)
     for r in queue:
         if not (same and M.i[r, I_FAILED] == 1) and place_pack(
-                P, M.params[:5], r, J.demand[r], opening, allowed, none, chosen):
+                P, M.params[:N_BOUNDS], r, J.demand[r], opening, allowed, none, chosen):
             M.i[r, I_TOUCH] = 1
 
 
@@ -408,18 +409,29 @@ class BGreedy(_Packing):
 @register
 @dataclass(frozen=True)
 class OJPPGreedy(_Packing):
-    """OJPP's Greedy (Algorithm 1): BFD queue, every bound, lowest interference first."""
+    """OJPP's Greedy (Algorithm 1): BFD queue, every bound, lowest interference first.
+
+    ``balance_lone`` says what eq. 16 counts a worker alone on its device as, which the paper
+    leaves open: ``"zero"`` its slowdown, 0, in the job's min and max (with Algorithm 2 line 11
+    setting the min to 0 when new devices open); ``"excluded"`` nothing, the balance being
+    taken over the job's co-located workers only (line 11 read as resetting the mapping).
+    """
 
     name: ClassVar[str] = "ojpp-greedy"
     summary: ClassVar[str] = "OJPP greedy: best-fit decreasing within collision/interference bounds"
     tau_max: float = _tau()
     theta_max: float = _theta()
     theta_balance: float = _balance()
+    balance_lone: str = param("zero", kind="choice", choices=("zero", "excluded"),
+                              searchable=False,
+                              help="a worker alone on its device in eq. 16: counted as "
+                                   "interference 0, or excluded (co-located workers only)")
 
     def bounds(self) -> Bounds:
         """All of OJPP's bounds, ranking devices by the interference they would have."""
         return Bounds(tau_max=self.tau_max, theta_max=self.theta_max,
-                      theta_balance=self.theta_balance)
+                      theta_balance=self.theta_balance,
+                      lone_excluded=self.balance_lone == "excluded")
 
 
 @register

@@ -39,7 +39,7 @@ import numpy as np
 from policies.gangs import gang_row
 from policies.hetero.wfq_hetero import share_by_weight
 from policies.ojpp.pack import Pack, cache_slowdowns, join, leave, resum
-from policies.ojpp.placement import place_pack
+from policies.ojpp.placement import N_BOUNDS, place_pack
 from simulator.inputs.slo import SOFT, STRICT
 from simulator.jit import configure_cache, njit, njit_lazily
 from simulator.rounds.view import (
@@ -71,11 +71,13 @@ __all__ = [
 
 LAYOUT = ("zeta_min", "delta", "be_lease_s", "slo_lease_multiple", "slo_reward",
           "be_reward_scale", "preempt")
-"""``params``: the bounds vector (:meth:`policies.ojpp.placement.Bounds.vector`, 5 entries),
+"""``params``: the bounds vector (:meth:`policies.ojpp.placement.Bounds.vector`,
+:data:`~policies.ojpp.placement.N_BOUNDS` entries),
 these scalars, the class thresholds, then each GPU type's class weights (fastest type
 first)."""
-ZETA, DELTA, LEASE, MULTIPLE, SLO_REWARD, BE_SCALE, PREEMPT = range(5, 5 + len(LAYOUT))
-N_SCALARS = 5 + len(LAYOUT)
+ZETA, DELTA, LEASE, MULTIPLE, SLO_REWARD, BE_SCALE, PREEMPT = range(N_BOUNDS,
+                                                                  N_BOUNDS + len(LAYOUT))
+N_SCALARS = N_BOUNDS + len(LAYOUT)
 F = Layout(lease=1)
 """Per-row float: the end of the job's lease (-inf: none)."""
 G = Layout(boundary=1, quiet=1, row=1)
@@ -322,7 +324,7 @@ def _decide(C: Any, J: Any, M: Any, E: Any, now: float, rows: Any, worth: Any, l
     for tier in range(tiers.shape[0]):
         on[tier] = C.device_type == tiers[tier]
     opening, chosen = np.arange(D), np.empty(D, dtype=np.int64)
-    B = p[:5]
+    B = p[:N_BOUNDS]
     order = np.argsort(-worth, kind="mergesort")  # ties: arrival order
     placed, fresh = locked.copy(), np.zeros(n, dtype=np.bool_)
     for relaxed in (False, True):

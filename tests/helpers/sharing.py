@@ -58,10 +58,16 @@ def violations(sh: SharingModel, rows: np.ndarray, before: np.ndarray, after: np
             out.append(f"device {k}: collision {brute_tau(J.surge_p[rows][on]):g}")
         if bounds.theta_max is not None and w_after[on, k].max() > bounds.theta_max + 1e-9:
             out.append(f"device {k}: interference {w_after[on, k].max():g}")
+    # lone workers left out: eq. 16 over the devices a job shares with another
+    counted_after, counted_before = after, before
+    if bounds.lone_excluded:
+        counted_after = after & (after.sum(axis=0) >= 2)
+        counted_before = before & (before.sum(axis=0) >= 2)
     for j in np.flatnonzero(after.any(axis=1)):
         if bounds.theta_balance is None:
             break
-        now, was = _spread(w_after[j, after[j]]), _spread(w_before[j, before[j]])
+        now = _spread(w_after[j, counted_after[j]])
+        was = _spread(w_before[j, counted_before[j]])
         if now > max(bounds.theta_balance, was) + 1e-9:
             out.append(f"job row {rows[j]}: imbalance {was:g} -> {now:g}")
     return out

@@ -57,9 +57,9 @@ def test_collision_probability_equals_enumeration(p: list[float]) -> None:
 
 
 def policy_params(name: str, tau: float, theta: float, balance: float, a: float,
-                  budget: float) -> dict[str, float]:
+                  budget: float, lone: str = "zero") -> dict[str, Any]:
     drawn = {"tau_max": tau, "theta_max": theta, "theta_balance": balance, "ewma_a": a,
-             "migration_budget": budget, "round_s": 120.0}
+             "migration_budget": budget, "round_s": 120.0, "balance_lone": lone}
     known = make_policy(name).to_dict()["params"]
     return {k: v for k, v in drawn.items() if k in known}
 
@@ -69,18 +69,21 @@ def policy_params(name: str, tau: float, theta: float, balance: float, a: float,
 @given(seed=st.integers(0, 10_000), n=st.integers(2, 7), nodes=st.integers(1, 2),
        matrix=st.booleans(), tau=st.sampled_from([0.0, 0.02, 0.1, 1.0]),
        theta=st.sampled_from([0.0, 0.1, 0.3, 2.0]), balance=st.sampled_from([0.0, 0.05, 0.2]),
-       a=st.sampled_from([0.0, 0.5]), budget=st.sampled_from([0.0, 3.0, 20.0]))
+       a=st.sampled_from([0.0, 0.5]), budget=st.sampled_from([0.0, 3.0, 20.0]),
+       lone=st.sampled_from(["zero", "excluded"]))
 def test_no_decision_breaks_its_bounds(gavel: tuple[ScalingTable, Interference], name: str,
                                        seed: int, n: int, nodes: int, matrix: bool, tau: float,
                                        theta: float, balance: float, a: float,
-                                       budget: float) -> None:
+                                       budget: float, lone: str) -> None:
     """Compute, memory (eq. 3), collision (eq. 4, by enumeration), interference (eq. 6, via
-    the run's own slowdown model) and balance (eq. 8) hold after every decision of a run, on
-    the measured matrix or the profile's utilization curve; gangs are whole; migrations stay
-    within the budget (and only ``ojpp`` migrates)."""
+    the run's own slowdown model) and balance (eq. 8, under the policy's reading of a lone
+    worker) hold after every decision of a run, on the measured matrix or the profile's
+    utilization curve; gangs are whole; migrations stay within the budget (and only ``ojpp``
+    migrates)."""
     scaling, inter = gavel
     wl = random_workload(seed, n, 4 * nodes, scaling, inter if matrix else None)
-    checked = Checked(make_policy(name, policy_params(name, tau, theta, balance, a, budget)))
+    checked = Checked(make_policy(name, policy_params(name, tau, theta, balance, a, budget,
+                                                      lone)))
     r = simulate(wl, ojpp_profile(nodes), checked, seed=seed)
     assert checked.broken == []
     assert checked.decisions > 0 and np.isfinite(r.finish_s).all()
@@ -97,6 +100,23 @@ def test_bounds_hold_while_jobs_share(gavel: tuple[ScalingTable, Interference],
     simulate(wl, ojpp_profile(2), checked, seed=1)
     assert checked.broken == []
     assert checked.shared > 0
+
+
+@pytest.mark.parametrize("lone", ["zero", "excluded"])
+def test_balance_readings_hold_their_own_bound(gavel: tuple[ScalingTable, Interference],
+                                               lone: str) -> None:
+    """Each reading of a lone worker in eq. 16 keeps the bound it states on a fixed run that
+    shares devices (recomputed from scratch by :func:`violations`), and the excluded
+    reading never needs more devices (it only drops terms from eq. 16's max and min)."""
+    scaling, inter = gavel
+    wl = random_workload(3, 14, 8, scaling, inter)
+    used = {}
+    for reading in ("zero", lone):
+        checked = Checked(make_policy("ojpp", {**policy_params("ojpp", 0.1, 0.5, 0.1, 0.0, 0.0),
+                                               "balance_lone": reading}))
+        used[reading] = simulate(wl, ojpp_profile(2), checked, seed=1).gpus_used
+        assert checked.broken == [] and checked.shared > 0
+    assert used[lone] <= used["zero"]
 
 
 # ---------------------------------------------------------------- hand examples
@@ -152,6 +172,46 @@ class FirstPlan:
 def test_greedy_equals_hand_bfd(name: str, expected: list[list[int]]) -> None:
     rec = FirstPlan(make_policy(name))
     simulate(hand_workload(), ojpp_profile(1), rec)
+    assert rec.first is not None
+    assert [np.flatnonzero(row).tolist() for row in rec.first] == expected
+
+
+def lone_workload(first: tuple[str, int], second: tuple[str, int]) -> Workload:
+    """Two jobs (model, workers), the first with more compute (.6 against .3), so BFD places
+    it first; a worker of model ``a`` beside one of ``b`` is slowed by .15, ``b`` beside ``a``
+    by .05. No surges, 2 GiB each."""
+    names = ("a", "b")
+    scaling = ScalingTable.from_points({m: np.arange(1.0, 4.0) for m in names})
+    slow = np.zeros((2, 2, 1))
+    slow[0, 1, 0], slow[1, 0, 0] = 0.15, 0.05
+    frame = pd.DataFrame({"arrival_s": 0.0, "gpus": [first[1], second[1]],
+                          "model": [first[0], second[0]], "service_s": 1000.0,
+                          "gpu_util": [0.6, 0.3], "gpu_mem_gib": 2.0, "mem_surge_gib": 0.0,
+                          "mem_surge_p": 0.0})
+    return replace(Workload.from_frame(frame, scaling=scaling),
+                   interference=Interference(("gtx1080ti",), slow))
+
+
+@pytest.mark.parametrize(("case", "lone", "expected"), [
+    # J0 (b) on device 0; J1 (a, 2 workers) cannot both go to active devices, so the second
+    # pass opens new ones. Zero: line 11's min 0 keeps J1's worker beside J0 (.15) out of
+    # theta' = .1 of it -> devices 1, 2. Excluded: J1's worker alone on a new device bounds
+    # nothing -> beside J0 on 0, the other on 1.
+    ("own", "zero", [[0], [1, 2]]),
+    ("own", "excluded", [[0], [0, 1]]),
+    # J0 (a, 2 workers) alone on devices 0 and 1; J1 (b) beside either would slow that
+    # worker by .15 while the other stays alone. Zero: J0's imbalance .15 > theta' -> J1
+    # opens device 2. Excluded: J0 has one co-located worker, no imbalance -> device 0.
+    ("other", "zero", [[0, 1], [2]]),
+    ("other", "excluded", [[0, 1], [0]]),
+])
+def test_lone_worker_readings_by_hand(case: str, lone: str, expected: list[list[int]]) -> None:
+    """Eq. 16 with a worker alone on its device counted as 0 or left out, on the placing
+    job's own workers ("own") and on a job already placed ("other"); (tau, theta-bar,
+    theta') = (.1, .2, .1)."""
+    wl = lone_workload(("b", 1), ("a", 2)) if case == "own" else lone_workload(("a", 2), ("b", 1))
+    rec = FirstPlan(make_policy("ojpp", {"balance_lone": lone, "migration_budget": 0.0}))
+    simulate(wl, ojpp_profile(1), rec)
     assert rec.first is not None
     assert [np.flatnonzero(row).tolist() for row in rec.first] == expected
 
