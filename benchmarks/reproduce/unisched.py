@@ -7,7 +7,8 @@ type (V100, restart 30 s, inter-node 0.9) with ``--nodes`` nodes (default 96: C9
 ``llf`` (GENIE-like), ``hydra``, ``themis-gang``, ``srsf-gang``, ``fifo-gang``
 (:mod:`policies.unisched.gang_baselines`) and ``optimus-gang``, each deciding every
 ``--lease-s`` (300), and ``3sigma-gang`` every 60 s, its cycle in the paper (§IV-D)
-(:mod:`policies.unisched.paper_baselines`).
+(:mod:`policies.unisched.paper_baselines`), and ``chronus-gang``
+(:mod:`policies.unisched.chronus_gang`, the scheduler UniSched extends, §VI-C).
 
 Workloads (Chronus's, ``../shared/data/chronus``, minutes as ``read_chronus`` reads them):
 P_SLO (``trace_job_Philly_SLO.csv``), P_MIX1 (``trace_job_Philly_MIX1.csv``) and P_MIX2:
@@ -45,7 +46,7 @@ from simulator.metrics import METRICS  # noqa: E402
 
 CHRONUS = ROOT.parent / "shared" / "data" / "chronus"
 POLICIES = ("unisched", "llf", "hydra", "3sigma-gang", "themis-gang", "optimus-gang",
-            "srsf-gang", "fifo-gang")
+            "srsf-gang", "fifo-gang", "chronus-gang")
 DEADLINE_AWARE = ("llf", "hydra", "3sigma-gang")
 DL_SCHEDULERS = ("themis-gang", "optimus-gang")  # the paper's "deep learning schedulers"
 OWN_LEASE = ("unisched", "3sigma-gang")  # decide on their own cycles, not --lease-s

@@ -161,6 +161,7 @@ def _cases() -> dict[str, tuple[Case, ...]]:
         "optimus-gang": three(slo, (u6,) * 3, ({}, {"admit": "arrival"}, {"lease_s": 600.0})),
         "3sigma-gang": three(slo, (u6,) * 3, ({}, {"runtime_sigma": 0.0},
                                               {"plan_ahead_s": 600.0, "lease_s": 300.0})),
+        "chronus-gang": three(slo, (u6,) * 3, ({}, {"guarantee_share": 0.5}, {"lease_s": 600.0})),
         "hadar": three(hetero, hetero_profiles,
                        ({}, {"utility": "ftf", "eta": 4.0},
                         {"utility": "makespan", "round_s": 240.0})),

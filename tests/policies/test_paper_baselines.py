@@ -1,10 +1,12 @@
-"""Optimus and 3Sigma gang-scheduled in leases (policies/unisched/paper_baselines.py).
+"""Optimus, 3Sigma and Chronus gang-scheduled in leases (policies/unisched/paper_baselines.py,
+chronus_gang.py).
 
 Oracles: hand-worked schedules on one to four 8-GPU nodes; for Optimus, a brute force over
 every GPU split (its marginal-gain greedy must reach the least total remaining time when every
 job's curve is concave, the classic result for separable convex allocation), and the jobs it
 admits when not all fit; for 3Sigma, its order recomputed here from scipy's log-normal
-distribution on whole-node gangs.
+distribution on whole-node gangs; for Chronus, a worked admission and, on random jobs judged
+at once, an accepted set that fits and that no refused job could join.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 import pytest
 from scipy.stats import lognorm
 
+from policies.unisched.chronus_gang import ACCEPTED, ChronusGang, round_up
 from policies.unisched.paper_baselines import OptimusGang, ThreeSigmaGang
 from simulator import simulate
 from simulator.inputs.scaling import parametric_table
@@ -130,6 +133,55 @@ def test_three_sigma_runs_its_order_on_whole_nodes(seed: int) -> None:
 def test_paper_baselines_finish_every_job_on_the_golden_slo_workload() -> None:
     case = CASES["fifo-gang"][1]
     wl, profile = case.workload(), case.profile()
-    for policy in (OptimusGang(), OptimusGang(admit="arrival"), ThreeSigmaGang()):
+    for policy in (OptimusGang(), OptimusGang(admit="arrival"), ThreeSigmaGang(),
+                   ChronusGang()):
         r = simulate(wl, profile, policy)
         assert np.isfinite(r.finish_s).all(), policy
+
+
+def test_chronus_round_up() -> None:
+    assert [round_up(g, 8) for g in (1, 2, 3, 5, 8, 9, 16, 20)] == [1, 2, 4, 8, 8, 16, 16, 24]
+
+
+def test_chronus_worked_example() -> None:
+    """One 8-GPU node at t = 10 (remaining s / deadline after now): S1 4 GPUs 1000 / 1500 is
+    accepted (4,000 GPU-s <= 8 x 1,500); S2 8 GPUs 1000 / 1600 too (12,000 <= 12,800); S3 8
+    GPUs 500 / 1000 could finish alone, but would push S2's prefix to 16,000 > 12,800, so it
+    is refused. S1 runs; S2, accepted, needs the whole node, so the GPUs left go to the
+    best-effort 1-GPU B, and S3 waits."""
+    st = state(1, np.array([4, 8, 8, 1]), np.array([1000.0, 1000.0, 500.0, 100.0]), now=10.0,
+               job_class=np.array([STRICT, STRICT, STRICT, BEST_EFFORT]),
+               deadlines=np.array([1510.0, 1610.0, 1010.0, np.nan]))
+    plan = ChronusGang().plan(st)
+    assert plan.sum(axis=1).tolist() == [4, 0, 0, 1]
+    assert st.memo["kernel_memory"].i[:, ACCEPTED].tolist() == [1, 1, 0, 0]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_chronus_accepts_a_feasible_set_no_refused_job_fits(seed: int) -> None:
+    """All jobs judged at one decision: every deadline-ordered prefix of the accepted jobs
+    fits the GPUs before its deadline, and adding any refused SLO job breaks a prefix."""
+    rng = np.random.default_rng(200 + seed)
+    n, nodes, now = 14, 2, 100.0
+    demand = rng.choice([1, 2, 3, 4, 8, 12], n)
+    left = rng.uniform(300.0, 6000.0, n)
+    slo = rng.random(n) < 0.8
+    due = np.where(slo, now + left * rng.uniform(0.8, 3.0, n), np.nan)
+    st = state(nodes, demand, left, now=now, job_class=np.where(slo, STRICT, BEST_EFFORT),
+               deadlines=due)
+    ChronusGang().plan(st)
+    accepted = st.memo["kernel_memory"].i[:, ACCEPTED] == 1
+    width = np.array([round_up(int(d), 8) for d in demand])
+
+    def feasible(mask: np.ndarray) -> bool:
+        idx = np.flatnonzero(mask)
+        if (now + left[idx] > due[idx]).any():
+            return False
+        idx = idx[np.argsort(due[idx], kind="stable")]
+        work = np.cumsum(width[idx] * left[idx])
+        return bool((work <= 8 * nodes * (due[idx] - now) + 1e-6).all())
+
+    assert feasible(accepted)
+    assert not (accepted & ~slo).any()
+    for j in np.flatnonzero(slo & ~accepted):
+        assert not feasible(accepted | (np.arange(n) == j)), j
