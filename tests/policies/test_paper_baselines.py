@@ -144,17 +144,17 @@ def test_chronus_round_up() -> None:
 
 
 def test_chronus_worked_example() -> None:
-    """One 8-GPU node at t = 10 (remaining s / deadline after now): S1 4 GPUs 1000 / 1500 is
-    accepted (4,000 GPU-s <= 8 x 1,500); S2 8 GPUs 1000 / 1600 too (12,000 <= 12,800); S3 8
-    GPUs 500 / 1000 could finish alone, but would push S2's prefix to 16,000 > 12,800, so it
-    is refused. S1 runs; S2, accepted, needs the whole node, so the GPUs left go to the
-    best-effort 1-GPU B, and S3 waits."""
+    """One 8-GPU node at t = 10 (GPUs, remaining s, deadline): S1 4, 1000, 1510; S2 8, 1000,
+    1610; S3 8, 500, 1010; B best-effort. Judged least work first: S1 (4,000 GPU-s <= 8 x
+    1,500) and S3 (4,000 <= 8 x 1,000 by its deadline, 8,000 <= 12,000 by S1's) are
+    accepted; S2 arrived before S3 but would bring its prefix to 16,000 > 8 x 1,600, so it
+    is refused. S3, due first, takes the node."""
     st = state(1, np.array([4, 8, 8, 1]), np.array([1000.0, 1000.0, 500.0, 100.0]), now=10.0,
                job_class=np.array([STRICT, STRICT, STRICT, BEST_EFFORT]),
                deadlines=np.array([1510.0, 1610.0, 1010.0, np.nan]))
     plan = ChronusGang().plan(st)
-    assert plan.sum(axis=1).tolist() == [4, 0, 0, 1]
-    assert st.memo["kernel_memory"].i[:, ACCEPTED].tolist() == [1, 1, 0, 0]
+    assert plan.sum(axis=1).tolist() == [0, 0, 8, 0]
+    assert st.memo["kernel_memory"].i[:, ACCEPTED].tolist() == [1, 0, 1, 0]
 
 
 @pytest.mark.parametrize("seed", range(8))
