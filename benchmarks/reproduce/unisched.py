@@ -4,8 +4,11 @@ The paper (papers/unisched.md §IV-B, §IV-D) runs UniSched and its baselines in
 simulator on C96 (96 nodes x 8 GPUs), Themis "based on the implementation in [38]" (Gavel's
 round-based simulator). Here every policy runs on the round engine on ``unisched-c96``'s node
 type (V100, restart 30 s, inter-node 0.9) with ``--nodes`` nodes (default 96: C96): UniSched,
-``llf`` (GENIE-like), ``hydra``, and ``themis-gang``, ``srsf-gang``, ``fifo-gang``
-(:mod:`policies.unisched.gang_baselines`), each deciding every ``--lease-s`` (300).
+``llf`` (GENIE-like), ``hydra``, ``themis-gang``, ``srsf-gang``, ``fifo-gang``
+(:mod:`policies.unisched.gang_baselines`) and ``optimus-gang``, each deciding every
+``--lease-s`` (300), and ``3sigma-gang`` every 60 s, its cycle in the paper (§IV-D)
+(:mod:`policies.unisched.paper_baselines`), and ``chronus-gang``
+(:mod:`policies.unisched.chronus_gang`, the scheduler UniSched extends, §VI-C).
 
 Workloads (Chronus's, ``../shared/data/chronus``, minutes as ``read_chronus`` reads them):
 P_SLO (``trace_job_Philly_SLO.csv``), P_MIX1 (``trace_job_Philly_MIX1.csv``) and P_MIX2:
@@ -42,8 +45,11 @@ from simulator.inputs.profile import ClusterProfile, NodeGroup  # noqa: E402
 from simulator.metrics import METRICS  # noqa: E402
 
 CHRONUS = ROOT.parent / "shared" / "data" / "chronus"
-POLICIES = ("unisched", "llf", "hydra", "themis-gang", "srsf-gang", "fifo-gang")
-DEADLINE_AWARE = ("llf", "hydra")
+POLICIES = ("unisched", "llf", "hydra", "3sigma-gang", "themis-gang", "optimus-gang",
+            "srsf-gang", "fifo-gang", "chronus-gang")
+DEADLINE_AWARE = ("llf", "hydra", "3sigma-gang")
+DL_SCHEDULERS = ("themis-gang", "optimus-gang")  # the paper's "deep learning schedulers"
+OWN_LEASE = ("unisched", "3sigma-gang")  # decide on their own cycles, not --lease-s
 
 
 def cluster(nodes: int) -> ClusterProfile:
@@ -74,7 +80,7 @@ def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float
         ) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for name in names:
-        params: dict[str, Any] = {} if name == "unisched" else {"lease_s": lease_s}
+        params: dict[str, Any] = {} if name in OWN_LEASE else {"lease_s": lease_s}
         t0 = time.perf_counter()
         r = simulate(wl, profile, make_policy(name, params))
         wall = time.perf_counter() - t0
@@ -93,6 +99,14 @@ def mean(values: np.ndarray) -> float:
 
 def ratio(a: float, b: float) -> float:
     return a / b if b > 0 else np.inf
+
+
+def span(res: dict[str, dict[str, dict[str, float]]], names: tuple[str, ...], key: str
+         ) -> list[float]:
+    """Each of ``names``'s ``key`` over UniSched's on P_MIX1 and P_MIX2, where both ran."""
+    return [ratio(res[w][b][key], res[w]["unisched"][key])
+            for w in ("P_MIX1", "P_MIX2") if w in res and "unisched" in res[w]
+            for b in names if b in res[w]]
 
 
 def headlines(res: dict[str, dict[str, dict[str, float]]], setup: str) -> None:
@@ -116,12 +130,20 @@ def headlines(res: dict[str, dict[str, dict[str, float]]], setup: str) -> None:
         best = min((v["slo_miss"], k) for k, v in m.items() if k != "unisched")
         rows.append(("UniSched's R_slo rank on P_MIX2", "1 (best)",
                      f"{rank} of {len(m)} (next: {best[1]} {best[0]:.4f})", "-"))
-    be = [ratio(res[w][b]["be_jct"], res[w]["unisched"]["be_jct"])
-          for w in ("P_MIX1", "P_MIX2") if w in res and "unisched" in res[w]
-          for b in DEADLINE_AWARE if b in res[w]]
+    be = span(res, DEADLINE_AWARE, "be_jct")
     if be:
         rows.append(("best-effort JCT deadline-aware / UniSched, MIX1+MIX2", "1.18-4.02x",
                      f"{min(be):.2f}-{max(be):.2f}x", f"{max(be) / 4.02:.2f} (max)"))
+    # §V-B's other ranges: deadline-aware schedulers on the mixes, the DL schedulers
+    for label, names, key, lo, hi in (
+            ("R_slo deadline-aware / UniSched, MIX1+MIX2", DEADLINE_AWARE, "slo_miss", 0.95, 2.77),
+            ("R_slo DL schedulers / UniSched, MIX1+MIX2", DL_SCHEDULERS, "slo_miss", 2.01, 6.84),
+            ("best-effort JCT DL schedulers / UniSched, MIX1+MIX2", DL_SCHEDULERS, "be_jct",
+             1.18, 3.11)):
+        got = span(res, names, key)
+        if got:
+            rows.append((label, f"{lo:g}-{hi:g}x", f"{min(got):.2f}-{max(got):.2f}x",
+                         f"{min(got) / lo:.2f}-{max(got) / hi:.2f}"))
     print(f"  {'headline':<52}{'paper':>12}{'ours':>36}{'ours/paper':>12}")
     for name, paper, ours_s, r in rows:
         print(f"  {name:<52}{paper:>12}{ours_s:>36}{r:>12}")

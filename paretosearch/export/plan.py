@@ -58,7 +58,9 @@ from policies import (
 )
 from policies.pcs.wfq import class_weights
 from policies.quota import Quota
+from policies.unisched.chronus_gang import ChronusGang
 from policies.unisched.gang_baselines import FifoGang, SrsfGang, ThemisGang
+from policies.unisched.paper_baselines import OptimusGang, ThreeSigmaGang
 from simulator import list_profiles, load_profile
 from simulator.errors import InvalidPolicyParams, ParetoSearchError, located
 
@@ -212,7 +214,7 @@ LEASE_NOTE = ("leases become time limits: a job still running when its lease end
 ONE_QUEUE: tuple[type[Policy], ...] = (
     FIFO, SRSF, SRTF, LAS, MaxMin, Themis, AFS, LLF, Hydra, Hadar, Gavel, YarnCS, Tiresias, Horus,
     FifoExclusive, OBP, PAB, OJPP, OJPPGreedy, BestFit, CGreedy, IGreedy, BGreedy, Quota,
-    FifoGang, SrsfGang, ThemisGang)
+    FifoGang, SrsfGang, ThemisGang, OptimusGang, ThreeSigmaGang, ChronusGang)
 """The policies no target can express: each is exported, by this decision, as one
 first-come first-served queue, with every setting on the cannot-express list. A policy that is
 neither here nor handled below cannot be exported until it is given one or the other."""
