@@ -32,8 +32,10 @@ knapsack solved exactly by dynamic programming with the other levels priced (a L
 relaxation, prices by coordinate descent on its dual: :mod:`policies.unisched.pricing`).
 Bounds change how soon the search ends, not the value of its answer (beyond :data:`TIE_REL`).
 A borderline deadline step (within HiGHS's feasibility tolerance) and a search past
-:data:`SEARCH_LIMIT` nodes go back to HiGHS (``None``). The result does not depend on
-wall-clock time.
+:data:`SEARCH_LIMIT` nodes go back to HiGHS (:data:`DECLINED`); an optimum no later plan
+certifies goes back to HiGHS too, but with the knapsack's choice (:data:`UNPLANNED`), which a
+run whose HiGHS budget is spent takes instead (:mod:`policies.unisched.policy`). The result
+does not depend on wall-clock time.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["SEARCH_LIMIT", "TIE_REL", "solve_arrays", "solve_knapsack"]
+__all__ = ["CERTIFIED", "DECLINED", "SEARCH_LIMIT", "TIE_REL", "UNPLANNED", "solve_arrays",
+           "solve_knapsack"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -64,35 +67,45 @@ PLAIN_LIMIT = 2_000
 BORDER = 1e-5
 """A deadline step met or missed by less than this fraction of its work is HiGHS's to judge
 (its feasibility tolerance scales with the row, which is divided by the work)."""
+CERTIFIED, UNPLANNED, DECLINED = 0, 1, 2
+""":func:`solve_arrays`'s verdicts: the MILP's optimum; the knapsack's optimum, which no plan of
+the later slots was found to certify (the later slots are overloaded: which deadline jobs get
+them is the MILP's decision); no answer (a borderline step, :data:`SEARCH_LIMIT`, or a spread
+candidate faster than the consolidated one)."""
 
 
-def solve_knapsack(inp: Any) -> tuple[IntArray, IntArray, float] | None:
+def solve_knapsack(inp: Any, *, unplanned: bool = False
+                   ) -> tuple[IntArray, IntArray, float] | None:
     """The selector's answer (its optimum, ties broken by the module's rule) if the instance
     has the knapsack shape.
 
     Args:
         inp: a :class:`policies.unisched.milp.SelectorInput`.
+        unplanned: also answer with the knapsack's optimum where no later plan certifies it
+            (:data:`UNPLANNED`: its steps and objective are then the relaxation's).
 
     Returns:
         Per job the candidate run now and the deadline step met (-1: none), and the
-        objective; or ``None`` when HiGHS must decide (later slots no plan certifies, a
-        borderline step, or :data:`SEARCH_LIMIT`).
+        objective; or ``None`` when HiGHS must decide (later slots no plan certifies, unless
+        ``unplanned``; a borderline step; :data:`SEARCH_LIMIT`).
     """
-    ok, choice, step, total = solve_arrays(
+    verdict, choice, step, total = solve_arrays(
         inp.cand_cells, inp.cand_job, inp.cand_phi, inp.now_value, inp.may_start, inp.work_s,
         inp.deadline_s, inp.step_value, inp.slot_s, inp.free_now, inp.free_later)
-    return (choice, step, total) if ok else None
+    answered = verdict == CERTIFIED or (unplanned and verdict == UNPLANNED)
+    return (choice, step, total) if answered else None
 
 
 @njit
 def solve_arrays(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any,
                  may_start: Any, work_s: Any, deadline_s: Any, step_value: Any, slot_s: Any,
-                 free_now: Any, free_later: Any) -> tuple[bool, Any, Any, float]:
+                 free_now: Any, free_later: Any) -> tuple[int, Any, Any, float]:
     """:func:`solve_knapsack` on the input's arrays (compiled: the set-up is most of a small
-    instance's cost; a round kernel calls it too); False where HiGHS must decide."""
+    instance's cost; a round kernel calls it too), with its verdict (:data:`CERTIFIED`,
+    :data:`UNPLANNED` or :data:`DECLINED`, the arrays then empty)."""
     n_jobs, steps = work_s.shape
     n_cand, slots = cand_job.shape[0], slot_s.shape[0]
-    fail = (False, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0.0)
+    fail = (DECLINED, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0.0)
     start = np.searchsorted(cand_job, np.arange(n_jobs))
     step_ok = np.isfinite(work_s) & (deadline_s > 0.0)
     dl = np.zeros(n_jobs, dtype=np.bool_)
@@ -172,6 +185,7 @@ def solve_arrays(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any,
     choice[cand_job[chosen]] = chosen
     step = idle_step.copy()
     step[cand_job[chosen]] = cand_step[chosen]
+    total = base + _np_sum(delta[chosen])
     if not planned:
         # the later slots must realise the steps the knapsack counted, for this slot 0
         now_work = np.zeros((n_jobs, steps))
@@ -185,8 +199,8 @@ def solve_arrays(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any,
         if not later_plan(weight[first], later_avail, need[rows],
                           np.zeros(first.shape[0], dtype=np.bool_), deadline_or_inf,
                           later_cap):
-            return fail
-    return True, choice, step, base + _np_sum(delta[chosen])
+            return UNPLANNED, choice, step, total
+    return CERTIFIED, choice, step, total
 
 
 @njit

@@ -55,8 +55,8 @@ from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["NODE_LIMIT", "USABLE_GAP", "Selection", "SelectorInput", "selector_arrays",
-           "selector_input", "solve_milp", "solve_selector"]
+__all__ = ["NODE_BUDGET", "NODE_LIMIT", "USABLE_GAP", "Selection", "SelectorInput",
+           "selector_arrays", "selector_input", "solve_milp", "solve_selector"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -64,6 +64,10 @@ BoolArray = npt.NDArray[np.bool_]
 
 NODE_LIMIT = 100_000
 """HiGHS branch-and-bound nodes per MILP by default (none of the recorded instances needs it)."""
+NODE_BUDGET = 1_000
+"""HiGHS branch-and-bound nodes per simulation run by default, each solve counting at least
+one: past it a run asks HiGHS no more (:mod:`policies.unisched.policy`), so the fallback's work
+is bounded per run, as a work limit."""
 USABLE_GAP = 0.05
 """A solution cut short by the node limit counts only if within this gap of the bound (HiGHS
 offers trivial starting points, such as running nothing, that are no answer at all)."""
@@ -112,6 +116,7 @@ class Selection:
         usable: a solution came back, optimal or within :data:`USABLE_GAP` of the bound.
         solve_s: wall seconds in the solver.
         exact: answered by the exact knapsack method (:mod:`policies.unisched.exact`), not HiGHS.
+        nodes: HiGHS's branch-and-bound nodes (0 from the exact method).
     """
 
     choice: IntArray
@@ -121,6 +126,7 @@ class Selection:
     usable: bool
     solve_s: float
     exact: bool = False
+    nodes: int = 0
 
 
 def selector_input(cluster: Any, *, gpus: IntArray, profiling: BoolArray,
@@ -315,13 +321,15 @@ def solve_milp(inp: SelectorInput, *, node_limit: int = NODE_LIMIT,
     choice = np.full(n_jobs, -1, dtype=np.int64)
     step = np.full(n_jobs, -1, dtype=np.int64)
     gap = getattr(res, "mip_gap", None)
+    nodes = int(getattr(res, "mip_node_count", 0) or 0)
     if res.x is None or (res.status != 0 and (gap is None or gap > USABLE_GAP)):
-        return Selection(choice, step, float("nan"), int(res.status), False, solve_s)
+        return Selection(choice, step, float("nan"), int(res.status), False, solve_s,
+                         nodes=nodes)
     on = np.flatnonzero(res.x[:n_cand] > 0.5)
     choice[inp.cand_job[on]] = on
     hit = np.flatnonzero(res.x[s0:] > 0.5)[::-1]  # the earliest step met wins
     step[vj[hit]] = vf[hit]
-    return Selection(choice, step, float(-res.fun), int(res.status), True, solve_s)
+    return Selection(choice, step, float(-res.fun), int(res.status), True, solve_s, nodes=nodes)
 
 
 _STDOUT_LOCK = threading.Lock()

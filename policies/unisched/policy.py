@@ -15,13 +15,20 @@ best-effort job.
 
 If the MILP finds no usable solution within ``milp_node_limit`` branch-and-bound nodes (a
 work limit, so machine load never changes a decision), the previous cycle's solution is
-reused for the jobs still waiting on it (the paper's cache). GPUs left over after the
-selection go, whole gangs at a time, to the other jobs in order of urgency and reward (the
-MILP already fills whatever Proposition 1 allows, so this matters only for jobs beyond
-``milp_max_jobs``). Running jobs keep their nodes when they keep their GPU count. With
-``opportunistic`` (the Chronus artifact's check interval, whose opportunistic run hands idle
-GPUs to waiting jobs between lease boundaries), the policy also decides at arrivals and
-completions, but then only fills idle GPUs: every lease holds.
+reused for the jobs still waiting on it (the paper's cache). HiGHS decides only what the exact
+method declines, and a run asks it for at most ``milp_node_budget`` nodes in all (each solve
+counting at least one, and no solve given more than the budget left). Past that budget the
+run decides without HiGHS: by the exact method's knapsack optimum where no later plan
+certified it (:data:`policies.unisched.exact.UNPLANNED`: its choice for the current lease is
+the relaxation's, which need not be the MILP's), else, as above, by the cache. So the
+fallback's work is bounded per run, and the same run decides the same way on any machine.
+
+GPUs left over after the selection go, whole gangs at a time, to the other jobs in order of
+urgency and reward (the MILP already fills whatever Proposition 1 allows, so this matters
+only for jobs beyond ``milp_max_jobs``). Running jobs keep their nodes when they keep their
+GPU count. With ``opportunistic`` (the Chronus artifact's check interval, whose
+opportunistic run hands idle GPUs to waiting jobs between lease boundaries), the policy also
+decides at arrivals and completions, but then only fills idle GPUs: every lease holds.
 
 Deviations, each for the simulator's sake: the Estimator is the workload's estimate (no
 iteration-count predictor); a profiler job's work counts as progress; the paper's binary lease
@@ -52,8 +59,9 @@ from policies.unisched.estimate import (
     expected_suspensions,
     outlook,
 )
-from policies.unisched.exact import solve_arrays
+from policies.unisched.exact import CERTIFIED, UNPLANNED, solve_arrays, solve_knapsack
 from policies.unisched.milp import (
+    NODE_BUDGET,
     NODE_LIMIT,
     Selection,
     SelectorInput,
@@ -86,21 +94,23 @@ __all__ = ["UniSched", "expected_sr_overhead", "expected_suspensions"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-MAX_JOBS, HORIZON, INLINE = 7, 8, 9  # params after the estimator's (INLINE: see _exact)
+MAX_JOBS, HORIZON, INLINE, BUDGET = 7, 8, 9, 10  # params after the estimator's (INLINE: _exact)
 # memory: per row (f) lease end, profiled seconds, reward now, work per deadline step, then
 # each step's value (fixed per job, worked out once so the kernel need not); per row
 # (i) profiling at the last decision, cached cells, this decision's pick (rank, cells), gang,
 # locked, profiling; globally (g) the next BE lease boundary, the last decision, when the host
-# last solved the MILP, cache fallbacks, the last solve's seconds in HiGHS; (gi) the MILP's
+# last solved the MILP, cache fallbacks, the last solve's seconds in HiGHS, HiGHS's nodes
+# charged to the budget, boundaries decided past the budget without HiGHS; (gi) the MILP's
 # members and the urgency order
 CELLS = 4  # cell sizes 1, 2, 4 and 8 GPUs
 I = Layout(profiled=1, cached=1, cache=CELLS, rank=1, pick=CELLS, gpus=1, locked=1, profiling=1)
-G = Layout(next=1, last=1, solved=1, fallbacks=1, solve_s=1)
+G = Layout(next=1, last=1, solved=1, fallbacks=1, solve_s=1, nodes=1, past=1)
 GI = Layout(count=1, rows=0)  # the members' count, then N entries each: members, order
 F_PROF, F_NOW, F_WORK = F.PROF, F.NOW, F.WORK
 I_PROFILED, I_CACHED, I_CACHE, I_RANK, I_PICK, I_GPUS, I_LOCKED, I_PROFILING = (
     I.PROFILED, I.CACHED, I.CACHE, I.RANK, I.PICK, I.GPUS, I.LOCKED, I.PROFILING)
 G_NEXT, G_LAST, G_SOLVED, G_FALLBACKS, G_SOLVE_S = G.NEXT, G.LAST, G.SOLVED, G.FALLBACKS, G.SOLVE_S
+G_NODES, G_PAST = G.NODES, G.PAST
 GI_COUNT, GI_ROWS = GI.COUNT, GI.ROWS
 
 
@@ -164,7 +174,8 @@ def _select(C: Any, J: Any, M: Any, active: Any, now: float, gpus: Any, locked: 
 def _exact(C: Any, J: Any, M: Any, active: Any, now: float, free: Any) -> bool:
     """The selector's answer for the MILP's members ``_select`` left in ``memory.gi``, by the
     exact method in the kernel: the same input :meth:`UniSched.host_step` builds, without
-    a call back to Python at each boundary. False where HiGHS must decide (the host step)."""
+    a call back to Python at each boundary. False where HiGHS must decide (the host step);
+    past the run's HiGHS budget the knapsack's uncertified optimum is taken here instead."""
     p, steps = M.params, J.deadlines.shape[1]
     value = F_WORK + steps  # each step's value follows its work
     members = M.gi[GI_ROWS:GI_ROWS + M.gi[GI_COUNT]].copy()
@@ -173,12 +184,15 @@ def _exact(C: Any, J: Any, M: Any, active: Any, now: float, free: Any) -> bool:
     cells, job, phi, slot_s, free_now, free_later = selector_arrays(
         C.node_gpus, C.inter_node_factor, M.i[members, I_GPUS], M.i[members, I_PROFILING] > 0,
         work, deadline, free, p[BE_LEASE] * p[MULTIPLE], int(p[HORIZON]))
-    ok, choice, _, _ = solve_arrays(
+    verdict, choice, _, _ = solve_arrays(
         cells, job, phi, M.f[members, F_NOW], M.i[members, I_LOCKED] == 0, work, deadline,
         M.f[members, value:value + steps], slot_s, free_now, free_later)
-    if ok:
+    spent = verdict == UNPLANNED and M.g[G_NODES] >= p[BUDGET]
+    if verdict == CERTIFIED or spent:
+        M.g[G_PAST] += spent
         _take(M, active, members, choice, cells, now)
-    return ok
+        return True
+    return False
 
 
 @njit
@@ -322,6 +336,9 @@ class UniSched(KernelRoundPolicy):
     milp_node_limit: int = param(NODE_LIMIT, low=0, high=10_000_000, kind="int",
                                  searchable=False,
                                  help="HiGHS nodes per MILP (cache past it without a solution)")
+    milp_node_budget: int = param(NODE_BUDGET, low=0, high=10_000_000, kind="int",
+                                  searchable=False,
+                                  help="HiGHS nodes per run (past it: the exact method's choice)")
 
     SLO_ONLY: ClassVar[tuple[str, ...]] = ("slo_lease_multiple", "slo_reward", "reward_decay")
     """Parameters read only for strict and soft SLO jobs (their lease, step values)."""
@@ -356,8 +373,8 @@ class UniSched(KernelRoundPolicy):
         mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
             self.be_lease_s, self.slo_lease_multiple, self.slo_reward, self.be_reward_scale,
             self.profiler_reward, self.reward_decay, self.profile_s, self.milp_max_jobs,
-            self.horizon_slots, self.inline], f=F.width + 2 * steps, i=I, g=G,
-            gi=GI.width + 2 * n)
+            self.horizon_slots, self.inline, self.milp_node_budget], f=F.width + 2 * steps,
+            i=I, g=G, gi=GI.width + 2 * n)
         mem.f[:, F_LEASE] = -np.inf
         value = F_WORK + steps  # each step's value follows its work
         mem.f[:, value:value + steps] = self.slo_reward * libm.power(
@@ -368,8 +385,9 @@ class UniSched(KernelRoundPolicy):
 
     def host_step(self, cluster: ClusterArrays, jobs: JobView, memory: PolicyMemory,
                   state: StateView, now: float) -> None:
-        """Solve the selector MILP (HiGHS) for this boundary and leave its picks in memory;
-        if it finds no usable solution, reuse the last cycle's cells (the paper's cache)."""
+        """Solve the selector MILP (HiGHS, within the run's node budget) for this boundary and
+        leave its picks in memory; if it finds no usable solution, or the budget is spent and
+        the exact method has no choice, reuse the last cycle's cells (the paper's cache)."""
         M, n, N = memory, int(state.cnt[N_ACTIVE]), jobs.arrival.shape[0]
         active = state.active[:n]
         members = M.gi[GI_ROWS:GI_ROWS + M.gi[GI_COUNT]].copy()
@@ -385,7 +403,7 @@ class UniSched(KernelRoundPolicy):
             deadline_s=jobs.deadlines[members] - now,
             step_value=M.f[members, value:value + steps],
             node_free=free, lease_s=self.slo_lease_s, slots=self.horizon_slots)
-        sel = self.select(inp)
+        sel = self._budgeted(inp, M)
         M.g[G_SOLVE_S] = sel.solve_s
         if sel.usable:
             _take(M, active, members, sel.choice, inp.cand_cells, now)
@@ -411,9 +429,29 @@ class UniSched(KernelRoundPolicy):
         return (type(self).select is UniSched.select
                 and type(self).host_step is UniSched.host_step)
 
-    def select(self, inp: SelectorInput) -> Selection:
-        """The selector's answer for one boundary (a subclass may record or time it)."""
-        return solve_selector(inp, node_limit=self.milp_node_limit)
+    def _budgeted(self, inp: SelectorInput, M: PolicyMemory) -> Selection:
+        """:meth:`select` within the run's HiGHS budget (its nodes charged to ``M``, each solve
+        at least one); past it the exact method's choice, certified or not (no choice: an
+        unusable selection, so the cache decides)."""
+        left = self.milp_node_budget - int(M.g[G_NODES])
+        if left > 0:
+            sel = self.select(inp, min(self.milp_node_limit, left))
+            if not sel.exact:
+                M.g[G_NODES] += max(sel.nodes, 1)
+            return sel
+        fast = solve_knapsack(inp)
+        if fast is None:
+            M.g[G_PAST] += 1
+            fast = solve_knapsack(inp, unplanned=True)
+        if fast is None:
+            none = np.full(inp.now_value.shape[0], -1, dtype=np.int64)
+            return Selection(none, none, float("nan"), 0, False, 0.0, exact=True)
+        return Selection(*fast, status=0, usable=True, solve_s=0.0, exact=True)
+
+    def select(self, inp: SelectorInput, node_limit: int) -> Selection:
+        """The selector's answer for one boundary, HiGHS given at most ``node_limit`` nodes
+        (a subclass may record or time it)."""
+        return solve_selector(inp, node_limit=node_limit)
 
     @staticmethod
     def lease_ends(memo: dict[str, Any]) -> dict[int, float]:

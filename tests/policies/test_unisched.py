@@ -165,8 +165,8 @@ class HighsSelector(UniSched):
 
     name: ClassVar[str] = "unisched-highs-test"
 
-    def select(self, inp: SelectorInput) -> Selection:
-        return solve_milp(inp, node_limit=self.milp_node_limit)
+    def select(self, inp: SelectorInput, node_limit: int) -> Selection:
+        return solve_milp(inp, node_limit=node_limit)
 
 
 def test_no_solution_within_the_node_limit_reuses_the_cached_solution() -> None:

@@ -1,0 +1,94 @@
+"""UniSched's HiGHS budget per run (``milp_node_budget``): HiGHS is asked for no more nodes than
+the budget, and past it the run decides by the exact method's knapsack choice, certified or
+not (:data:`policies.unisched.exact.UNPLANNED`), as a selector that always answered so would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from policies.cells import fits_cells
+from policies.unisched.exact import solve_knapsack
+from policies.unisched.milp import Selection, SelectorInput, solve_milp, solve_selector
+from policies.unisched.policy import UniSched
+from simulator import simulate
+from tests.policies.test_unisched import TWO_NODES, slo_workload
+
+EIGHT = np.array([0, 0, 0, 1])  # one 8-GPU cell
+
+
+def overloaded() -> SelectorInput:
+    """Two 8-GPU deadline jobs on one 8-GPU node: each alone meets its deadline from the
+    whole future, both together need 2,200 s of the 2,000 s before it (the later slots are
+    overloaded, so no later plan certifies the knapsack's optimum)."""
+    return SelectorInput(
+        cand_cells=np.array([EIGHT, EIGHT]), cand_job=np.array([0, 1]),
+        cand_phi=np.ones(2), now_value=np.full(2, 0.1), may_start=np.ones(2, dtype=bool),
+        work_s=np.array([[1000.0], [1200.0]]), deadline_s=np.full((2, 1), 2000.0),
+        step_value=np.ones((2, 1)), slot_s=np.array([300.0, 300.0, 600.0, 800.0]),
+        free_now=EIGHT, free_later=EIGHT)
+
+
+def test_an_unplanned_answer_is_the_relaxations_and_fits_the_lease() -> None:
+    inp = overloaded()
+    assert solve_knapsack(inp) is None  # not certified: HiGHS decides while the budget lasts
+    got = solve_knapsack(inp, unplanned=True)
+    assert got is not None
+    choice, _, value = got
+    milp = solve_milp(inp)
+    # both steps counted by the relaxation, one met by the MILP (it cannot do 2,200 s in 2,000)
+    assert value == 2.1 and milp.objective == 1.1
+    assert fits_cells(inp.cand_cells[choice[choice >= 0]].sum(axis=0), inp.free_now)
+    assert (choice >= 0).sum() == 1
+
+
+LIMITS: list[tuple[int, Selection]] = []
+
+
+@dataclass(frozen=True)
+class Counted(UniSched):
+    """UniSched that logs the node limit and the answer of every selector call."""
+
+    name: ClassVar[str] = "test-unisched-counted"
+
+    def select(self, inp: SelectorInput, node_limit: int) -> Selection:
+        sel = solve_selector(inp, node_limit=node_limit)
+        LIMITS.append((node_limit, sel))
+        return sel
+
+
+@dataclass(frozen=True)
+class KnapsackOnly(UniSched):
+    """UniSched whose selector never asks HiGHS: the exact method's choice, certified or not."""
+
+    name: ClassVar[str] = "test-unisched-knapsack"
+
+    def select(self, inp: SelectorInput, node_limit: int) -> Selection:
+        got = solve_knapsack(inp, unplanned=True)
+        assert got is not None  # this workload has no borderline step nor search limit
+        return Selection(*got, status=0, usable=True, solve_s=0.0, exact=True)
+
+
+def finish(policy: UniSched) -> np.ndarray:
+    return simulate(slo_workload(2), TWO_NODES, policy).finish_s
+
+
+def test_the_budget_bounds_highs_and_then_the_knapsack_decides() -> None:
+    highs = []
+    for budget in (10_000_000, 6):
+        LIMITS.clear()
+        finish(Counted(milp_node_budget=budget))
+        asked = [(limit, sel) for limit, sel in LIMITS if not sel.exact]
+        highs.append(len(asked))
+        spent = 0
+        for limit, sel in asked:  # each solve within what is left, and charged at least 1
+            assert 0 < limit <= budget - spent
+            spent += max(sel.nodes, 1)
+        assert spent <= budget
+    assert highs[0] > 6 >= highs[1]  # the workload needs HiGHS more often than 6 allows
+    # past a spent budget the run decides as the knapsack would: the kernel's own path
+    # (budget 0, nothing ever sent to HiGHS) and a selector answering by the knapsack alone
+    assert np.array_equal(finish(UniSched(milp_node_budget=0)), finish(KnapsackOnly()))
+    assert not np.array_equal(finish(UniSched(milp_node_budget=0)), finish(UniSched()))
