@@ -3,8 +3,9 @@
 Oracles: on nodes that each hold exactly one gang, each plan runs exactly the jobs its rule
 ranks first (arrival; least remaining GPU-seconds; largest finish-time fairness ratio, computed
 here from Themis's definition, papers/unisched.md §IV-D [7]); on mixed gangs, every plan fits
-the nodes and gives a job its whole gang or nothing; FIFO never preempts, SRSF and Themis do. Themis's fairness knob ``f``: the ``1 - f`` most unfair
-jobs bid first, in order of their gain per GPU, computed here from the definition.
+the nodes and gives a job its whole gang or nothing; FIFO never preempts, SRSF and Themis do.
+Themis's fairness knob ``f``: the ``1 - f`` most unfair jobs bid first, in order of their gain
+per GPU, computed here from the definition.
 """
 
 from __future__ import annotations
