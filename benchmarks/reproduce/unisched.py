@@ -21,7 +21,9 @@ UniSched's deadlines with ``add_slos``. ``--jobs`` cuts each to its first jobs b
 Prints per workload each policy's weighted deadline miss rate R_slo (eq. 15), best-effort JCT
 and wall time, then one table per headline: paper's number, ours, ours / paper, set-up in
 one line. Run from the project root: ``python benchmarks/reproduce/unisched.py``
-(``--workloads P_MIX1`` for one workload).
+(``--workloads P_MIX1`` for one workload). ``--themis-sweep`` instead sweeps what the paper
+does not say about its Themis (lease, fairness knob ``f``) and its cluster (C96, C120) on
+P_MIX1, printing Themis / UniSched's R_slo for each value.
 """
 
 from __future__ import annotations
@@ -76,19 +78,48 @@ def offered_load(wl: Workload, gpus: int) -> float:
     return float(wl.service_s.sum()) / (gpus * span) if span > 0 else np.inf
 
 
+def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, Any]
+            ) -> dict[str, float]:
+    """R_slo, best-effort JCT (s) and wall time (s) of one policy on one workload."""
+    t0 = time.perf_counter()
+    r = simulate(wl, profile, make_policy(name, params))
+    out = {k: mean(METRICS[k].compute(r)) for k in ("slo_miss", "be_jct")}
+    out["wall"] = time.perf_counter() - t0
+    return out
+
+
 def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float
         ) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for name in names:
         params: dict[str, Any] = {} if name in OWN_LEASE else {"lease_s": lease_s}
-        t0 = time.perf_counter()
-        r = simulate(wl, profile, make_policy(name, params))
-        wall = time.perf_counter() - t0
-        out[name] = {k: mean(METRICS[k].compute(r)) for k in ("slo_miss", "be_jct")}
-        out[name]["wall"] = wall
-        print(f"  {name:<14}{out[name]['slo_miss']:>9.4f}{out[name]['be_jct'] / 3600:>11.2f}"
-              f"{wall:>9.1f}", flush=True)
+        out[name] = m = measure(wl, profile, name, params)
+        print(f"  {name:<14}{m['slo_miss']:>9.4f}{m['be_jct'] / 3600:>11.2f}"
+              f"{m['wall']:>9.1f}", flush=True)
     return out
+
+
+def themis_sweep(wl: Workload, nodes: list[int], leases: list[float], knobs: list[float],
+                 unisched: dict[int, float]) -> None:
+    """Themis's unstated facts on P_MIX1: its R_slo over UniSched's on the same cluster
+    (``unisched``: R_slo per node count; one not given is run) for every cluster, lease and
+    fairness knob ``f``; ``*`` marks a ratio within 15 % of the paper's 6.84x."""
+    print(f"\nthemis-gang sweep, P_MIX1 ({len(wl)} jobs): R_slo Themis / UniSched "
+          f"(paper 6.84x)")
+    print(f"  {'nodes':>5}{'lease s':>9}{'f':>6}{'R_slo':>9}{'ratio':>9}{'/6.84':>8}"
+          f"{'wall s':>9}")
+    for n in nodes:
+        profile = cluster(n)
+        if n not in unisched:
+            unisched[n] = measure(wl, profile, "unisched", {})["slo_miss"]
+        print(f"  {n:>5}  UniSched R_slo {unisched[n]:.4f}", flush=True)
+        for lease in leases:
+            for f in knobs:
+                m = measure(wl, profile, "themis-gang", {"lease_s": lease, "fairness_knob": f})
+                got = ratio(m["slo_miss"], unisched[n])
+                mark = " *" if abs(got / 6.84 - 1) <= 0.15 else ""
+                print(f"  {n:>5}{lease:>9g}{f:>6g}{m['slo_miss']:>9.4f}{got:>8.2f}x"
+                      f"{got / 6.84:>8.2f}{m['wall']:>9.1f}{mark}", flush=True)
 
 
 def mean(values: np.ndarray) -> float:
@@ -162,10 +193,26 @@ def main() -> None:
     ap.add_argument("--workloads", default="P_SLO,P_MIX1,P_MIX2")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--seed", type=int, default=0, help="the P_MIX2 stand-in's draw")
+    ap.add_argument("--themis-sweep", action="store_true",
+                    help="instead: themis-gang on P_MIX1 across --sweep-nodes, --sweep-leases "
+                         "and --sweep-knobs, against UniSched on each cluster")
+    ap.add_argument("--sweep-nodes", default="96,120", help="clusters (C96, C120)")
+    ap.add_argument("--sweep-leases", default="60,300,600,1800", help="leases, seconds")
+    ap.add_argument("--sweep-knobs", default="0,0.2,0.5,0.8,1", help="fairness knobs f")
+    ap.add_argument("--unisched-rslo", default="96:0.0208",
+                    help="UniSched's P_MIX1 R_slo per cluster, NODES:R,... (measured on the "
+                         "whole trace; a cluster not named runs UniSched, about 4 CPU-minutes)")
     args = ap.parse_args()
     print("reproduce/unisched:", " ".join(f"{k}={v}" for k, v in vars(args).items()))
     profile = cluster(args.nodes)
     wls = workloads(args.jobs, args.unit_s, args.mix2_csv, args.seed)
+    if args.themis_sweep:
+        given = dict(item.split(":") for item in args.unisched_rslo.split(",") if item)
+        themis_sweep(wls["P_MIX1"], [int(n) for n in args.sweep_nodes.split(",")],
+                     [float(x) for x in args.sweep_leases.split(",")],
+                     [float(x) for x in args.sweep_knobs.split(",")],
+                     {int(k): float(v) for k, v in given.items()})
+        return
     names = [p for p in args.policies.split(",") if p]
     res: dict[str, dict[str, dict[str, float]]] = {}
     t0 = time.perf_counter()

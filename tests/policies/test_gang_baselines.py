@@ -4,6 +4,8 @@ Oracles: on nodes that each hold exactly one gang, each plan runs exactly the jo
 ranks first (arrival; least remaining GPU-seconds; largest finish-time fairness ratio, computed
 here from Themis's definition, papers/unisched.md §IV-D [7]); on mixed gangs, every plan fits
 the nodes and gives a job its whole gang or nothing; FIFO never preempts, SRSF and Themis do.
+Themis's fairness knob ``f``: the ``1 - f`` most unfair jobs bid first, in order of their gain
+per GPU, computed here from the definition.
 """
 
 from __future__ import annotations
@@ -70,6 +72,43 @@ def test_whole_node_gangs_run_in_each_rules_order(seed: int) -> None:
         plan = policy.plan(state(*args))
         assert set(np.flatnonzero(plan.sum(axis=1))) == set(want[policy.name]), policy.name
         assert (plan.max(axis=1) % 8 == 0).all()  # each gang on one node
+
+
+def themis_bid(now: float, arrival: np.ndarray, demand: np.ndarray, left_s: np.ndarray,
+               lease_s: float) -> np.ndarray:
+    """Running one lease rather than waiting it out: log(1 + lease / T) per GPU, T the finish
+    time from arrival at full demand."""
+    return np.log1p(lease_s / (now - arrival + left_s)) / demand
+
+
+@pytest.mark.parametrize(("knob", "seed"), [(k, s) for k in (0.0, 0.2, 0.5, 0.8) for s in range(3)])
+def test_themis_bidders_are_the_most_unfair_and_go_by_gain_per_gpu(knob: float, seed: int
+                                                                  ) -> None:
+    rng = np.random.default_rng(50 + seed)
+    n, nodes, now, lease = 10, 4, 6000.0, 900.0
+    jobs = random_jobs(rng, n)
+    demand = np.full(n, 8)
+    rho = themis_rho(now, jobs["arrival"], demand, jobs["size_s"], jobs["left_s"], 8 * nodes)
+    bid = themis_bid(now, jobs["arrival"], demand, jobs["left_s"], lease)
+    by_rho = np.argsort(-rho)
+    bidders = by_rho[:int(np.ceil(round((1 - knob) * n, 9)))]
+    order = np.concatenate([bidders[np.argsort(-bid[bidders])], by_rho[len(bidders):]])
+    plan = ThemisGang(lease_s=lease, fairness_knob=knob).plan(
+        state(nodes, now, jobs["arrival"], demand, jobs["size_s"], jobs["left_s"]))
+    assert set(np.flatnonzero(plan.sum(axis=1))) == set(order[:nodes])
+
+
+def test_themis_knob_worked_example() -> None:
+    """Two 8-GPU gangs, one node (fair share 4 GPUs). Job 0 has waited 5000 s: rho = (5000 +
+    4000) / (4000 x 8 / 4) = 1.125; job 1 has just arrived: rho = (600 + 600) / (600 x 8 / 4)
+    = 1.0, but it gains more from one 600 s lease: log(1 + 600 / 1200) against
+    log(1 + 600 / 9000)."""
+    args = (1, 5000.0, np.array([0.0, 4400.0]), np.array([8, 8]), np.array([4000.0, 600.0]),
+            np.array([4000.0, 600.0]))
+    ran = {f: ThemisGang(lease_s=600.0, fairness_knob=f).plan(state(*args)).ravel().tolist()
+           for f in (1.0, 0.5, 0.0)}
+    # f = 1 and f = 0.5 (one bidder of two): the most unfair job; f = 0: the larger gain
+    assert ran == {1.0: [8, 0], 0.5: [8, 0], 0.0: [0, 8]}
 
 
 @pytest.mark.parametrize("seed", range(6))
