@@ -38,8 +38,8 @@ from simulator.metrics import METRICS
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT.parent / "shared" / "data" / "chronus" / "trace_job_Philly_MIX1.csv"
 RECORDED = ROOT / "tests" / "fixtures" / "unisched" / "selector_instances.npz"
-UNBUDGETED = 10_000_000
-"""``milp_node_budget`` at its top, for a run that must never stop asking HiGHS."""
+UNBUDGETED = 10_000.0
+"""``milp_nodes_per_job`` at its top, for a run that must never stop asking HiGHS."""
 
 
 @dataclass
@@ -92,7 +92,7 @@ class HighsOnly(UniSched):
     out within the first thousand boundaries, each solve counting at least one node)."""
 
     name: ClassVar[str] = "unisched-highs"
-    milp_node_budget: int = UNBUDGETED
+    milp_nodes_per_job: float = UNBUDGETED
 
     def select(self, inp: SelectorInput, node_limit: int) -> Selection:
         return solve_milp(inp, node_limit=node_limit, rel_gap=TALLY.highs_gap)

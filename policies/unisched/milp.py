@@ -55,7 +55,7 @@ from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["NODE_BUDGET", "NODE_LIMIT", "USABLE_GAP", "Selection", "SelectorInput",
+__all__ = ["NODES_PER_JOB", "NODE_LIMIT", "USABLE_GAP", "Selection", "SelectorInput",
            "selector_arrays", "selector_input", "solve_milp", "solve_selector"]
 
 FloatArray = npt.NDArray[np.float64]
@@ -64,10 +64,10 @@ BoolArray = npt.NDArray[np.bool_]
 
 NODE_LIMIT = 100_000
 """HiGHS branch-and-bound nodes per MILP by default (none of the recorded instances needs it)."""
-NODE_BUDGET = 1_000
-"""HiGHS branch-and-bound nodes per simulation run by default, each solve counting at least
-one: past it a run asks HiGHS no more (:mod:`policies.unisched.policy`), so the fallback's work
-is bounded per run, as a work limit."""
+NODES_PER_JOB = 1.0
+"""HiGHS branch-and-bound nodes per job of a simulation run by default, each solve counting at
+least one: past that run's budget it asks HiGHS no more (:mod:`policies.unisched.policy`), so
+the fallback's work is bounded per run, in proportion to the run, as a work limit."""
 USABLE_GAP = 0.05
 """A solution cut short by the node limit counts only if within this gap of the bound (HiGHS
 offers trivial starting points, such as running nothing, that are no answer at all)."""

@@ -16,12 +16,13 @@ best-effort job.
 If the MILP finds no usable solution within ``milp_node_limit`` branch-and-bound nodes (a
 work limit, so machine load never changes a decision), the previous cycle's solution is
 reused for the jobs still waiting on it (the paper's cache). HiGHS decides only what the exact
-method declines, and a run asks it for at most ``milp_node_budget`` nodes in all (each solve
-counting at least one, and no solve given more than the budget left). Past that budget the
-run decides without HiGHS: by the exact method's knapsack optimum where no later plan
-certified it (:data:`policies.unisched.exact.UNPLANNED`: its choice for the current lease is
-the relaxation's, which need not be the MILP's), else, as above, by the cache. So the
-fallback's work is bounded per run, and the same run decides the same way on any machine.
+method declines, and a run of N jobs asks it for at most ``milp_nodes_per_job`` x N nodes in
+all, rounded up (each solve counting at least one, and no solve given more than the budget
+left). Past that budget the run decides without HiGHS: by the exact method's knapsack
+optimum where no later plan certified it (:data:`policies.unisched.exact.UNPLANNED`: its
+choice for the current lease is the relaxation's, which need not be the MILP's), else, as
+above, by the cache. So the fallback's work is bounded per run, in proportion to its jobs,
+and the same run decides the same way on any machine.
 
 GPUs left over after the selection go, whole gangs at a time, to the other jobs in order of
 urgency and reward (the MILP already fills whatever Proposition 1 allows, so this matters
@@ -39,6 +40,7 @@ wait for a later cycle (the Chronus artifact caps its search at 1,200 jobs).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -61,8 +63,8 @@ from policies.unisched.estimate import (
 )
 from policies.unisched.exact import CERTIFIED, UNPLANNED, solve_arrays, solve_knapsack
 from policies.unisched.milp import (
-    NODE_BUDGET,
     NODE_LIMIT,
+    NODES_PER_JOB,
     Selection,
     SelectorInput,
     selector_arrays,
@@ -336,9 +338,9 @@ class UniSched(KernelRoundPolicy):
     milp_node_limit: int = param(NODE_LIMIT, low=0, high=10_000_000, kind="int",
                                  searchable=False,
                                  help="HiGHS nodes per MILP (cache past it without a solution)")
-    milp_node_budget: int = param(NODE_BUDGET, low=0, high=10_000_000, kind="int",
-                                  searchable=False,
-                                  help="HiGHS nodes per run (past it: the exact method's choice)")
+    milp_nodes_per_job: float = param(NODES_PER_JOB, low=0.0, high=10_000.0, searchable=False,
+                                      help="HiGHS nodes per job of a run, summed over the run "
+                                           "(past them: the exact method's choice)")
 
     SLO_ONLY: ClassVar[tuple[str, ...]] = ("slo_lease_multiple", "slo_reward", "reward_decay")
     """Parameters read only for strict and soft SLO jobs (their lease, step values)."""
@@ -373,8 +375,8 @@ class UniSched(KernelRoundPolicy):
         mem = empty_memory(jobs, cluster.node_gpus.shape[0], params=[
             self.be_lease_s, self.slo_lease_multiple, self.slo_reward, self.be_reward_scale,
             self.profiler_reward, self.reward_decay, self.profile_s, self.milp_max_jobs,
-            self.horizon_slots, self.inline, self.milp_node_budget], f=F.width + 2 * steps,
-            i=I, g=G, gi=GI.width + 2 * n)
+            self.horizon_slots, self.inline, math.ceil(self.milp_nodes_per_job * n)],
+            f=F.width + 2 * steps, i=I, g=G, gi=GI.width + 2 * n)
         mem.f[:, F_LEASE] = -np.inf
         value = F_WORK + steps  # each step's value follows its work
         mem.f[:, value:value + steps] = self.slo_reward * libm.power(
@@ -433,7 +435,7 @@ class UniSched(KernelRoundPolicy):
         """:meth:`select` within the run's HiGHS budget (its nodes charged to ``M``, each solve
         at least one); past it the exact method's choice, certified or not (no choice: an
         unusable selection, so the cache decides)."""
-        left = self.milp_node_budget - int(M.g[G_NODES])
+        left = int(M.params[BUDGET] - M.g[G_NODES])
         if left > 0:
             sel = self.select(inp, min(self.milp_node_limit, left))
             if not sel.exact:

@@ -1,6 +1,7 @@
-"""UniSched's HiGHS budget per run (``milp_node_budget``): HiGHS is asked for no more nodes than
-the budget, and past it the run decides by the exact method's knapsack choice, certified or
-not (:data:`policies.unisched.exact.UNPLANNED`), as a selector that always answered so would."""
+"""UniSched's HiGHS budget per run (``milp_nodes_per_job`` x the run's jobs): HiGHS is asked for
+no more nodes than the budget, and past it the run decides by the exact method's knapsack
+choice, certified or not (:data:`policies.unisched.exact.UNPLANNED`), as a selector that always
+answered so would."""
 
 from __future__ import annotations
 
@@ -77,9 +78,10 @@ def finish(policy: UniSched) -> np.ndarray:
 
 def test_the_budget_bounds_highs_and_then_the_knapsack_decides() -> None:
     highs = []
-    for budget in (10_000_000, 6):
+    for per_job in (10_000.0, 0.125):  # 40 jobs: 400,000 nodes, and 5
+        budget = int(per_job * 40)
         LIMITS.clear()
-        finish(Counted(milp_node_budget=budget))
+        finish(Counted(milp_nodes_per_job=per_job))
         asked = [(limit, sel) for limit, sel in LIMITS if not sel.exact]
         highs.append(len(asked))
         spent = 0
@@ -87,8 +89,8 @@ def test_the_budget_bounds_highs_and_then_the_knapsack_decides() -> None:
             assert 0 < limit <= budget - spent
             spent += max(sel.nodes, 1)
         assert spent <= budget
-    assert highs[0] > 6 >= highs[1]  # the workload needs HiGHS more often than 6 allows
+    assert highs[0] > 5 >= highs[1]  # the workload needs HiGHS more often than 5 allows
     # past a spent budget the run decides as the knapsack would: the kernel's own path
     # (budget 0, nothing ever sent to HiGHS) and a selector answering by the knapsack alone
-    assert np.array_equal(finish(UniSched(milp_node_budget=0)), finish(KnapsackOnly()))
-    assert not np.array_equal(finish(UniSched(milp_node_budget=0)), finish(UniSched()))
+    assert np.array_equal(finish(UniSched(milp_nodes_per_job=0.0)), finish(KnapsackOnly()))
+    assert not np.array_equal(finish(UniSched(milp_nodes_per_job=0.0)), finish(UniSched()))
