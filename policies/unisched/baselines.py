@@ -59,6 +59,13 @@ def _laxity(J: Any, r: int, now: float, remaining_s: float) -> float:
 
 
 @njit
+def _tiered(tier: Any, key: Any) -> Any:
+    """Positions by ``tier``, then ``key``, then position (rows are in arrival order)."""
+    by_key = np.argsort(key, kind="mergesort")
+    return by_key[np.argsort(tier[by_key], kind="mergesort")]
+
+
+@njit
 def _apply(C: Any, J: Any, M: Any, rows: Any, order: Any, keep: Any) -> int:
     """Write the whole-gang plan for ``order`` (positions in ``rows``), touching the rows
     whose placement changes."""
@@ -92,8 +99,7 @@ def _hydra(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
         remaining[a] = _remaining_s(C, J, r)
         best_effort[a] = J.job_class[r] != STRICT and J.job_class[r] != SOFT
         keep[a] = J.held[r] > 0
-    by_time = np.argsort(remaining, kind="mergesort")
-    order = by_time[np.argsort(best_effort[by_time], kind="mergesort")]
+    order = _tiered(best_effort, remaining)
     # waiting jobs do not progress and running ones are kept, so the plan stands until a job
     # arrives or finishes
     M.quiet[0] = np.inf

@@ -30,7 +30,7 @@ import numpy as np
 
 from policies.base import param, register
 from policies.round_kernel import FloatArray
-from policies.unisched.baselines import _apply, _EveryLease, _remaining_s
+from policies.unisched.baselines import _apply, _EveryLease, _remaining_s, _tiered
 from simulator.inputs.slo import SOFT, STRICT
 from simulator.jit import njit, njit_lazily
 from simulator.rounds.view import ROUND_KERNEL_SIG, Layout, active_rows
@@ -120,9 +120,7 @@ def _chronus(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
             tier[a], key[a] = 0, due[a]
         else:
             tier[a], key[a] = 1, left[a] * J.demand[rows[a]]
-    by_key = np.argsort(key, kind="mergesort")  # rows are in arrival order
-    order = by_key[np.argsort(tier[by_key], kind="mergesort")]
-    return _apply(C, J, M, rows, order, np.zeros(n, dtype=np.bool_))
+    return _apply(C, J, M, rows, _tiered(tier, key), np.zeros(n, dtype=np.bool_))
 
 
 @register

@@ -34,16 +34,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
 from policies.base import param, register
+from policies.round_kernel import FloatArray
 from policies.unisched.baselines import _apply, _EveryLease, _remaining_s
 from simulator.jit import njit, njit_lazily
 from simulator.rounds.view import ROUND_KERNEL_SIG, active_rows
 
 __all__ = ["FifoGang", "SrsfGang", "ThemisGang", "themis_bid", "themis_rho"]
 
-FloatArray = npt.NDArray[np.float64]
 P_KNOB, P_LEASE = 0, 1
 """Themis-gang's kernel parameters: the fairness knob ``f`` and the lease in seconds."""
 

@@ -40,7 +40,7 @@ import numpy as np
 from policies.base import param, register
 from policies.gangs import priority_plan
 from policies.round_kernel import FloatArray
-from policies.unisched.baselines import _apply, _EveryLease, _remaining_s
+from policies.unisched.baselines import _apply, _EveryLease, _remaining_s, _tiered
 from simulator.inputs.slo import SOFT, STRICT
 from simulator.jit import njit, njit_lazily
 from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, set_plan, speed
@@ -154,9 +154,7 @@ def _three_sigma(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
                 tier[a], key[a] = 0, -lost / max(cost, 1.0)
             else:
                 tier[a] = 2
-    by_key = np.argsort(key, kind="mergesort")  # rows are in arrival order
-    order = by_key[np.argsort(tier[by_key], kind="mergesort")]
-    return _apply(C, J, M, rows, order, np.zeros(n, dtype=np.bool_))
+    return _apply(C, J, M, rows, _tiered(tier, key), np.zeros(n, dtype=np.bool_))
 
 
 @register
