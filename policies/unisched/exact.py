@@ -53,7 +53,7 @@ from simulator.jit import configure_cache, njit
 configure_cache()
 
 __all__ = ["CERTIFIED", "DECLINED", "SEARCH_LIMIT", "TIE_REL", "UNPLANNED", "solve_arrays",
-           "solve_knapsack"]
+           "solve_input", "solve_knapsack"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -89,11 +89,16 @@ def solve_knapsack(inp: Any, *, unplanned: bool = False
         objective; or ``None`` when HiGHS must decide (later slots no plan certifies, unless
         ``unplanned``; a borderline step; :data:`SEARCH_LIMIT`).
     """
-    verdict, choice, step, total = solve_arrays(
-        inp.cand_cells, inp.cand_job, inp.cand_phi, inp.now_value, inp.may_start, inp.work_s,
-        inp.deadline_s, inp.step_value, inp.slot_s, inp.free_now, inp.free_later)
+    verdict, choice, step, total = solve_input(inp)
     answered = verdict == CERTIFIED or (unplanned and verdict == UNPLANNED)
     return (choice, step, total) if answered else None
+
+
+def solve_input(inp: Any) -> tuple[int, IntArray, IntArray, float]:
+    """:func:`solve_arrays` on a :class:`policies.unisched.milp.SelectorInput`."""
+    return solve_arrays(
+        inp.cand_cells, inp.cand_job, inp.cand_phi, inp.now_value, inp.may_start, inp.work_s,
+        inp.deadline_s, inp.step_value, inp.slot_s, inp.free_now, inp.free_later)
 
 
 @njit

@@ -61,7 +61,7 @@ from policies.unisched.estimate import (
     expected_suspensions,
     outlook,
 )
-from policies.unisched.exact import CERTIFIED, UNPLANNED, solve_arrays, solve_knapsack
+from policies.unisched.exact import CERTIFIED, DECLINED, UNPLANNED, solve_arrays, solve_input
 from policies.unisched.milp import (
     NODE_LIMIT,
     NODES_PER_JOB,
@@ -441,14 +441,12 @@ class UniSched(KernelRoundPolicy):
             if not sel.exact:
                 M.g[G_NODES] += max(sel.nodes, 1)
             return sel
-        fast = solve_knapsack(inp)
-        if fast is None:
-            M.g[G_PAST] += 1
-            fast = solve_knapsack(inp, unplanned=True)
-        if fast is None:
+        verdict, choice, step, total = solve_input(inp)
+        M.g[G_PAST] += verdict != CERTIFIED
+        if verdict == DECLINED:
             none = np.full(inp.now_value.shape[0], -1, dtype=np.int64)
             return Selection(none, none, float("nan"), 0, False, 0.0, exact=True)
-        return Selection(*fast, status=0, usable=True, solve_s=0.0, exact=True)
+        return Selection(choice, step, total, status=0, usable=True, solve_s=0.0, exact=True)
 
     def select(self, inp: SelectorInput, node_limit: int) -> Selection:
         """The selector's answer for one boundary, HiGHS given at most ``node_limit`` nodes
