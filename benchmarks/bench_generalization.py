@@ -26,6 +26,12 @@ Problems (``--problems``):
 
 Targets (issue 40), median over seeds: dom% <= 20, rho >= 0.8 for each objective, HV>=.
 
+With ``--run-dir DIR`` each search keeps its run in ``DIR/PROBLEM-SEED`` (journal, front) and
+every evaluation, test-sample ones included, in ``DIR/cache.sqlite``: the same command run
+again resumes each unfinished search where it stopped and re-scores finished ones from the
+cache, so a run longer than one sitting (the whole b436b2: about 2 CPU-hours a seed) can be
+done in several.
+
 Searches run in parallel, one per process (``--workers``; each evaluates serially). Small,
 on a shared laptop: ``python benchmarks/bench_generalization.py --problems wfq --seeds 0
 --budget 60 --jobs 400``; full, on 16 cores: ``python benchmarks/bench_generalization.py
@@ -50,9 +56,10 @@ from scipy.stats import spearmanr
 
 from paretosearch.objectives import dominates
 from paretosearch.runs.records import BaselineWarning
+from paretosearch.search.cache import EvaluationCache
 from paretosearch.search.spea2 import HypervolumeBox, SearchSettings
 from paretosearch.service.api import PolicySearch, SearchConfig
-from simulator import ScalingTable, read_trace
+from simulator import ScalingTable, Workload, read_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_optimizers import PROBLEMS as OPTIMIZER_PROBLEMS
@@ -62,21 +69,30 @@ PROBLEMS = ("wfq", "0e4a51", "b436b2", "unified")
 
 
 def _search(problem: str, seed: int, args: argparse.Namespace) -> PolicySearch:
+    """The problem's search for ``seed``, kept under ``--run-dir`` if given."""
+    config, workload = _problem(problem, seed, args)
+    if args.run_dir is None:
+        return PolicySearch(workload, config)
+    return PolicySearch(workload, config, store=args.run_dir / f"{problem}-{seed}",
+                        cache=EvaluationCache(args.run_dir / "cache.sqlite"))
+
+
+def _problem(problem: str, seed: int, args: argparse.Namespace
+             ) -> tuple[SearchConfig, Workload | None]:
     settings = SearchSettings(budget=args.budget, seed=seed)
     objectives = tuple(args.objective) if args.objective else None
     if problem == "unified":
         default, spec = OPTIMIZER_PROBLEMS["unified"]
-        return PolicySearch(config=SearchConfig(**{**spec, "replicates": args.replicates},
-                                                objectives=objectives or default,
-                                                settings=settings))
+        return SearchConfig(**{**spec, "replicates": args.replicates},
+                            objectives=objectives or default, settings=settings), None
     config = SearchConfig(objectives=objectives or SearchConfig.objectives, settings=settings,
                           jobs=args.jobs, load=args.load,
                           replicates=args.replicates if problem == "wfq" else None)
     if problem == "wfq":
-        return PolicySearch(config=config)
+        return config, None
     trace = read_trace(PCS / "traces" / f"trace_{problem}.csv",
                        scaling=ScalingTable.from_csv(PCS / "scaling_tables.csv"))
-    return PolicySearch(trace.head(args.trace_jobs) if args.trace_jobs else trace, config)
+    return config, trace.head(args.trace_jobs) if args.trace_jobs else trace
 
 
 def score(problem: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -86,7 +102,8 @@ def score(problem: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     search = _search(problem, seed, args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BaselineWarning)  # the figures say it
-        front = search.run()
+        front = search.run(resume=search.store is not None
+                           and (search.store.path / "run.json").exists())
     objectives = search.objectives
 
     def losses(records: list[Any]) -> np.ndarray[Any, Any]:
@@ -130,6 +147,9 @@ def main() -> None:
     p.add_argument("--objective", action="append", metavar="METRIC:MEASURE",
                    help="objectives instead of each problem's (repeatable)")
     p.add_argument("--workers", type=int, default=1, help="searches run at once (default: 1)")
+    p.add_argument("--run-dir", type=Path, metavar="DIR",
+                   help="keep each search's run and every evaluation here; run again to "
+                        "resume (default: nothing kept)")
     args = p.parse_args()
     runs = [(problem, int(seed)) for problem in args.problems.split(",")
             for seed in args.seeds.split(",")]

@@ -137,7 +137,7 @@ def classify(params: Any, est_size: Any) -> Any:
     return cls
 
 
-@njit
+@njit(inline="always")
 def _serve(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any, nxt: Any,
            demand: Any, model: Any, pos: Any, val: Any) -> int:
     """Share the GPUs among the classes, then serve each class's queue in arrival order.

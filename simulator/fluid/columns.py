@@ -50,7 +50,7 @@ def _holds(F: Any, i: int, now: float) -> bool:
     return F[ALLOC, i] > 0.0 or F[PAUSE, i] > now or F[REM, i] <= 0.0
 
 
-@njit
+@njit(inline="always")
 def _advance(F: Any, held: Any, h: int, dt: float) -> float:
     """Progress the held jobs by ``dt`` seconds; return the GPUs allocated meanwhile."""
     used = 0.0
@@ -73,12 +73,13 @@ def us_after(now: float, seconds: float) -> float:
     return now + whole * 1e6 + np.rint((seconds - whole) * 1e6)
 
 
-@njit
+@njit(inline="always")
 def _next_end(F: Any, held: Any, h: int, now: float, clock_us: bool,
               ranked: bool) -> tuple[float, int]:
-    """Earliest projected completion as (time, column); ties go to the earliest arrival or,
-    where the kernel ranks the jobs (``ranked``: its history is "rank"), to the first in its
-    last order, as PCS's completions go in its job list's order. On the
+    """Earliest projected completion as (time, column); ties go to the earliest arrival (the
+    smallest column, whatever the order of ``held``) or, where the kernel ranks the jobs
+    (``ranked``: its history is "rank"), to the first in its last order, as PCS's completions
+    go in its job list's order. On the
     microsecond clock (``clock_us``) each job's end is rounded to it first and, as in PCS, a
     job without GPUs ends only with exactly no work left (one that overshot to below zero
     when its end was rounded waits for GPUs again)."""
@@ -94,7 +95,11 @@ def _next_end(F: Any, held: Any, h: int, now: float, clock_us: bool,
         else:
             continue
         at = us_after(now, left) if clock_us else left  # float seconds: the time left
-        if at < best or (ranked and at == best and F[HIST, i] < F[HIST, pos]):
+        if at == best and ranked and F[HIST, i] != F[HIST, pos]:
+            first = F[HIST, i] < F[HIST, pos]
+        else:
+            first = at < best or (at == best and i < pos)
+        if first:
             best, pos = at, i
     if pos < 0 or clock_us:
         return best, pos
@@ -130,7 +135,7 @@ def _enqueue(I: Any, Q: Any, i: int) -> None:
     class_demand[I[CLASS, i]] += I[DEMAND, i]  # whole GPUs: the sum is exact in any order
 
 
-@njit
+@njit(inline="always")
 def _finish(F: Any, I: Any, cols: int, Q: Any, queued: bool, held: Any, h: int,
             pos: int) -> int:
     """Take the job at column ``pos`` out; return the new held count."""
@@ -182,7 +187,7 @@ def _compact(F: Any, I: Any, cols: int, Q: Any, held: Any, now: float) -> tuple[
     return k, _scan_held(F, I, k, now, held)
 
 
-@njit
+@njit(inline="always")
 def _apply(F: Any, I: Any, i: int, a: float, now: float, restart_s: float, speedup: Any,
            record: bool, preempt: Any, start: Any, watch: int) -> tuple[float, bool]:
     """Give job ``i`` ``a`` GPUs and set its rate; return (its pause end or INF, watch started)."""
@@ -207,7 +212,7 @@ def _apply(F: Any, I: Any, i: int, a: float, now: float, restart_s: float, speed
     return INF, hit
 
 
-@njit
+@njit(inline="always")
 def _history(F: Any, cols: int, seen: tuple[float, float], mode: int) -> Any:
     """The per-job history a kernel is given (``mode``, :data:`HISTORIES`): the attained work;
     each job's mean active jobs seen over its events so far, itself included (PCS's "observed

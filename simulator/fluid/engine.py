@@ -18,8 +18,15 @@ for a JCT-prediction playout is a few array copies. The loop and the policy kern
 compiled when first used, once per machine, then loaded from the cache (:mod:`simulator.jit`).
 
 Between decisions only the *held* jobs (holding GPUs, in a restart pause, or with no work
-left) change or can end, so progress and the next completion are computed over them alone, in
-arrival order; a waiting job's terms would be exact zeros. The decision itself takes one of
+left) change or can end, so progress and the next completion are computed over them alone; a
+waiting job's terms would be exact zeros. The run keeps them in arrival order (the GPUs in use
+are summed in one order); a playout does not sort them, as nothing it keeps depends on their
+order (the next completion's ties are broken by column, that is by arrival).
+
+The per-event helpers are inlined (numba ``inline="always"``): a call to a compiled function
+takes and drops a reference on each array it is passed, an atomic operation, and with a few
+dozen held jobs an event's calls cost more than its arithmetic (``benchmarks/bench_simulate.py``
+measures the playouts). The decision itself takes one of
 two paths:
 
 * the full path: the policy's kernel re-decides every active job (all per-job arrays cover
@@ -143,7 +150,7 @@ def no_kernel(params: Any, aux: Any, now: float, gpus: float, arrival: Any, dema
     own kernel need not compile for a run that never calls it."""
 
 
-@njit
+@njit(inline="always")
 def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, restart_s: float,
             speedup: Any, F: Any, I: Any, cols: int, Q: Any, queued: bool, held: Any, h: int,
             now: float, S: Any, preempt: Any, start: Any, record: bool, watch: int,
@@ -191,10 +198,11 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
         if _holds(F, i, now):
             held[k] = i
             k += 1
-    order = stable_order(held[:k])
-    kept = held[:k].copy()
-    for j in range(k):
-        held[j] = kept[order[j]]
+    if record:  # arrival order, for the GPUs in use summed in one order (_advance)
+        order = stable_order(held[:k])
+        kept = held[:k].copy()
+        for j in range(k):
+            held[j] = kept[order[j]]
     return pause_at, hit, k
 
 
