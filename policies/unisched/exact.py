@@ -34,10 +34,13 @@ Bounds change how soon the search ends, not the value of its answer (beyond :dat
 A borderline deadline step (within HiGHS's feasibility tolerance: :data:`BORDER`, unless
 read ``strict``-ly, as exact arithmetic reads it), a search past :data:`SEARCH_LIMIT` nodes
 (:data:`LIMIT`) and a spread candidate faster than the consolidated one (:data:`SHAPE`) go back
-to HiGHS; an optimum no later plan
-certifies goes back to HiGHS too, but with the knapsack's choice (:data:`UNPLANNED`), which a
-run whose HiGHS budget is spent takes instead (:mod:`policies.unisched.policy`). The result
-does not depend on wall-clock time.
+to HiGHS. Where no later plan realises every counted step (the later slots are overloaded),
+the steps whose reward does not hang on slot 0 are bounded in the later slots alone
+(:mod:`policies.unisched.overload`); a plan that reaches that bound certifies the knapsack's
+choice for slot 0 with the MILP's objective. An optimum nothing certifies goes back to HiGHS
+too, but with the knapsack's choice (:data:`UNPLANNED`), which a run whose HiGHS budget is
+spent takes instead (:mod:`policies.unisched.policy`). The result does not depend on
+wall-clock time.
 """
 
 from __future__ import annotations

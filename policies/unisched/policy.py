@@ -20,9 +20,10 @@ method declines, and a run of N jobs asks it for at most ``milp_nodes_per_job`` 
 all, rounded up (each solve counting at least one, and no solve given more than the budget
 left). Past that budget the run decides without HiGHS: by the exact method's knapsack
 optimum where no later plan certified it (:data:`policies.unisched.exact.UNPLANNED`: its
-choice for the current lease is the relaxation's, which need not be the MILP's), else, as
-above, by the cache. So the fallback's work is bounded per run, in proportion to its jobs,
-and the same run decides the same way on any machine.
+choice for the current lease is the relaxation's, which need not be the MILP's), with a
+borderline deadline step read as exact arithmetic reads it (missed), and else (the exact
+search's node limit) by the cache, as above. So the fallback's work is bounded per run, in
+proportion to its jobs, and the same run decides the same way on any machine.
 
 GPUs left over after the selection go, whole gangs at a time, to the other jobs in order of
 urgency and reward (the MILP already fills whatever Proposition 1 allows, so this matters
