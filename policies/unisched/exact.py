@@ -31,11 +31,16 @@ hull); past :data:`PLAIN_LIMIT` nodes the search starts again with, per level, t
 knapsack solved exactly by dynamic programming with the other levels priced (a Lagrangian
 relaxation, prices by coordinate descent on its dual: :mod:`policies.unisched.pricing`).
 Bounds change how soon the search ends, not the value of its answer (beyond :data:`TIE_REL`).
-A borderline deadline step (within HiGHS's feasibility tolerance) and a search past
-:data:`SEARCH_LIMIT` nodes go back to HiGHS (:data:`DECLINED`); an optimum no later plan
-certifies goes back to HiGHS too, but with the knapsack's choice (:data:`UNPLANNED`), which a
-run whose HiGHS budget is spent takes instead (:mod:`policies.unisched.policy`). The result
-does not depend on wall-clock time.
+A borderline deadline step (within HiGHS's feasibility tolerance: :data:`BORDER`, unless
+read ``strict``-ly, as exact arithmetic reads it), a search past :data:`SEARCH_LIMIT` nodes
+(:data:`LIMIT`) and a spread candidate faster than the consolidated one (:data:`SHAPE`) go back
+to HiGHS. Where no later plan realises every counted step (the later slots are overloaded),
+the steps whose reward does not hang on slot 0 are bounded in the later slots alone
+(:mod:`policies.unisched.overload`); a plan that reaches that bound certifies the knapsack's
+choice for slot 0 with the MILP's objective. An optimum nothing certifies goes back to HiGHS
+too, but with the knapsack's choice (:data:`UNPLANNED`), which a run whose HiGHS budget is
+spent takes instead (:mod:`policies.unisched.policy`). The result does not depend on
+wall-clock time.
 """
 
 from __future__ import annotations
@@ -47,13 +52,14 @@ import numpy.typing as npt
 
 from policies.cells import LEVELS, NEST, fits_cells
 from policies.unisched.later import later_plan
+from policies.unisched.overload import step_bound
 from policies.unisched.pricing import priced_table, prices, table_pick
 from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["CERTIFIED", "DECLINED", "SEARCH_LIMIT", "TIE_REL", "UNPLANNED", "solve_arrays",
-           "solve_input", "solve_knapsack"]
+__all__ = ["BORDER", "CERTIFIED", "LIMIT", "SEARCH_LIMIT", "SHAPE", "TIE_REL", "UNPLANNED",
+           "solve_arrays", "solve_input", "solve_knapsack"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -64,14 +70,14 @@ SEARCH_LIMIT = 200_000
 """Branch-and-bound nodes before the instance goes back to HiGHS (a work limit, not a time)."""
 PLAIN_LIMIT = 2_000
 """Nodes the search tries with the per-level bounds alone before it prices the levels."""
-BORDER = 1e-5
+MARGIN = 1e-5
 """A deadline step met or missed by less than this fraction of its work is HiGHS's to judge
 (its feasibility tolerance scales with the row, which is divided by the work)."""
-CERTIFIED, UNPLANNED, DECLINED = 0, 1, 2
+CERTIFIED, UNPLANNED, BORDER, LIMIT, SHAPE = 0, 1, 2, 3, 4
 """:func:`solve_arrays`'s verdicts: the MILP's optimum; the knapsack's optimum, which no plan of
 the later slots was found to certify (the later slots are overloaded: which deadline jobs get
-them is the MILP's decision); no answer (a borderline step, :data:`SEARCH_LIMIT`, or a spread
-candidate faster than the consolidated one)."""
+them is the MILP's decision); and no answer: a borderline step, :data:`SEARCH_LIMIT`, or a
+spread candidate faster than the consolidated one."""
 
 
 def solve_knapsack(inp: Any, *, unplanned: bool = False
@@ -94,23 +100,25 @@ def solve_knapsack(inp: Any, *, unplanned: bool = False
     return (choice, step, total) if answered else None
 
 
-def solve_input(inp: Any) -> tuple[int, IntArray, IntArray, float]:
+def solve_input(inp: Any, *, strict: bool = False) -> tuple[int, IntArray, IntArray, float]:
     """:func:`solve_arrays` on a :class:`policies.unisched.milp.SelectorInput`."""
     return solve_arrays(
         inp.cand_cells, inp.cand_job, inp.cand_phi, inp.now_value, inp.may_start, inp.work_s,
-        inp.deadline_s, inp.step_value, inp.slot_s, inp.free_now, inp.free_later)
+        inp.deadline_s, inp.step_value, inp.slot_s, inp.free_now, inp.free_later, strict)
 
 
 @njit
 def solve_arrays(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any,
                  may_start: Any, work_s: Any, deadline_s: Any, step_value: Any, slot_s: Any,
-                 free_now: Any, free_later: Any) -> tuple[int, Any, Any, float]:
+                 free_now: Any, free_later: Any, strict: bool) -> tuple[int, Any, Any, float]:
     """:func:`solve_knapsack` on the input's arrays (compiled: the set-up is most of a small
     instance's cost; a round kernel calls it too), with its verdict (:data:`CERTIFIED`,
-    :data:`UNPLANNED` or :data:`DECLINED`, the arrays then empty)."""
+    :data:`UNPLANNED`, or one without an answer, the arrays then empty). ``strict``: a step
+    missed by less than :data:`MARGIN` of its work is missed (exact arithmetic), where
+    otherwise the verdict is :data:`BORDER` (HiGHS's tolerance might count it met)."""
     n_jobs, steps = work_s.shape
     n_cand, slots = cand_job.shape[0], slot_s.shape[0]
-    fail = (DECLINED, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0.0)
+    none = np.zeros(0, dtype=np.int64)
     start = np.searchsorted(cand_job, np.arange(n_jobs))
     step_ok = np.isfinite(work_s) & (deadline_s > 0.0)
     dl = np.zeros(n_jobs, dtype=np.bool_)
@@ -124,7 +132,7 @@ def solve_arrays(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any,
     for r in rows:
         end = start[r + 1] if r + 1 < n_jobs else n_cand
         if np.any(cand_phi[start[r]:end] > cand_phi[start[r]]):
-            return fail  # the consolidated candidate is not the fastest
+            return SHAPE, none, none, 0.0  # the consolidated candidate is not the fastest
     edges = np.zeros(slots + 1)
     for k in range(slots):
         edges[k + 1] = edges[k] + slot_s[k]
@@ -141,17 +149,17 @@ def solve_arrays(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any,
             later_part[j, f] = _np_sum(avail[j, f, 1:])
     scale = np.maximum(work, 1.0)
     # option 0 of each job: run nothing now; then its candidates (if it may start)
-    idle, idle_step, border = _step_gain(later_part - work, scale, step_ok, value)
+    idle, idle_step, border = _step_gain(later_part - work, scale, step_ok, value, strict)
     if border:
-        return fail
+        return BORDER, none, none, 0.0
     margin = np.zeros((n_cand, steps))
     for c in range(n_cand):
         j = cand_job[c]
         margin[c] = cand_phi[c] * now_part[j] + later_part[j] - work[j]
     gain, cand_step, border = _step_gain(margin, scale[cand_job], step_ok[cand_job],
-                                         value[cand_job])
+                                         value[cand_job], strict)
     if border:
-        return fail
+        return BORDER, none, none, 0.0
     later_cap = _nested(free_later)
     deadline_or_inf = np.where(step_ok, deadline_s, np.inf)[rows]
     later_avail = np.ascontiguousarray(avail[rows][:, :, 1:])
@@ -184,7 +192,7 @@ def solve_arrays(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any,
     keep = np.flatnonzero(usable)
     pick, ok = _search(cand_job[keep], weight[keep], delta[keep], cap, tol)
     if not ok:
-        return fail
+        return LIMIT, none, none, 0.0
     choice = np.full(n_jobs, -1, dtype=np.int64)
     chosen = keep[pick]
     choice[cand_job[chosen]] = chosen
@@ -204,8 +212,53 @@ def solve_arrays(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any,
         if not later_plan(weight[first], later_avail, need[rows],
                           np.zeros(first.shape[0], dtype=np.bool_), deadline_or_inf,
                           later_cap):
-            return UNPLANNED, choice, step, total
+            return _overloaded(choice, step, total, cand_job, cand_phi, weight, may_start,
+                               gain, idle, step_ok, work, value, avail, now_part, now_work,
+                               deadline_or_inf, later_cap, rows, first)
     return CERTIFIED, choice, step, total
+
+
+@njit
+def _overloaded(choice: Any, step: Any, total: float, cand_job: Any, cand_phi: Any,
+                weight: Any, may_start: Any, gain: Any, idle: Any, step_ok: Any, work: Any,
+                value: Any, avail: Any, now_part: Any, now_work: Any, deadline: Any,
+                later_cap: Any, rows: Any, first: Any) -> tuple[int, Any, Any, float]:
+    """The knapsack's answer where the later slots cannot give every job its counted step:
+    :data:`CERTIFIED`, its objective the MILP's, if the steps of the jobs whose step does not
+    hang on slot 0 are bounded (:func:`policies.unisched.overload.step_bound`) and a later
+    plan realises that bound with every other counted step; else :data:`UNPLANNED`."""
+    n_jobs, steps = work.shape
+    loose = np.zeros(n_jobs, dtype=np.bool_)  # a step that is the same whatever slot 0 holds
+    loose[rows] = True
+    most = np.zeros((n_jobs, steps))  # the most work slot 0 can do for each job
+    unit = np.full((n_jobs, LEVELS), np.inf)
+    for c in range(cand_job.shape[0]):
+        j = cand_job[c]
+        unit[j] = np.minimum(unit[j], weight[c] / cand_phi[c])
+        if may_start[j]:
+            loose[j] = loose[j] and gain[c] == idle[j]
+            most[j] = np.maximum(most[j], cand_phi[c] * now_part[j])
+    q = np.flatnonzero(loose)
+    unplanned = (UNPLANNED, choice, step, total)
+    if q.shape[0] == 0:
+        return unplanned
+    top, target, done = step_bound(value[q], step_ok[q], work[q] - most[q],
+                                   np.ascontiguousarray(avail[q][:, :, 1:]), unit[q],
+                                   later_cap)
+    if not done:
+        return unplanned
+    final = step.copy()
+    final[q] = target
+    need = np.zeros((n_jobs, steps))
+    for j in rows:
+        for f in range(steps):
+            if step_ok[j, f] and final[j] >= 0 and f >= final[j]:
+                need[j, f] = max(work[j, f] - now_work[j, f], 0.0)
+    if not later_plan(weight[first], np.ascontiguousarray(avail[rows][:, :, 1:]), need[rows],
+                      np.zeros(first.shape[0], dtype=np.bool_), deadline,
+                      later_cap):
+        return unplanned
+    return CERTIFIED, choice, final, total - _np_sum(idle[q]) + top
 
 
 @njit
@@ -263,9 +316,11 @@ def _search(job: Any, weight: Any, delta: Any, cap: Any, tol: float) -> tuple[An
 
 
 @njit
-def _step_gain(margin: Any, scale: Any, ok: Any, value: Any) -> tuple[Any, Any, bool]:
+def _step_gain(margin: Any, scale: Any, ok: Any, value: Any, strict: bool
+               ) -> tuple[Any, Any, bool]:
     """Per row: the best reward of a step from which on every step is met (eq. 4 with the
-    steps' monotone indicators), that step (-1: none), and whether any margin is borderline.
+    steps' monotone indicators), that step (-1: none), and whether any margin is borderline
+    (never if ``strict``).
 
     ``margin`` is the work done before each step's deadline less the work it needs."""
     n, steps = margin.shape
@@ -274,7 +329,7 @@ def _step_gain(margin: Any, scale: Any, ok: Any, value: Any) -> tuple[Any, Any, 
         tail = True  # every valid step from f on is met
         for f in range(steps - 1, -1, -1):
             rel = margin[r, f] / scale[r, f]
-            if ok[r, f] and -BORDER < rel < 0.0:
+            if ok[r, f] and -MARGIN < rel < 0.0 and not strict:
                 return gain, step, True
             tail = tail and (rel >= 0.0 or not ok[r, f])
             if ok[r, f] and tail and value[r, f] > gain[r]:

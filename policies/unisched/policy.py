@@ -20,9 +20,10 @@ method declines, and a run of N jobs asks it for at most ``milp_nodes_per_job`` 
 all, rounded up (each solve counting at least one, and no solve given more than the budget
 left). Past that budget the run decides without HiGHS: by the exact method's knapsack
 optimum where no later plan certified it (:data:`policies.unisched.exact.UNPLANNED`: its
-choice for the current lease is the relaxation's, which need not be the MILP's), else, as
-above, by the cache. So the fallback's work is bounded per run, in proportion to its jobs,
-and the same run decides the same way on any machine.
+choice for the current lease is the relaxation's, which need not be the MILP's), with a
+borderline deadline step read as exact arithmetic reads it (missed), and else (the exact
+search's node limit) by the cache, as above. So the fallback's work is bounded per run, in
+proportion to its jobs, and the same run decides the same way on any machine.
 
 GPUs left over after the selection go, whole gangs at a time, to the other jobs in order of
 urgency and reward (the MILP already fills whatever Proposition 1 allows, so this matters
@@ -61,7 +62,7 @@ from policies.unisched.estimate import (
     expected_suspensions,
     outlook,
 )
-from policies.unisched.exact import CERTIFIED, DECLINED, UNPLANNED, solve_arrays, solve_input
+from policies.unisched.exact import BORDER, CERTIFIED, LIMIT, UNPLANNED, solve_arrays
 from policies.unisched.milp import (
     NODE_LIMIT,
     NODES_PER_JOB,
@@ -102,17 +103,18 @@ MAX_JOBS, HORIZON, INLINE, BUDGET = 7, 8, 9, 10  # params after the estimator's 
 # (i) profiling at the last decision, cached cells, this decision's pick (rank, cells), gang,
 # locked, profiling; globally (g) the next BE lease boundary, the last decision, when the host
 # last solved the MILP, cache fallbacks, the last solve's seconds in HiGHS, HiGHS's nodes
-# charged to the budget, boundaries decided past the budget without HiGHS; (gi) the MILP's
-# members and the urgency order
+# charged to the budget, boundaries decided past the budget without HiGHS and, of those, the
+# ones with a borderline step (read strictly) and the ones past the exact search's node limit
+# (the cache decides); (gi) the MILP's members and the urgency order
 CELLS = 4  # cell sizes 1, 2, 4 and 8 GPUs
 I = Layout(profiled=1, cached=1, cache=CELLS, rank=1, pick=CELLS, gpus=1, locked=1, profiling=1)
-G = Layout(next=1, last=1, solved=1, fallbacks=1, solve_s=1, nodes=1, past=1)
+G = Layout(next=1, last=1, solved=1, fallbacks=1, solve_s=1, nodes=1, past=1, border=1, limit=1)
 GI = Layout(count=1, rows=0)  # the members' count, then N entries each: members, order
 F_PROF, F_NOW, F_WORK = F.PROF, F.NOW, F.WORK
 I_PROFILED, I_CACHED, I_CACHE, I_RANK, I_PICK, I_GPUS, I_LOCKED, I_PROFILING = (
     I.PROFILED, I.CACHED, I.CACHE, I.RANK, I.PICK, I.GPUS, I.LOCKED, I.PROFILING)
 G_NEXT, G_LAST, G_SOLVED, G_FALLBACKS, G_SOLVE_S = G.NEXT, G.LAST, G.SOLVED, G.FALLBACKS, G.SOLVE_S
-G_NODES, G_PAST = G.NODES, G.PAST
+G_NODES, G_PAST, G_BORDER, G_LIMIT = G.NODES, G.PAST, G.BORDER, G.LIMIT
 GI_COUNT, GI_ROWS = GI.COUNT, GI.ROWS
 
 
@@ -186,15 +188,43 @@ def _exact(C: Any, J: Any, M: Any, active: Any, now: float, free: Any) -> bool:
     cells, job, phi, slot_s, free_now, free_later = selector_arrays(
         C.node_gpus, C.inter_node_factor, M.i[members, I_GPUS], M.i[members, I_PROFILING] > 0,
         work, deadline, free, p[BE_LEASE] * p[MULTIPLE], int(p[HORIZON]))
-    verdict, choice, _, _ = solve_arrays(
-        cells, job, phi, M.f[members, F_NOW], M.i[members, I_LOCKED] == 0, work, deadline,
-        M.f[members, value:value + steps], slot_s, free_now, free_later)
-    spent = verdict == UNPLANNED and M.g[G_NODES] >= p[BUDGET]
-    if verdict == CERTIFIED or spent:
-        M.g[G_PAST] += spent
+    spent = M.g[G_NODES] >= p[BUDGET]
+    verdict, choice, _, _, border = _judge(
+        spent, cells, job, phi, M.f[members, F_NOW], M.i[members, I_LOCKED] == 0, work,
+        deadline, M.f[members, value:value + steps], slot_s, free_now, free_later)
+    if verdict == CERTIFIED or (spent and verdict == UNPLANNED):  # border: only when spent
+        _count(M, spent, verdict, border)
         _take(M, active, members, choice, cells, now)
         return True
-    return False
+    return False  # HiGHS decides, or past the budget the host step's cache
+
+
+@njit
+def _judge(spent: bool, cells: Any, job: Any, phi: Any, now_value: Any, may_start: Any,
+           work: Any, deadline: Any, value: Any, slot_s: Any, free_now: Any, free_later: Any
+           ) -> tuple[int, Any, Any, float, bool]:
+    """The exact method's verdict, choice, steps and objective (``solve_arrays``), and
+    whether a step was borderline: past the run's HiGHS budget (``spent``) such a step is read
+    as exact arithmetic reads it, where HiGHS would otherwise judge it."""
+    verdict, choice, step, total = solve_arrays(cells, job, phi, now_value, may_start, work,
+                                                deadline, value, slot_s, free_now, free_later,
+                                                False)
+    if not (spent and verdict == BORDER):
+        return verdict, choice, step, total, False
+    verdict, choice, step, total = solve_arrays(cells, job, phi, now_value, may_start, work,
+                                                deadline, value, slot_s, free_now, free_later,
+                                                True)
+    return verdict, choice, step, total, True
+
+
+@njit
+def _count(M: Any, spent: bool, verdict: int, border: bool) -> None:
+    """A boundary past the budget in the memory's counters: decided without HiGHS and not
+    certified, with a borderline step, past the exact search's node limit."""
+    if spent:
+        M.g[G_PAST] += verdict != CERTIFIED or border
+        M.g[G_BORDER] += border
+        M.g[G_LIMIT] += verdict == LIMIT
 
 
 @njit
@@ -441,9 +471,12 @@ class UniSched(KernelRoundPolicy):
             if not sel.exact:
                 M.g[G_NODES] += max(sel.nodes, 1)
             return sel
-        verdict, choice, step, total = solve_input(inp)
-        M.g[G_PAST] += verdict != CERTIFIED
-        if verdict == DECLINED:
+        verdict, choice, step, total, border = _judge(
+            True, inp.cand_cells, inp.cand_job, inp.cand_phi, inp.now_value, inp.may_start,
+            inp.work_s, inp.deadline_s, inp.step_value, inp.slot_s, inp.free_now,
+            inp.free_later)
+        _count(M, True, verdict, border)
+        if verdict not in (CERTIFIED, UNPLANNED):
             none = np.full(inp.now_value.shape[0], -1, dtype=np.int64)
             return Selection(none, none, float("nan"), 0, False, 0.0, exact=True)
         return Selection(choice, step, total, status=0, usable=True, solve_s=0.0, exact=True)

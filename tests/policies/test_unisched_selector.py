@@ -231,9 +231,9 @@ def test_exact_selector_matches_highs_on_random_instances() -> None:
 RECORDED = Path(__file__).parents[1] / "fixtures" / "unisched" / "selector_instances.npz"
 
 
-def recorded_instances() -> Iterator[SelectorInput]:
+def recorded_instances(path: Path = RECORDED) -> Iterator[SelectorInput]:
     """Selector instances recorded from a UniSched run (fixtures/unisched/README.md)."""
-    with np.load(RECORDED) as doc:
+    with np.load(path) as doc:
         arrays = {k: doc[k] for k in doc.files}
     names = [f.name for f in fields(SelectorInput)]
     for k in range(int(arrays["count"])):
