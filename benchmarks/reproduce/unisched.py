@@ -157,7 +157,7 @@ def headlines(res: dict[str, dict[str, dict[str, float]]], setup: str) -> None:
         if got:
             rows.append(("R_slo deadline-aware / UniSched, P_SLO", "1.17-4.82x",
                          f"{min(got):.2f}-{max(got):.2f}x", "-"))
-    if "P_MIX2" in res and "unisched" in res["P_MIX2"]:
+    if "P_MIX2" in res and "unisched" in res["P_MIX2"] and len(res["P_MIX2"]) > 1:
         m = res["P_MIX2"]
         rank = 1 + sum(v["slo_miss"] < m["unisched"]["slo_miss"] for v in m.values())
         best = min((v["slo_miss"], k) for k, v in m.items() if k != "unisched")
