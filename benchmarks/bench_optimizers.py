@@ -26,7 +26,8 @@ Printed: median and range over seeds per budget, each method against random sear
 plot of the median hypervolume against evaluations (``--plot``).
 
 Run from the project root: ``python benchmarks/bench_optimizers.py`` (``--quick``: one
-problem, 3 seeds, budgets 100 and 370). ``--runs FILE`` keeps every run's points;
+problem, 3 seeds, budgets 100 and 370). ``--runs FILE`` keeps every run's points
+(``--first-seed``: add later seeds in another run);
 ``--rescore FILE...`` scores kept runs together without searching again (e.g. after
 re-running only ``--methods ours``).
 """
@@ -271,6 +272,8 @@ def main() -> None:
                    help=f"comma-separated, of: {', '.join(PROBLEMS)}")
     p.add_argument("--methods", default=",".join(METHODS), help="comma-separated")
     p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="search seeds FIRST to FIRST+SEEDS-1 (to add seeds to kept --runs)")
     p.add_argument("--budgets", default="100,370,1000", help="evaluations, comma-separated")
     p.add_argument("--max-budget", default="",
                    help="per-problem cap on the budgets, e.g. unisched=370,unified=370")
@@ -292,7 +295,7 @@ def main() -> None:
     jobs = []
     for problem in args.problems.split(","):
         mine = [b for b in budgets if b <= caps.get(problem, max(budgets))]
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             for method in args.methods.split(","):
                 for b in (mine if method == "ours" else mine[-1:]):
                     jobs.append((problem, seed, method, b))
