@@ -12,7 +12,10 @@ variants the paper may have meant (objective ``max_min`` and ``max_sum``, both
 heterogeneity-aware; for the makespan headline also Gavel's own makespan policy, objective
 ``makespan``: its ``min_total_duration_perf``), ``tiresias`` (two queues, PromoteKnob off; its
 queue limit, not stated by the paper, is ``--threshold``, default the Tiresias simulator's
-3250 GPU-seconds) and ``yarn-cs``. η is not stated by the paper either: ``--eta`` (default 1)
+3250 GPU-seconds) and YARN-CS in two readings: ``yarn-cs`` (Tiresias's simulator's; the
+order a static batch queues in, not stated by the paper, is ``--shuffle`` or ``--order``) and
+Gavel's own heterogeneity-agnostic FIFO (``gavel`` with objective ``fifo``, as Gavel's
+simulator runs it). η is not stated by the paper either: ``--eta`` (default 1)
 sets it for the headlines and ``--etas`` sweeps it for the avg-JCT headline.
 
 Prints per pattern every policy's avg and median JCT, makespan, avg finish-time fairness and
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +49,8 @@ from simulator.inputs.throughput import ThroughputTable  # noqa: E402
 SHARED = ROOT.parent / "shared" / "data"
 GAVELS = {"gavel max_min": Gavel(), "gavel max_sum": Gavel(objective="max_sum")}
 GAVEL_MAKESPAN = {"gavel makespan": Gavel(objective="makespan")}  # Gavel's min_total_duration
+# YARN-CS: Tiresias's simulator's (the project's yarn-cs), and Gavel's agnostic FIFO
+YARNS = {"yarn-cs": YarnCS(), "gavel fifo": Gavel(objective="fifo", aware=False)}
 # (pattern, metric, baseline, hadar's utility, paper's baseline / hadar)
 HEADLINES = (
     ("static", "jct", "gavel", "jct", 1.8),
@@ -91,7 +97,19 @@ def policies(eta: float, threshold: float) -> dict[str, Any]:
     """Every policy of the tables, by label."""
     return {"hadar jct": Hadar(eta=eta), "hadar makespan": Hadar(eta=eta, utility="makespan"),
             **GAVELS, **GAVEL_MAKESPAN, "tiresias": Tiresias(threshold_gpu_s=threshold),
-            "yarn-cs": YarnCS()}
+            **YARNS}
+
+
+def queued(wl: Workload, order: str) -> Workload:
+    """A static batch queued by its work (``service_s``): ``least-work`` or ``most-work``
+    first (ties in trace order; job ids stay in queue order); ``trace`` leaves it as it is."""
+    if order == "trace":
+        return wl
+    key = wl.service_s if order == "least-work" else -wl.service_s
+    idx = np.argsort(key, kind="stable")
+    per_job = {f.name: getattr(wl, f.name)[idx] for f in fields(wl)
+               if isinstance(getattr(wl, f.name), np.ndarray) and f.name != "job_id"}
+    return replace(wl, **per_job, source=f"{wl.source}, queued {order} first")
 
 
 def workloads(args: argparse.Namespace, seed: int) -> dict[str, Workload]:
@@ -99,7 +117,8 @@ def workloads(args: argparse.Namespace, seed: int) -> dict[str, Workload]:
     table = ThroughputTable.from_gavel_json(SHARED / "gavel" / "simulation_throughputs.json")
     trace = SHARED / "pcs" / "traces" / f"trace_{args.trace}.csv"
     kw: dict[str, Any] = {"n_jobs": args.jobs, "sampling": args.sampling, "seed": seed}
-    return {"static": hadar_workload(trace, table, shuffle=args.shuffle, **kw),
+    static = hadar_workload(trace, table, shuffle=args.shuffle, **kw)
+    return {"static": queued(static, args.order),
             "continuous": hadar_workload(trace, table, arrivals=args.continuous,
                                          rate_per_h=args.rate, **kw)}
 
@@ -132,7 +151,7 @@ def headline_table(runs: list[Results], setup: str) -> str:
     lines = [f"## headlines ({setup})",
              f"{'headline':<58} {'paper':>6} {'ours':>6} {'seeds':>13} {'ours/paper':>10}"]
     for pattern, metric, base, utility, paper in HEADLINES:
-        labels = list(GAVELS) if base == "gavel" else [base]
+        labels = {"gavel": list(GAVELS), "yarn-cs": list(YARNS)}.get(base, [base])
         if base == "gavel" and metric == "makespan":
             labels += list(GAVEL_MAKESPAN)
         for label in labels:
@@ -161,14 +180,21 @@ def main(argv: list[str] | None = None) -> None:
                    "JCT headline over (e.g. 1,100,1e4,1e6; default: none)")
     p.add_argument("--shuffle", action="store_true", help="queue the static jobs in a random "
                    "order, not the trace's (FIFO's figures depend on it)")
+    p.add_argument("--order", default="trace", choices=("trace", "least-work", "most-work"),
+                   help="queue the static jobs by their work, least or most first (the "
+                        "range of a FIFO's figures; default: trace order)")
     p.add_argument("--seeds", default="0", help="comma-separated sample seeds (default 0)")
     args = p.parse_args(argv)
 
     profile = load_profile("gavel-hetero-60")
     seeds = [int(x) for x in args.seeds.split(",")]
     rate = f" --rate {args.rate:g}" if args.continuous == "poisson" else ""
+    order = f" --order {args.order}" if args.order != "trace" else ""
+    if args.shuffle and args.order != "trace":
+        p.error("--shuffle and --order are two queue orders: give one")
     setup = (f"{args.trace} --jobs {args.jobs} --sampling {args.sampling} --continuous "
-             f"{args.continuous}{rate}{' --shuffle' if args.shuffle else ''} --eta {args.eta:g} "
+             f"{args.continuous}{rate}{' --shuffle' if args.shuffle else ''}{order} "
+             f"--eta {args.eta:g} "
              f"--threshold {args.threshold:g} --seeds {args.seeds}; gavel-hetero-60")
     samples = {seed: workloads(args, seed) for seed in seeds}
     runs = [per_policy(wls, args.eta, args.threshold, profile) for wls in samples.values()]
