@@ -52,7 +52,7 @@ import numpy.typing as npt
 
 from policies.cells import LEVELS, NEST, fits_cells
 from policies.unisched.later import later_plan
-from policies.unisched.overload import step_bound
+from policies.unisched.overload import certify_overloaded
 from policies.unisched.pricing import priced_table, prices, table_pick
 from simulator.jit import configure_cache, njit
 
@@ -212,53 +212,13 @@ def solve_arrays(cand_cells: Any, cand_job: Any, cand_phi: Any, now_value: Any,
         if not later_plan(weight[first], later_avail, need[rows],
                           np.zeros(first.shape[0], dtype=np.bool_), deadline_or_inf,
                           later_cap):
-            return _overloaded(choice, step, total, cand_job, cand_phi, weight, may_start,
-                               gain, idle, step_ok, work, value, avail, now_part, now_work,
-                               deadline_or_inf, later_cap, rows, first)
+            done, final, loose, top = certify_overloaded(
+                step, cand_job, cand_phi, weight, may_start, gain, idle, step_ok, work, value,
+                avail, now_part, now_work, deadline_or_inf, later_cap, rows, first)
+            if not done:
+                return UNPLANNED, choice, step, total
+            return CERTIFIED, choice, final, total - _np_sum(idle[loose]) + top
     return CERTIFIED, choice, step, total
-
-
-@njit
-def _overloaded(choice: Any, step: Any, total: float, cand_job: Any, cand_phi: Any,
-                weight: Any, may_start: Any, gain: Any, idle: Any, step_ok: Any, work: Any,
-                value: Any, avail: Any, now_part: Any, now_work: Any, deadline: Any,
-                later_cap: Any, rows: Any, first: Any) -> tuple[int, Any, Any, float]:
-    """The knapsack's answer where the later slots cannot give every job its counted step:
-    :data:`CERTIFIED`, its objective the MILP's, if the steps of the jobs whose step does not
-    hang on slot 0 are bounded (:func:`policies.unisched.overload.step_bound`) and a later
-    plan realises that bound with every other counted step; else :data:`UNPLANNED`."""
-    n_jobs, steps = work.shape
-    loose = np.zeros(n_jobs, dtype=np.bool_)  # a step that is the same whatever slot 0 holds
-    loose[rows] = True
-    most = np.zeros((n_jobs, steps))  # the most work slot 0 can do for each job
-    unit = np.full((n_jobs, LEVELS), np.inf)
-    for c in range(cand_job.shape[0]):
-        j = cand_job[c]
-        unit[j] = np.minimum(unit[j], weight[c] / cand_phi[c])
-        if may_start[j]:
-            loose[j] = loose[j] and gain[c] == idle[j]
-            most[j] = np.maximum(most[j], cand_phi[c] * now_part[j])
-    q = np.flatnonzero(loose)
-    unplanned = (UNPLANNED, choice, step, total)
-    if q.shape[0] == 0:
-        return unplanned
-    top, target, done = step_bound(value[q], step_ok[q], work[q] - most[q],
-                                   np.ascontiguousarray(avail[q][:, :, 1:]), unit[q],
-                                   later_cap)
-    if not done:
-        return unplanned
-    final = step.copy()
-    final[q] = target
-    need = np.zeros((n_jobs, steps))
-    for j in rows:
-        for f in range(steps):
-            if step_ok[j, f] and final[j] >= 0 and f >= final[j]:
-                need[j, f] = max(work[j, f] - now_work[j, f], 0.0)
-    if not later_plan(weight[first], np.ascontiguousarray(avail[rows][:, :, 1:]), need[rows],
-                      np.zeros(first.shape[0], dtype=np.bool_), deadline,
-                      later_cap):
-        return unplanned
-    return CERTIFIED, choice, final, total - _np_sum(idle[q]) + top
 
 
 @njit

@@ -22,17 +22,63 @@ from typing import Any
 import numpy as np
 
 from policies.cells import LEVELS
+from policies.unisched.later import later_plan
 from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["TARGET_LIMIT", "step_bound"]
+__all__ = ["TARGET_LIMIT", "certify_overloaded", "step_bound"]
 
 TARGET_LIMIT = 100_000
 """Branch-and-bound nodes of :func:`step_bound` before it gives up (a work limit)."""
 SLACK = 1e-5
 """The capacity conditions allow this fraction more than the cells (HiGHS's tolerance), so the
 bound stays an upper bound of what HiGHS may count as met."""
+
+
+@njit
+def certify_overloaded(step: Any, cand_job: Any, cand_phi: Any, weight: Any, may_start: Any,
+                       gain: Any, idle: Any, step_ok: Any, work: Any, value: Any, avail: Any,
+                       now_part: Any, now_work: Any, deadline: Any, later_cap: Any, rows: Any,
+                       first: Any) -> tuple[bool, Any, Any, float]:
+    """Whether the knapsack's slot 0 is certified where the later slots cannot give every job
+    its counted step: the steps of the jobs whose step does not hang on slot 0 are bounded
+    (:func:`step_bound`) and a later plan realises that bound with every other counted step.
+
+    Returns:
+        (certified, each job's step, those jobs' indices, their bounded step reward), the
+        objective then the knapsack's less those jobs' ``idle`` rewards plus the bound.
+    """
+    n_jobs, steps = work.shape
+    loose = np.zeros(n_jobs, dtype=np.bool_)  # a step that is the same whatever slot 0 holds
+    loose[rows] = True
+    most = np.zeros((n_jobs, steps))  # the most work slot 0 can do for each job
+    unit = np.full((n_jobs, LEVELS), np.inf)
+    for c in range(cand_job.shape[0]):
+        j = cand_job[c]
+        unit[j] = np.minimum(unit[j], weight[c] / cand_phi[c])
+        if may_start[j]:
+            loose[j] = loose[j] and gain[c] == idle[j]
+            most[j] = np.maximum(most[j], cand_phi[c] * now_part[j])
+    q = np.flatnonzero(loose)
+    if q.shape[0] == 0:
+        return False, step, q, 0.0
+    top, target, done = step_bound(value[q], step_ok[q], work[q] - most[q],
+                                   np.ascontiguousarray(avail[q][:, :, 1:]), unit[q],
+                                   later_cap)
+    if not done:
+        return False, step, q, 0.0
+    final = step.copy()
+    final[q] = target
+    need = np.zeros((n_jobs, steps))
+    for j in rows:
+        for f in range(steps):
+            if step_ok[j, f] and final[j] >= 0 and f >= final[j]:
+                need[j, f] = max(work[j, f] - now_work[j, f], 0.0)
+    planned = later_plan(weight[first], np.ascontiguousarray(avail[rows][:, :, 1:]),
+                         need[rows], np.zeros(first.shape[0], dtype=np.bool_), deadline,
+                         later_cap)
+    return planned, final, q, top
 
 
 @njit
