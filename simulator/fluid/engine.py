@@ -89,6 +89,7 @@ from simulator.fluid.columns import (  # noqa: E402
     _finish,
     _history,
     _holds,
+    _keeps,
     _next_end,
     _scan_held,
     speed_at,
@@ -170,9 +171,10 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
                out[:cols])
         k = 0
         for i in range(cols):
-            p, w = _apply(F, I, i, out[i], now, restart_s, speedup, record, preempt, start,
-                          watch)
-            pause_at, hit = min(pause_at, p), hit or w
+            if not _keeps(F, i, out[i], now):
+                p, w = _apply(F, I, i, out[i], now, restart_s, speedup, record, preempt, start,
+                              watch)
+                pause_at, hit = min(pause_at, p), hit or w
             if out[i] > 0.0 or p < INF or F[REM, i] <= 0.0:  # _holds, from what was just set
                 held[k] = i
                 k += 1
@@ -193,8 +195,10 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
     for j in range(m):
         i = pos[j]
         I[MARK, i] = 0
-        p, w = _apply(F, I, i, val[j], now, restart_s, speedup, record, preempt, start, watch)
-        pause_at, hit = min(pause_at, p), hit or w
+        if not _keeps(F, i, val[j], now):
+            p, w = _apply(F, I, i, val[j], now, restart_s, speedup, record, preempt, start,
+                          watch)
+            pause_at, hit = min(pause_at, p), hit or w
         if _holds(F, i, now):
             held[k] = i
             k += 1
