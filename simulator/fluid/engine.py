@@ -23,10 +23,12 @@ waiting job's terms would be exact zeros. The run keeps them in arrival order (t
 are summed in one order); a playout does not sort them, as nothing it keeps depends on their
 order (the next completion's ties are broken by column, that is by arrival).
 
-The per-event helpers are inlined (numba ``inline="always"``): a call to a compiled function
-takes and drops a reference on each array it is passed, an atomic operation, and with a few
-dozen held jobs an event's calls cost more than its arithmetic (``benchmarks/bench_simulate.py``
-measures the playouts). The decision itself takes one of
+numba takes and drops a reference on each array a compiled function is passed, inlined
+(``inline="always"``) or not, an atomic operation; with a few dozen held jobs an event's
+reference counting cost more than its arithmetic (``benchmarks/bench_simulate.py`` measures
+the playouts). So a decision skips the jobs it leaves as they are (``_keeps``), and a
+playout's event loop (:func:`_play`) is compiled without reference counting: it allocates
+nothing, and the arrays it reads are owned by its caller. The decision itself takes one of
 two paths:
 
 * the full path: the policy's kernel re-decides every active job (all per-job arrays cover
@@ -202,11 +204,6 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
         if _holds(F, i, now):
             held[k] = i
             k += 1
-    if record:  # arrival order, for the GPUs in use summed in one order (_advance)
-        order = stable_order(held[:k])
-        kept = held[:k].copy()
-        for j in range(k):
-            held[j] = kept[order[j]]
     return pause_at, hit, k
 
 
@@ -227,10 +224,21 @@ def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick
     for i in range(cols):
         F[REM, i] = F[EST, i]
     held = np.empty(cols, dtype=np.int64)
-    h = _scan_held(F, I, cols, now, held)  # a job whose estimate ran out now holds too
     S = (np.empty(cols), np.empty(cols, dtype=np.int64), np.empty(cols))
-    dummy_f = np.empty(0)
-    dummy_i = np.empty(0, dtype=np.int64)
+    return _play(kernel, qkernel, params, aux, gpus, tick_s, restart_s, speedup, F, I, cols, n,
+                 Q, queued, now, target, pause_at, history, clock_us, seen, held, S,
+                 np.empty(0), np.empty(0, dtype=np.int64))
+
+
+@njit(_nrt=False)
+def _play(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
+          restart_s: float, speedup: Any, F: Any, I: Any, cols: int, n: int, Q: Any,
+          queued: bool, now: float, target: int, pause_at: float, history: int,
+          clock_us: bool, seen: tuple[float, float], held: Any, S: Any, dummy_f: Any,
+          dummy_i: Any) -> tuple[float, float, int]:
+    """:func:`_playout`'s event loop, on the arrays it owns; compiled without numba's
+    reference counting (it allocates nothing), which cost more than an event's arithmetic."""
+    h = _scan_held(F, I, cols, now, held)  # a job whose estimate ran out now holds too
     pred_start = INF
     for i in range(cols):
         if I[JOB, i] == target and F[ALLOC, i] > 0.0:
@@ -362,6 +370,10 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
         pause_at, _, h = _decide(kernel, qkernel, params, aux, gpus, restart_s, speedup, F, I,
                                  cols, Q, queued, held, h, now, S, preempt, start, True, -1,
                                  _history(F, cols, (seen_total, seen_events), history))
+        order = stable_order(held[:h])  # arrival order: the GPUs in use summed in one order
+        kept = held[:h].copy()
+        for j in range(h):
+            held[j] = kept[order[j]]
         end_at, end_pos = _next_end(F, held, h, now, clock_us, history == RANKED)
         tick_at = now + tick_s if tick_s > 0.0 else INF
         if predict and arrived >= 0:
