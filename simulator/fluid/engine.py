@@ -173,6 +173,7 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
                out[:cols])
         k = 0
         for i in range(cols):
+            p = INF  # what _apply returns for a job it would leave as it is
             if not _keeps(F, i, out[i], now):
                 p, w = _apply(F, I, i, out[i], now, restart_s, speedup, record, preempt, start,
                               watch)
