@@ -16,13 +16,11 @@ best-effort job.
 If the MILP finds no usable solution within ``milp_node_limit`` branch-and-bound nodes (a
 work limit, so machine load never changes a decision), the previous cycle's solution is
 reused for the jobs still waiting on it (the paper's cache). HiGHS decides only what the exact
-method declines, and a run of N jobs asks it for at most ``milp_nodes_per_job`` x N nodes'
-work in all, rounded up. The work is counted in nodes of a MILP of up to
-:data:`policies.unisched.milp.NODE_VARIABLES` variables: a node of a larger MILP costs one
-per that many variables started (:func:`policies.unisched.milp.node_cost`), each solve
-counts at least one node, and no solve is given more nodes than the work left pays for.
-Past that budget (left too small for one node of the instance at hand) the run decides
-without HiGHS: by the exact method's knapsack
+method declines, and a run of N jobs asks it for at most ``milp_nodes_per_job`` x N budget
+nodes of work, rounded up: a HiGHS node costs one per 1,000 variables of its MILP started
+(:func:`policies.unisched.milp.node_cost`), each solve at least one node, and no solve gets
+more nodes than the work left pays for. Past that budget (not one node of the MILP at hand
+left) the run decides without HiGHS: by the exact method's knapsack
 optimum where no later plan certified it (:data:`policies.unisched.exact.UNPLANNED`: its
 choice for the current lease is the relaxation's, which need not be the MILP's), with a
 borderline deadline step read as exact arithmetic reads it (missed), and else (the exact
