@@ -31,9 +31,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from policies import make_policy  # noqa: E402  (after the path is set)
+from policies.unisched.milp import Selection, SelectorInput, charge  # noqa: E402
+from policies.unisched.policy import UniSched  # noqa: E402
 from simulator import Workload, load_profile, read_chronus, simulate  # noqa: E402
 from simulator.inputs.generate import add_slos  # noqa: E402
 from simulator.inputs.profile import ClusterProfile, NodeGroup  # noqa: E402
@@ -78,13 +80,40 @@ def offered_load(wl: Workload, gpus: int) -> float:
     return float(wl.service_s.sum()) / (gpus * span) if span > 0 else np.inf
 
 
+HIGHS = {"solves": 0, "nodes": 0, "work": 0}
+"""UniSched's HiGHS solves in the last run, their nodes and the budget work they were charged."""
+
+
+@dataclass(frozen=True)
+class CountedUniSched(UniSched):
+    """UniSched that tallies its HiGHS solves in :data:`HIGHS`. It decides on the Python path
+    (the host step at every boundary), as UniSched's kernel does
+    (``tests/policies/test_unisched_budget.py`` checks the two agree)."""
+
+    name: ClassVar[str] = "unisched-counted"
+
+    def select(self, inp: SelectorInput, node_limit: int) -> Selection:
+        sel = super().select(inp, node_limit)
+        if not sel.exact:
+            HIGHS["solves"] += 1
+            HIGHS["nodes"] += sel.nodes
+            HIGHS["work"] += charge(sel)
+        return sel
+
+
 def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, Any]
             ) -> dict[str, float]:
-    """R_slo, best-effort JCT (s) and wall time (s) of one policy on one workload."""
-    t0 = time.perf_counter()
-    r = simulate(wl, profile, make_policy(name, params))
+    """R_slo, best-effort JCT (s), wall and CPU time (s) of one policy on one workload, and
+    for UniSched its HiGHS tally (:data:`HIGHS`)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    HIGHS.update(dict.fromkeys(HIGHS, 0))
+    policy = (CountedUniSched.from_params(params) if name == "unisched"
+              else make_policy(name, params))
+    r = simulate(wl, profile, policy)
     out = {k: mean(METRICS[k].compute(r)) for k in ("slo_miss", "be_jct")}
-    out["wall"] = time.perf_counter() - t0
+    out["wall"], out["cpu"] = time.perf_counter() - t0, time.process_time() - c0
+    if name == "unisched":
+        out.update({f"highs_{k}": float(v) for k, v in HIGHS.items()})
     return out
 
 
@@ -96,8 +125,10 @@ def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float,
         params: dict[str, Any] = (dict(unisched) if name == "unisched"
                                   else {} if name in OWN_LEASE else {"lease_s": lease_s})
         out[name] = m = measure(wl, profile, name, params)
+        tally = (f"  HiGHS: {m['highs_solves']:.0f} solves, {m['highs_nodes']:.0f} nodes, "
+                 f"{m['highs_work']:.0f} budget nodes charged" if name == "unisched" else "")
         print(f"  {name:<14}{m['slo_miss']:>9.4f}{m['be_jct'] / 3600:>11.2f}"
-              f"{m['wall']:>9.1f}", flush=True)
+              f"{m['wall']:>9.1f}{m['cpu']:>9.1f}{tally}", flush=True)
     return out
 
 
@@ -228,7 +259,7 @@ def main() -> None:
         span_h = float(wl.arrival_s.max() - wl.arrival_s.min()) / 3600
         print(f"\n{key}: {len(wl)} jobs ({wl.source}), span {span_h:.1f} h, offered load "
               f"{offered_load(wl, profile.total_gpus):.2f} on {profile.total_gpus} GPUs")
-        print(f"  {'policy':<14}{'R_slo':>9}{'be_jct h':>11}{'wall s':>9}")
+        print(f"  {'policy':<14}{'R_slo':>9}{'be_jct h':>11}{'wall s':>9}{'CPU s':>9}")
         res[key] = run(wl, profile, names, args.lease_s, own)
     budget = ("" if args.milp_nodes_per_job is None
               else f"UniSched's HiGHS budget {args.milp_nodes_per_job:g} nodes a job, ")

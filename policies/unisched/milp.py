@@ -55,8 +55,9 @@ from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["NODES_PER_JOB", "NODE_LIMIT", "USABLE_GAP", "Selection", "SelectorInput",
-           "selector_arrays", "selector_input", "solve_milp", "solve_selector"]
+__all__ = ["NODES_PER_JOB", "NODE_LIMIT", "NODE_VARIABLES", "USABLE_GAP", "Selection",
+           "SelectorInput", "charge", "milp_variables", "node_cost", "selector_arrays",
+           "selector_input", "solve_milp", "solve_selector"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -65,12 +66,18 @@ BoolArray = npt.NDArray[np.bool_]
 NODE_LIMIT = 100_000
 """HiGHS branch-and-bound nodes per MILP by default (none of the recorded instances needs it)."""
 NODES_PER_JOB = 1.0
-"""HiGHS branch-and-bound nodes per job of a simulation run by default, each solve counting at
-least one: past that run's budget it asks HiGHS no more (:mod:`policies.unisched.policy`), so
-the fallback's work is bounded per run, in proportion to the run, as a work limit."""
+"""HiGHS work per job of a simulation run by default, in nodes of a MILP of up to
+:data:`NODE_VARIABLES` variables (:func:`node_cost`), each solve counting at least one node:
+past that run's budget it asks HiGHS no more (:mod:`policies.unisched.policy`), so the
+fallback's work is bounded per run, in proportion to the run, as a work limit."""
+NODE_VARIABLES = 1_000
+"""The MILP size (variables) one node of the budget pays for; a node of a larger MILP costs
+:func:`node_cost` of them (HiGHS's CPU a node grows with the size: measured, fidelity page)."""
 USABLE_GAP = 0.05
 """A solution cut short by the node limit counts only if within this gap of the bound (HiGHS
 offers trivial starting points, such as running nothing, that are no answer at all)."""
+
+
 @dataclass(frozen=True, eq=False)
 class SelectorInput:
     """One cycle's selection problem. Candidates are grouped by job, in job order.
@@ -117,6 +124,7 @@ class Selection:
         solve_s: wall seconds in the solver.
         exact: answered by the exact knapsack method (:mod:`policies.unisched.exact`), not HiGHS.
         nodes: HiGHS's branch-and-bound nodes (0 from the exact method).
+        variables: the MILP's variables (0 from the exact method).
     """
 
     choice: IntArray
@@ -127,6 +135,36 @@ class Selection:
     solve_s: float
     exact: bool = False
     nodes: int = 0
+    variables: int = 0
+
+
+@njit
+def milp_variables(cand_job: Any, work_s: Any, deadline_s: Any, slots: int) -> int:
+    """The variables of :func:`solve_milp`'s MILP for an instance (compiled, so a kernel can
+    price a solve before asking for it): each candidate's slot-0 binary, its fractions of
+    the later slots if its job has a deadline step in reach, and each such step's indicator."""
+    n_jobs = work_s.shape[0]
+    steps = np.zeros(n_jobs, dtype=np.int64)
+    for j in range(n_jobs):
+        for f in range(work_s.shape[1]):
+            steps[j] += np.isfinite(work_s[j, f]) and deadline_s[j, f] > 0.0
+    later = 0
+    for c in range(cand_job.shape[0]):
+        later += steps[cand_job[c]] > 0
+    return int(cand_job.shape[0] + later * (slots - 1) + steps.sum())
+
+
+def charge(sel: Selection) -> int:
+    """Budget nodes a HiGHS solve costs: its nodes (at least one) at its MILP's
+    :func:`node_cost`."""
+    return max(sel.nodes, 1) * node_cost(sel.variables)
+
+
+@njit
+def node_cost(variables: int) -> int:
+    """Budget nodes one HiGHS node of a MILP of ``variables`` variables costs: one per
+    :data:`NODE_VARIABLES` started."""
+    return max(1, -(-variables // NODE_VARIABLES))
 
 
 def selector_input(cluster: Any, *, gpus: IntArray, profiling: BoolArray,
@@ -324,12 +362,13 @@ def solve_milp(inp: SelectorInput, *, node_limit: int = NODE_LIMIT,
     nodes = int(getattr(res, "mip_node_count", 0) or 0)
     if res.x is None or (res.status != 0 and (gap is None or gap > USABLE_GAP)):
         return Selection(choice, step, float("nan"), int(res.status), False, solve_s,
-                         nodes=nodes)
+                         nodes=nodes, variables=n_var)
     on = np.flatnonzero(res.x[:n_cand] > 0.5)
     choice[inp.cand_job[on]] = on
     hit = np.flatnonzero(res.x[s0:] > 0.5)[::-1]  # the earliest step met wins
     step[vj[hit]] = vf[hit]
-    return Selection(choice, step, float(-res.fun), int(res.status), True, solve_s, nodes=nodes)
+    return Selection(choice, step, float(-res.fun), int(res.status), True, solve_s, nodes=nodes,
+                     variables=n_var)
 
 
 _STDOUT_LOCK = threading.Lock()

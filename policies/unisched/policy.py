@@ -16,9 +16,11 @@ best-effort job.
 If the MILP finds no usable solution within ``milp_node_limit`` branch-and-bound nodes (a
 work limit, so machine load never changes a decision), the previous cycle's solution is
 reused for the jobs still waiting on it (the paper's cache). HiGHS decides only what the exact
-method declines, and a run of N jobs asks it for at most ``milp_nodes_per_job`` x N nodes in
-all, rounded up (each solve counting at least one, and no solve given more than the budget
-left). Past that budget the run decides without HiGHS: by the exact method's knapsack
+method declines, and a run of N jobs asks it for at most ``milp_nodes_per_job`` x N budget
+nodes of work, rounded up: a HiGHS node costs one per 1,000 variables of its MILP started
+(:func:`policies.unisched.milp.node_cost`), each solve at least one node, and no solve gets
+more nodes than the work left pays for. Past that budget (not one node of the MILP at hand
+left) the run decides without HiGHS: by the exact method's knapsack
 optimum where no later plan certified it (:data:`policies.unisched.exact.UNPLANNED`: its
 choice for the current lease is the relaxation's, which need not be the MILP's), with a
 borderline deadline step read as exact arithmetic reads it (missed), and else (the exact
@@ -68,6 +70,9 @@ from policies.unisched.milp import (
     NODES_PER_JOB,
     Selection,
     SelectorInput,
+    charge,
+    milp_variables,
+    node_cost,
     selector_arrays,
     selector_input,
     solve_selector,
@@ -102,7 +107,7 @@ MAX_JOBS, HORIZON, INLINE, BUDGET = 7, 8, 9, 10  # params after the estimator's 
 # each step's value (fixed per job, worked out once so the kernel need not); per row
 # (i) profiling at the last decision, cached cells, this decision's pick (rank, cells), gang,
 # locked, profiling; globally (g) the next BE lease boundary, the last decision, when the host
-# last solved the MILP, cache fallbacks, the last solve's seconds in HiGHS, HiGHS's nodes
+# last solved the MILP, cache fallbacks, the last solve's seconds in HiGHS, HiGHS's work
 # charged to the budget, boundaries decided past the budget without HiGHS and, of those, the
 # ones with a borderline step (read strictly) and the ones past the exact search's node limit
 # (the cache decides); (gi) the MILP's members and the urgency order
@@ -188,7 +193,8 @@ def _exact(C: Any, J: Any, M: Any, active: Any, now: float, free: Any) -> bool:
     cells, job, phi, slot_s, free_now, free_later = selector_arrays(
         C.node_gpus, C.inter_node_factor, M.i[members, I_GPUS], M.i[members, I_PROFILING] > 0,
         work, deadline, free, p[BE_LEASE] * p[MULTIPLE], int(p[HORIZON]))
-    spent = M.g[G_NODES] >= p[BUDGET]
+    size = milp_variables(job, work, deadline, slot_s.shape[0])
+    spent = M.g[G_NODES] + node_cost(size) > p[BUDGET]  # not one node of this MILP left
     verdict, choice, _, _, border = _judge(
         spent, cells, job, phi, M.f[members, F_NOW], M.i[members, I_LOCKED] == 0, work,
         deadline, M.f[members, value:value + steps], slot_s, free_now, free_later)
@@ -369,8 +375,9 @@ class UniSched(KernelRoundPolicy):
                                  searchable=False,
                                  help="HiGHS nodes per MILP (cache past it without a solution)")
     milp_nodes_per_job: float = param(NODES_PER_JOB, low=0.0, high=10_000.0, searchable=False,
-                                      help="HiGHS nodes per job of a run, summed over the run "
-                                           "(past them: the exact method's choice)")
+                                      help="HiGHS work per job of a run, summed over the run, "
+                                           "in nodes of a 1,000-variable MILP (past it: the "
+                                           "exact method's choice)")
 
     SLO_ONLY: ClassVar[tuple[str, ...]] = ("slo_lease_multiple", "slo_reward", "reward_decay")
     """Parameters read only for strict and soft SLO jobs (their lease, step values)."""
@@ -462,14 +469,17 @@ class UniSched(KernelRoundPolicy):
                 and type(self).host_step is UniSched.host_step)
 
     def _budgeted(self, inp: SelectorInput, M: PolicyMemory) -> Selection:
-        """:meth:`select` within the run's HiGHS budget (its nodes charged to ``M``, each solve
-        at least one); past it the exact method's choice, certified or not (no choice: an
-        unusable selection, so the cache decides)."""
+        """:meth:`select` within the run's HiGHS budget (its nodes charged to ``M`` at the
+        MILP's :func:`node_cost` each, each solve at least one node); past it (not one node of
+        this MILP left) the exact method's choice, certified or not (no choice: an unusable
+        selection, so the cache decides)."""
         left = int(M.params[BUDGET] - M.g[G_NODES])
-        if left > 0:
-            sel = self.select(inp, min(self.milp_node_limit, left))
+        cost = node_cost(milp_variables(inp.cand_job, inp.work_s, inp.deadline_s,
+                                        inp.slot_s.shape[0]))
+        if left >= cost:
+            sel = self.select(inp, min(self.milp_node_limit, left // cost))
             if not sel.exact:
-                M.g[G_NODES] += max(sel.nodes, 1)
+                M.g[G_NODES] += charge(sel)
             return sel
         verdict, choice, step, total, border = _judge(
             True, inp.cand_cells, inp.cand_job, inp.cand_phi, inp.now_value, inp.may_start,

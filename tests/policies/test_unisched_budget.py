@@ -7,17 +7,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 
 from policies.cells import fits_cells
 from policies.unisched.exact import BORDER, CERTIFIED, UNPLANNED, solve_input, solve_knapsack
-from policies.unisched.milp import Selection, SelectorInput, solve_milp, solve_selector
-from policies.unisched.policy import UniSched
+from policies.unisched.milp import (
+    NODE_VARIABLES,
+    Selection,
+    SelectorInput,
+    milp_variables,
+    node_cost,
+    solve_milp,
+    solve_selector,
+)
+from policies.unisched.policy import G_NODES, UniSched
 from simulator import simulate
-from tests.policies.test_unisched import TWO_NODES, slo_workload
+from tests.policies.test_unisched import TWO_NODES, contended, make_state, slo_workload
 from tests.policies.test_unisched_selector import recorded_instances
 
 EIGHT = np.array([0, 0, 0, 1])  # one 8-GPU cell
@@ -145,3 +153,46 @@ def test_a_borderline_step_is_read_strictly_past_the_budget() -> None:
     assert verdict == CERTIFIED and choice[1] >= 0 and step[1] == 0
     assert total == pytest.approx(far.objective, rel=1e-9)
     assert np.array_equal(choice >= 0, far.choice >= 0)
+
+
+SIZED: list[tuple[int, SelectorInput, Selection]] = []
+
+
+@dataclass(frozen=True)
+class HighsSized(UniSched):
+    """UniSched deciding by HiGHS alone, logging each solve's node limit, input and answer."""
+
+    name: ClassVar[str] = "test-unisched-highs-sized"
+
+    def select(self, inp: SelectorInput, node_limit: int) -> Selection:
+        sel = solve_milp(inp, node_limit=node_limit)
+        SIZED.append((node_limit, inp, sel))
+        return sel
+
+
+def test_a_solve_is_charged_by_the_size_of_its_milp() -> None:
+    """The budget counts HiGHS's work, not its nodes: a node of a MILP of thousands of
+    variables costs one budget node per NODE_VARIABLES variables started, a solve is given
+    only the nodes the budget left pays for at its size, and one the budget cannot pay a
+    single node for is not sent to HiGHS."""
+    n = 256  # jobs: a budget of B is milp_nodes_per_job B / 256, exact in binary
+    cl, demand, remaining, kind, deadline = contended(5, n)
+
+    def decide(budget: int) -> float:
+        SIZED.clear()
+        memo: dict[str, Any] = {}
+        HighsSized(profile_s=0, milp_nodes_per_job=budget / n).plan(
+            make_state(cl, 0.0, demand, remaining, kind, deadline, memo=memo))
+        return float(memo["kernel_memory"].g[G_NODES])
+
+    spent = decide(10)
+    [(limit, inp, sel)] = SIZED
+    assert sel.variables == milp_variables(inp.cand_job, inp.work_s, inp.deadline_s,
+                                           inp.slot_s.shape[0])
+    cost = -(-sel.variables // NODE_VARIABLES)
+    assert cost >= 2 and node_cost(sel.variables) == cost  # a MILP of over 1,000 variables
+    assert limit == 10 // cost  # not 10, as a budget in nodes would give
+    assert spent == max(sel.nodes, 1) * cost
+    assert decide(cost - 1) == 0 and SIZED == []  # not one node of it paid for: no HiGHS
+    decide(cost)
+    assert [s[0] for s in SIZED] == [1]
