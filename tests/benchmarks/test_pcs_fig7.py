@@ -61,3 +61,15 @@ def test_jct_table_is_the_one_printed(fig7: ModuleType, runs: dict[bool, Any],
     for name, cells in rows.items():
         assert float(cells[4]) == pytest.approx(full[name]["jct"] / full["AFS"]["jct"],
                                                 abs=5e-4), name
+
+
+def test_jct_span_table(fig7: ModuleType) -> None:
+    """``--span ... --headlines jct``: the JCT span alone, each paper point in or out of it by
+    Fig. 7's numbers (6c71a0: PCS-JCT 1.467, -bal 2.021, -pred 4.846), no nearest-entry table
+    (it needs all three headlines)."""
+    figures = np.array([[1.5, np.nan, np.nan], [4.0, np.nan, np.nan]])
+    out = fig7.span_tables({4: {"figures": figures}}, "set-up", headlines=1)
+    assert out.count("## ") == 1 and out.startswith("## avg JCT / AFS's: span")
+    row = out.splitlines()[-1].split()
+    assert row[:5] == ["4", "6c71a0", "2", "1.500", "4.000"]
+    assert row[5:] == ["1.467", "out", "2.021", "in", "4.846", "out"]
