@@ -14,7 +14,10 @@ JCT vs avg prediction error on a 2001-job sample from the trace's CDFs at load 0
 picks the three points by :func:`pick` (PCS picks by hand on a plot; see there).
 
 Prints one table per headline: the paper's number, ours, ours / paper, with the set-up in one
-line. Run from the project root: ``python benchmarks/reproduce/pcs_fig7.py --jobs 1000``.
+line. ``--headlines jct`` prints avg JCT / AFS's alone and runs without predictions: a
+prediction is a playout that never changes the schedule, and it is what makes a whole trace
+costly (a playout at every arrival). Run from the project root:
+``python benchmarks/reproduce/pcs_fig7.py --jobs 1000``.
 """
 
 from __future__ import annotations
@@ -108,23 +111,24 @@ def trace_head(trace: str, jobs: int) -> Workload:
     return wl.head(jobs) if jobs else wl
 
 
-def run_one(wl: Workload, policy: Policy) -> dict[str, float]:
-    """One run with a prediction at each arrival: avg JCT (s), avg and p99 prediction error
-    (%) and its CPU seconds."""
+def run_one(wl: Workload, policy: Policy, predict: bool = True) -> dict[str, float]:
+    """One run, with a prediction at each arrival if ``predict``: avg JCT (s), avg and p99
+    prediction error (%; NaN without predictions) and its CPU seconds."""
     t0 = time.process_time()
-    r = simulate(wl, load_profile("pcs-64"), policy, predict=True)
-    err = METRICS["pred_err"].compute(r)
+    r = simulate(wl, load_profile("pcs-64"), policy, predict=predict)
+    err = METRICS["pred_err"].compute(r)  # all NaN without predictions
     return {"jct": float(r.jct_s.mean()), "avg_err": measure(err, "avg"),
             "p99_err": measure(err, "p99"), "cpu_s": time.process_time() - t0,
             "jobs": len(wl)}
 
 
-def run_trace(trace: str, jobs: int, search: int, seed: int) -> dict[str, dict[str, float]]:
+def run_trace(trace: str, jobs: int, search: int, seed: int,
+              predict: bool = True) -> dict[str, dict[str, float]]:
     """Per policy of Fig. 7: :func:`run_one` on the trace's first ``jobs`` jobs."""
     wl = trace_head(trace, jobs)
     out = {}
     for name, policy in policies(trace, search, seed).items():
-        out[name] = run_one(wl, policy)
+        out[name] = run_one(wl, policy, predict)
         # a long run (a whole trace) keeps each figure as it finishes
         print(f"# {trace} {name}: {len(wl)} jobs, avg JCT {out[name]['jct']:.1f} s, "
               f"avg/p99 err {out[name]['avg_err']:.3f}/{out[name]['p99_err']:.3f} %, "
@@ -132,18 +136,19 @@ def run_trace(trace: str, jobs: int, search: int, seed: int) -> dict[str, dict[s
     return out
 
 
-def front_span(trace: str, jobs: int, seeds: list[int], budget: int) -> dict[str, Any]:
+def front_span(trace: str, jobs: int, seeds: list[int], budget: int,
+               predict: bool = True) -> dict[str, Any]:
     """Every entry of the fronts of PCS's search over ``seeds``, run on the trace's first
     ``jobs`` jobs: per headline (as in Fig. 7), one value per distinct entry."""
     wl = trace_head(trace, jobs)
-    afs = run_one(wl, AFS())
+    afs = run_one(wl, AFS(), predict)
     runs: dict[str, dict[str, float]] = {}
     for seed in seeds:
         front, sample = search_front(trace, seed, budget)
         for params, _ in front:
             key = json.dumps(params, sort_keys=True, default=str)
             if key not in runs:
-                runs[key] = run_one(wl, WFQ.from_params(params).fit(sample))
+                runs[key] = run_one(wl, WFQ.from_params(params).fit(sample), predict)
         print(f"# {trace} seed {seed}: front of {len(front)}, {len(runs)} distinct entries "
               "run so far", file=sys.stderr, flush=True)
     rows = list(runs.values())
@@ -169,17 +174,18 @@ def table(paper: pd.DataFrame, ours: dict[int, dict[str, dict[str, float]]], hea
     return "\n".join(lines)
 
 
-def span_tables(spans: dict[int, dict[str, Any]], setup: str) -> str:
-    """Per headline and workload, the span (min-max) of every front entry's figure on the
-    trace and whether each of the paper's PCS points lies in it (``in``: some pick reaches
-    it on that headline); then, per PCS point, the one entry nearest it on all three
-    headlines at once (its largest ours / paper or paper / ours)."""
+def span_tables(spans: dict[int, dict[str, Any]], setup: str, headlines: int = 3) -> str:
+    """Per headline (the first ``headlines`` of :data:`HEADLINES`) and workload, the span
+    (min-max) of every front entry's figure on the trace and whether each of the paper's PCS
+    points lies in it (``in``: some pick reaches it on that headline); then, with all three
+    headlines, per PCS point the one entry nearest it on all three at once (its largest
+    ours / paper or paper / ours)."""
     pcs = ("PCS-JCT", "PCS-bal", "PCS-pred")
     papers = [pd.read_csv(PCS / "paper" / "fig7" / f"{stem}.csv") for stem, _ in HEADLINES]
     want = {k: np.array([[float(p.loc[p.workload == k, n].iloc[0]) for p in papers]
                          for n in pcs]) for k in spans}
     out = []
-    for h, (_, title) in enumerate(HEADLINES):
+    for h, (_, title) in enumerate(HEADLINES[:headlines]):
         lines = [f"## {title}: span of the search fronts on the trace  ({setup})",
                  f"{'workload':>10} {'entries':>7} {'min':>9} {'max':>9} "
                  + " ".join(f"{n:>13}" for n in pcs)]
@@ -190,6 +196,8 @@ def span_tables(spans: dict[int, dict[str, Any]], setup: str) -> str:
             lines.append(f"{k:>4} {WORKLOADS[k]:>5} {len(v):>7} {v.min():9.3f} "
                          f"{v.max():9.3f} " + " ".join(cells))
         out.append("\n".join(lines))
+    if headlines < len(HEADLINES):
+        return "\n\n".join(out)
     lines = ["## the entry nearest each PCS point on all three headlines: its figures "
              "(JCT / avg err / p99 err) and its largest factor off the paper's",
              f"{'workload':>10} " + " ".join(f"{n:>31}" for n in pcs)]
@@ -221,7 +229,13 @@ def main(argv: list[str] | None = None) -> None:
                    help="search seeds, e.g. 0,1,2: instead of the seven-policy tables, run "
                         "every entry of each seed's front on the trace and print, per "
                         "headline, the span of the PCS points a pick could give")
+    p.add_argument("--headlines", choices=("all", "jct"), default="all",
+                   help="jct: avg JCT / AFS's alone, run without predictions (a whole trace "
+                        "costs seconds instead of the playouts' minutes to hours)")
     args = p.parse_args(argv)
+    predict = args.headlines == "all"
+    heads = HEADLINES if predict else HEADLINES[:1]
+    prediction = "prediction at arrival" if predict else "no prediction (JCT only)"
     rows = [int(k) for k in args.workloads.split(",")]
     bad = [k for k in rows if k not in WORKLOADS]
     if bad:
@@ -229,20 +243,21 @@ def main(argv: list[str] | None = None) -> None:
                 "2869ce, which the shared data does not have)")
     if args.span:
         seeds = [int(x) for x in args.span.split(",")]
-        spans = {k: front_span(WORKLOADS[k], args.jobs, seeds, args.budget) for k in rows}
-        setup = (f"first {args.jobs or 'all'} jobs, 64 GPUs, prediction at arrival, every "
-                 f"entry of the fronts of seeds {args.span}, {args.budget} evaluations each")
-        print(span_tables(spans, setup), end="\n\n")
+        spans = {k: front_span(WORKLOADS[k], args.jobs, seeds, args.budget, predict)
+                 for k in rows}
+        setup = (f"first {args.jobs or 'all'} jobs, 64 GPUs, {prediction}, every entry of the "
+                 f"fronts of seeds {args.span}, {args.budget} evaluations each")
+        print(span_tables(spans, setup, len(heads)), end="\n\n")
         n = sum(len(v["figures"]) + 1 for v in spans.values())
         cpu = sum(v["cpu_s"] for v in spans.values())
         print(f"simulations of the traces: {n}, {cpu:.1f} CPU-s (the searches aside)")
         return
     search = args.budget if args.search else 0
-    ours = {k: run_trace(WORKLOADS[k], args.jobs, search, args.seed) for k in rows}
+    ours = {k: run_trace(WORKLOADS[k], args.jobs, search, args.seed, predict) for k in rows}
     source = f"our SPEA2 search ({search} evaluations)" if search else "pcs_configs.json"
-    setup = (f"first {args.jobs or 'all'} jobs of each trace, 64 GPUs, prediction at arrival, "
+    setup = (f"first {args.jobs or 'all'} jobs of each trace, 64 GPUs, {prediction}, "
              f"PCS configs from {source}")
-    for stem, title in HEADLINES:
+    for stem, title in heads:
         paper = pd.read_csv(PCS / "paper" / "fig7" / f"{stem}.csv")
         print(table(paper, ours, stem, title, setup), end="\n\n")
     cpu = sum(v["cpu_s"] for res in ours.values() for v in res.values())

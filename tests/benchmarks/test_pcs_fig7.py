@@ -1,0 +1,75 @@
+"""``benchmarks/reproduce/pcs_fig7.py --headlines jct``: Fig. 7's avg JCT / AFS's without
+predictions is the full run's, since a prediction is a playout that never changes the
+schedule (checked here on a prefix of 0e4a51, every policy of Fig. 7, to the last bit)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS = 200
+"""A prefix that keeps seven runs with predictions to seconds once compiled."""
+
+
+@pytest.fixture(scope="module")
+def fig7() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "pcs_fig7", ROOT / "benchmarks" / "reproduce" / "pcs_fig7.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def runs(fig7: ModuleType) -> dict[bool, Any]:
+    """The seven policies on the prefix, with predictions (True) and without (False)."""
+    return {predict: fig7.run_trace("0e4a51", JOBS, 0, 0, predict) for predict in (True, False)}
+
+
+def test_jct_without_predictions_is_the_full_runs(runs: dict[bool, Any]) -> None:
+    full, jct_only = runs[True], runs[False]
+    assert list(jct_only) == list(full)
+    for name in full:
+        assert jct_only[name]["jct"] == full[name]["jct"], name
+        assert jct_only[name]["jobs"] == full[name]["jobs"] == JOBS
+        # the full run has errors; the JCT-only run has none to report
+        assert np.isfinite(full[name]["avg_err"]) and np.isfinite(full[name]["p99_err"]), name
+        assert np.isnan(jct_only[name]["avg_err"]) and np.isnan(jct_only[name]["p99_err"]), name
+    assert full["FIFO"]["avg_err"] == pytest.approx(0.0, abs=1e-9)  # FIFO predicts exactly
+    # the prefix is contended, so the check is not vacuous: the policies' JCTs differ
+    assert len({round(r["jct"], 6) for r in full.values()}) == len(full)
+
+
+def test_jct_table_is_the_one_printed(fig7: ModuleType, runs: dict[bool, Any],
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    fig7.main(["--jobs", str(JOBS), "--workloads", "1", "--headlines", "jct"])
+    out = capsys.readouterr().out
+    # one table, avg JCT / AFS's alone, its set-up naming the missing predictions
+    assert out.count("## ") == 1
+    assert "## avg JCT / AFS's  (first 200 jobs of each trace, 64 GPUs, no prediction" in out
+    rows = {line.split()[2]: line.split() for line in out.splitlines()
+            if line.startswith("   1 0e4a51")}
+    full = runs[True]
+    assert list(rows) == list(full)
+    for name, cells in rows.items():
+        assert float(cells[4]) == pytest.approx(full[name]["jct"] / full["AFS"]["jct"],
+                                                abs=5e-4), name
+
+
+def test_jct_span_table(fig7: ModuleType) -> None:
+    """``--span ... --headlines jct``: the JCT span alone, each paper point in or out of it by
+    Fig. 7's numbers (6c71a0: PCS-JCT 1.467, -bal 2.021, -pred 4.846), no nearest-entry table
+    (it needs all three headlines)."""
+    figures = np.array([[1.5, np.nan, np.nan], [4.0, np.nan, np.nan]])
+    out = fig7.span_tables({4: {"figures": figures}}, "set-up", headlines=1)
+    assert out.count("## ") == 1 and out.startswith("## avg JCT / AFS's: span")
+    row = out.splitlines()[-1].split()
+    assert row[:5] == ["4", "6c71a0", "2", "1.500", "4.000"]
+    assert row[5:] == ["1.467", "out", "2.021", "in", "4.846", "out"]
