@@ -322,6 +322,10 @@ def _client_of(start: Callable[[], Any]) -> Iterator[Any]:
                         with contextlib.suppress(Exception):
                             client.run(_quiet_logs)
                         raise
+                    # the workers next: one whose heartbeat finds the scheduler closed first
+                    # (a busy machine) logs an error and its traceback; nothing is lost then
+                    with contextlib.suppress(Exception):
+                        client.run(_quiet_logs)
             finally:  # the client is closed; the cluster closes next
                 for name in _TEARDOWN_LOGS:
                     logging.getLogger(name).setLevel(logging.ERROR)
