@@ -20,12 +20,12 @@ method declines, and a run of N jobs asks it for at most ``milp_nodes_per_job`` 
 nodes of work, rounded up: a HiGHS node costs one per 1,000 variables of its MILP started
 (:func:`policies.unisched.milp.node_cost`), each solve at least one node, and no solve gets
 more nodes than the work left pays for. Past that budget (not one node of the MILP at hand
-left) the run decides without HiGHS: by the exact method's knapsack
-optimum where no later plan certified it (:data:`policies.unisched.exact.UNPLANNED`: its
-choice for the current lease is the relaxation's, which need not be the MILP's), with a
-borderline deadline step read as exact arithmetic reads it (missed), and else (the exact
-search's node limit) by the cache, as above. So the fallback's work is bounded per run, in
-proportion to its jobs, and the same run decides the same way on any machine.
+left) the run decides without HiGHS: by the exact method's knapsack optimum where no later
+plan certified it (:data:`policies.unisched.exact.UNPLANNED`: its choice for the current
+lease is the relaxation's, which need not be the MILP's), with a borderline deadline step
+read as exact arithmetic reads it (missed), and else (the exact search's node limit) by the
+cache, as above. So the fallback's work is bounded per run, in proportion to its jobs, and
+the same run decides the same way on any machine.
 
 GPUs left over after the selection go, whole gangs at a time, to the other jobs in order of
 urgency and reward (the MILP already fills whatever Proposition 1 allows, so this matters
@@ -375,9 +375,8 @@ class UniSched(KernelRoundPolicy):
                                  searchable=False,
                                  help="HiGHS nodes per MILP (cache past it without a solution)")
     milp_nodes_per_job: float = param(NODES_PER_JOB, low=0.0, high=10_000.0, searchable=False,
-                                      help="HiGHS work per job of a run, summed over the run, "
-                                           "in nodes of a 1,000-variable MILP (past it: the "
-                                           "exact method's choice)")
+                                      help="HiGHS work per job of a run, in nodes of a "
+                                           "1,000-variable MILP (past it: the exact method)")
 
     SLO_ONLY: ClassVar[tuple[str, ...]] = ("slo_lease_multiple", "slo_reward", "reward_decay")
     """Parameters read only for strict and soft SLO jobs (their lease, step values)."""
@@ -469,13 +468,10 @@ class UniSched(KernelRoundPolicy):
                 and type(self).host_step is UniSched.host_step)
 
     def _budgeted(self, inp: SelectorInput, M: PolicyMemory) -> Selection:
-        """:meth:`select` within the run's HiGHS budget (its nodes charged to ``M`` at the
-        MILP's :func:`node_cost` each, each solve at least one node); past it (not one node of
-        this MILP left) the exact method's choice, certified or not (no choice: an unusable
-        selection, so the cache decides)."""
+        """:meth:`select` within the run's HiGHS budget (charged to ``M``: :func:`charge`);
+        past it the exact method's choice, certified or not (none: the cache decides)."""
         left = int(M.params[BUDGET] - M.g[G_NODES])
-        cost = node_cost(milp_variables(inp.cand_job, inp.work_s, inp.deadline_s,
-                                        inp.slot_s.shape[0]))
+        cost = node_cost(milp_variables(inp.cand_job, inp.work_s, inp.deadline_s, inp.slot_s.size))
         if left >= cost:
             sel = self.select(inp, min(self.milp_node_limit, left // cost))
             if not sel.exact:
