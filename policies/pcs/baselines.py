@@ -107,25 +107,31 @@ def water_fill(demand: Any, capacity: float, weight: Any, out: Any) -> None:
         for i in range(n):
             out[i] = demand[i]
         return
-    ratio = np.empty(n)
-    for i in range(n):
-        ratio[i] = demand[i] / weight[i] if weight[i] > 0.0 else np.inf
-    order = stable_order(ratio)
-    weight_left = np.empty(n)  # weight still unserved from position j on, summed from the
+    ratio, live = np.empty(n), np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):  # a zero demand gets 0 and would sort first, changing no one's share:
+        if demand[i] > 0.0:  # it is left out of the sort
+            live[m] = i
+            ratio[m] = demand[i] / weight[i] if weight[i] > 0.0 else np.inf
+            m += 1
+        else:
+            out[i] = 0.0
+    order = stable_order(ratio[:m])
+    weight_left = np.empty(m)  # weight still unserved from position j on, summed from the
     acc = 0.0  # small end (no cancellation)
-    for j in range(n - 1, -1, -1):
-        acc += weight[order[j]]
+    for j in range(m - 1, -1, -1):
+        acc += weight[live[order[j]]]
         weight_left[j] = acc
     left = capacity
-    for j in range(n):
-        i = order[j]
+    for j in range(m):
+        i = live[order[j]]
         level = left / weight_left[j] if weight_left[j] > 0.0 else 0.0
-        if ratio[i] <= level:
+        if ratio[order[j]] <= level:
             out[i] = demand[i]
             left -= demand[i]
         else:
             for r in order[j:]:
-                out[r] = level * weight[r]
+                out[live[r]] = level * weight[live[r]]
             return
 
 
