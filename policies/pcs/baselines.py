@@ -142,6 +142,28 @@ def _maxmin(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand
     water_fill(demand.astype(np.float64), gpus, np.ones(demand.shape[0]), out)
 
 
+@njit(inline="always")
+def _rho(i: int, left: float, now: float, arrival: Any, est_rem: Any, demand: Any,
+         fair: Any) -> float:
+    """Themis's finish-time fairness of job ``i`` were it given what it wants of ``left``."""
+    return (now - arrival[i] + est_rem[i] / min(left, float(demand[i]))) / fair[i]
+
+
+@njit
+def _ahead(i: int, k: int, lefts: Any, t: int, now: float, arrival: Any, est_rem: Any,
+           demand: Any, fair: Any) -> bool:
+    """Whether job ``i`` stands before job ``k`` in PCS's order after ``t`` picks: PCS
+    re-sorts the jobs left by rho, largest first, after every pick, and its sort keeps the
+    order of equals, so equals rank by the rho of the pick before, and so on back to the
+    first, then by position."""
+    for s in range(t - 1, -1, -1):
+        ri = _rho(i, lefts[s], now, arrival, est_rem, demand, fair)
+        rk = _rho(k, lefts[s], now, arrival, est_rem, demand, fair)
+        if ri != rk:
+            return ri > rk
+    return i < k
+
+
 @njit_lazily(KERNEL_SIG)
 def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: Any,
             est_size: Any, est_rem: Any, seen: Any, alloc: Any, model: Any, speedup: Any,
@@ -152,20 +174,23 @@ def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand
     for i in range(n):
         fair[i] = est_size[i] / min(gpus / seen[i], float(demand[i]))
     left = min(float(demand.sum()), gpus)
-    order = np.arange(n)
-    rho = np.empty(n)
-    m = n
-    while left > 0.0 and m > 0:
-        for j in range(m):
-            i = order[j]
-            rho[j] = (now - arrival[i] + est_rem[i] / min(left, float(demand[i]))) / fair[i]
-        # largest rho first; ties keep the previous pick's order (PCS re-sorts what is left)
-        order[:m] = order[:m][np.argsort(-rho[:m], kind="mergesort")]
-        top = order[0]
+    lefts = np.empty(n)  # the GPUs left at each pick: they rank equal rhos (_ahead)
+    live = np.arange(n)  # the jobs not picked yet, in no order
+    m, t = n, 0
+    while left > 0.0 and m > 0:  # the largest rho of the jobs left gets what it wants
+        lefts[t] = left
+        at, top, best = 0, live[0], _rho(live[0], left, now, arrival, est_rem, demand, fair)
+        for j in range(1, m):
+            i = live[j]
+            rho = _rho(i, left, now, arrival, est_rem, demand, fair)
+            if rho > best or (rho == best and _ahead(i, top, lefts, t, now, arrival, est_rem,
+                                                     demand, fair)):
+                at, top, best = j, i, rho
         out[top] = min(left, float(demand[top]))
         left -= out[top]
-        order[:m - 1] = order[1:m]
         m -= 1
+        live[at] = live[m]
+        t += 1
 
 
 _AFS_EPS = 1e-7  # PCS adds it to every remaining time before inverting
