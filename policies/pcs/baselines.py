@@ -107,25 +107,31 @@ def water_fill(demand: Any, capacity: float, weight: Any, out: Any) -> None:
         for i in range(n):
             out[i] = demand[i]
         return
-    ratio = np.empty(n)
-    for i in range(n):
-        ratio[i] = demand[i] / weight[i] if weight[i] > 0.0 else np.inf
-    order = stable_order(ratio)
-    weight_left = np.empty(n)  # weight still unserved from position j on, summed from the
+    ratio, live = np.empty(n), np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):  # a zero demand gets 0 and would sort first, changing no one's share:
+        if demand[i] > 0.0:  # it is left out of the sort
+            live[m] = i
+            ratio[m] = demand[i] / weight[i] if weight[i] > 0.0 else np.inf
+            m += 1
+        else:
+            out[i] = 0.0
+    order = stable_order(ratio[:m])
+    weight_left = np.empty(m)  # weight still unserved from position j on, summed from the
     acc = 0.0  # small end (no cancellation)
-    for j in range(n - 1, -1, -1):
-        acc += weight[order[j]]
+    for j in range(m - 1, -1, -1):
+        acc += weight[live[order[j]]]
         weight_left[j] = acc
     left = capacity
-    for j in range(n):
-        i = order[j]
+    for j in range(m):
+        i = live[order[j]]
         level = left / weight_left[j] if weight_left[j] > 0.0 else 0.0
-        if ratio[i] <= level:
+        if ratio[order[j]] <= level:
             out[i] = demand[i]
             left -= demand[i]
         else:
             for r in order[j:]:
-                out[r] = level * weight[r]
+                out[live[r]] = level * weight[live[r]]
             return
 
 
@@ -134,6 +140,28 @@ def _maxmin(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand
             est_size: Any, est_rem: Any, attained: Any, alloc: Any, model: Any, speedup: Any,
             out: Any) -> None:
     water_fill(demand.astype(np.float64), gpus, np.ones(demand.shape[0]), out)
+
+
+@njit(inline="always")
+def _rho(i: int, left: float, now: float, arrival: Any, est_rem: Any, demand: Any,
+         fair: Any) -> float:
+    """Themis's finish-time fairness of job ``i`` were it given what it wants of ``left``."""
+    return (now - arrival[i] + est_rem[i] / min(left, float(demand[i]))) / fair[i]
+
+
+@njit
+def _ahead(i: int, k: int, lefts: Any, t: int, now: float, arrival: Any, est_rem: Any,
+           demand: Any, fair: Any) -> bool:
+    """Whether job ``i`` stands before job ``k`` in PCS's order after ``t`` picks: PCS
+    re-sorts the jobs left by rho, largest first, after every pick, and its sort keeps the
+    order of equals, so equals rank by the rho of the pick before, and so on back to the
+    first, then by position."""
+    for s in range(t - 1, -1, -1):
+        ri = _rho(i, lefts[s], now, arrival, est_rem, demand, fair)
+        rk = _rho(k, lefts[s], now, arrival, est_rem, demand, fair)
+        if ri != rk:
+            return ri > rk
+    return i < k
 
 
 @njit_lazily(KERNEL_SIG)
@@ -146,20 +174,23 @@ def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand
     for i in range(n):
         fair[i] = est_size[i] / min(gpus / seen[i], float(demand[i]))
     left = min(float(demand.sum()), gpus)
-    order = np.arange(n)
-    rho = np.empty(n)
-    m = n
-    while left > 0.0 and m > 0:
-        for j in range(m):
-            i = order[j]
-            rho[j] = (now - arrival[i] + est_rem[i] / min(left, float(demand[i]))) / fair[i]
-        # largest rho first; ties keep the previous pick's order (PCS re-sorts what is left)
-        order[:m] = order[:m][np.argsort(-rho[:m], kind="mergesort")]
-        top = order[0]
+    lefts = np.empty(n)  # the GPUs left at each pick: they rank equal rhos (_ahead)
+    live = np.arange(n)  # the jobs not picked yet, in no order
+    m, t = n, 0
+    while left > 0.0 and m > 0:  # the largest rho of the jobs left gets what it wants
+        lefts[t] = left
+        at, top, best = 0, live[0], _rho(live[0], left, now, arrival, est_rem, demand, fair)
+        for j in range(1, m):
+            i = live[j]
+            rho = _rho(i, left, now, arrival, est_rem, demand, fair)
+            if rho > best or (rho == best and _ahead(i, top, lefts, t, now, arrival, est_rem,
+                                                     demand, fair)):
+                at, top, best = j, i, rho
         out[top] = min(left, float(demand[top]))
         left -= out[top]
-        order[:m - 1] = order[1:m]
         m -= 1
+        live[at] = live[m]
+        t += 1
 
 
 _AFS_EPS = 1e-7  # PCS adds it to every remaining time before inverting

@@ -100,6 +100,8 @@ def test_stable_order_is_numpys_stable_argsort(keys: list[float]) -> None:
     assert stable_order(values).tolist() == np.argsort(values, kind="stable").tolist()
     ints = values.astype(np.int64) if np.isfinite(values).all() else np.arange(len(keys))
     assert stable_order(ints).tolist() == np.argsort(ints, kind="stable").tolist()
+    for arranged in (np.sort(values), np.sort(values)[::-1].copy()):  # one run, either way
+        assert stable_order(arranged).tolist() == np.argsort(arranged, kind="stable").tolist()
 
 
 RACE = """
