@@ -174,22 +174,41 @@ def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand
     for i in range(n):
         fair[i] = est_size[i] / min(gpus / seen[i], float(demand[i]))
     left = min(float(demand.sum()), gpus)
-    lefts = np.empty(n)  # the GPUs left at each pick: they rank equal rhos (_ahead)
-    live = np.arange(n)  # the jobs not picked yet, in no order
-    m, t = n, 0
-    while left > 0.0 and m > 0:  # the largest rho of the jobs left gets what it wants
+    # A job that wants no more than is left has the same rho at every pick (rho_full): those
+    # rank by it, in one sort. The others (``big``, more each pick as ``left`` shrinks) are
+    # scanned at each pick.
+    rho_full = np.empty(n)
+    for i in range(n):
+        rho_full[i] = _rho(i, float(demand[i]), now, arrival, est_rem, demand, fair)
+    by_rho, by_size = stable_order(-rho_full), stable_order(-demand)
+    state = np.zeros(n, dtype=np.int8)  # 0: wants no more than is left, 1: big, 2: picked
+    big, lefts = np.empty(n, dtype=np.int64), np.empty(n)  # lefts: to rank equals (_ahead)
+    n_big = p_rho = p_size = t = 0
+    while left > 0.0 and t < n:  # the largest rho of the jobs left gets what it wants
         lefts[t] = left
-        at, top, best = 0, live[0], _rho(live[0], left, now, arrival, est_rem, demand, fair)
-        for j in range(1, m):
-            i = live[j]
+        while p_size < n and demand[by_size[p_size]] > left:
+            if state[by_size[p_size]] == 0:
+                state[by_size[p_size]] = 1
+                big[n_big] = by_size[p_size]
+                n_big += 1
+            p_size += 1
+        while p_rho < n and state[by_rho[p_rho]] != 0:
+            p_rho += 1
+        at, top, best = -1, -1, 0.0
+        if p_rho < n:
+            top, best = by_rho[p_rho], rho_full[by_rho[p_rho]]
+        for j in range(n_big):
+            i = big[j]
             rho = _rho(i, left, now, arrival, est_rem, demand, fair)
-            if rho > best or (rho == best and _ahead(i, top, lefts, t, now, arrival, est_rem,
-                                                     demand, fair)):
+            if top < 0 or rho > best or (rho == best and _ahead(i, top, lefts, t, now, arrival,
+                                                                est_rem, demand, fair)):
                 at, top, best = j, i, rho
         out[top] = min(left, float(demand[top]))
         left -= out[top]
-        m -= 1
-        live[at] = live[m]
+        state[top] = 2
+        if at >= 0:
+            n_big -= 1
+            big[at] = big[n_big]
         t += 1
 
 
