@@ -198,6 +198,12 @@ class KernelPolicy(Policy):
     """Whether the fluid engine keeps time on PCS's microsecond clock for this policy (see
     :class:`simulator.view.Scheduler`)."""
 
+    @property
+    def playout(self) -> str:
+        """How a JCT-prediction playout starts (``PLAYOUTS`` in :mod:`simulator.fluid.engine`):
+        as PCS's code does today, unless a policy lets the operator choose."""
+        return "2024-06-03"
+
     @classmethod
     def kernels(cls) -> tuple[Any, ...]:
         """``kernel`` and ``queue_kernel`` (if any)."""

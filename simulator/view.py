@@ -74,10 +74,11 @@ class Scheduler(Protocol):
     job at 0). ``pcs_clock`` keeps the fluid engine's time on PCS's microsecond grid (as
     ``datetime`` rounds): every arrival and completion time rounded to it, the work between
     two events ``speed x whole microseconds / 1e6``; the kernel's ``now`` and ``arrival`` are
-    then in microseconds. A policy that serves fixed classes in
-    arrival order may also give ``queue_kernel`` and ``queue_classes``: the same decisions from
-    per-class queues, so that a decision costs the jobs served rather than the whole queue
-    (None: full kernel).
+    then in microseconds. ``playout`` says how a JCT-prediction playout starts (``PLAYOUTS``
+    in :mod:`simulator.fluid.engine`). A policy that serves fixed classes in arrival order may
+    also give ``queue_kernel`` and ``queue_classes``: the same decisions from per-class
+    queues, so that a decision costs the jobs served rather than the whole queue (None: full
+    kernel).
     """
 
     @property
@@ -88,6 +89,9 @@ class Scheduler(Protocol):
 
     @property
     def pcs_clock(self) -> bool: ...
+
+    @property
+    def playout(self) -> str: ...
 
     @property
     def kernel(self) -> Any: ...

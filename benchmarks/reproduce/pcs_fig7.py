@@ -11,7 +11,10 @@ prediction at each arrival. Tiresias is PCS's SRSF (PCS's code runs SRSF under t
 The PCS configurations come from ``pcs_configs.json`` (the ones PCS chose) unless ``--search``
 runs PCS's search for each trace (SPEA2, population 70, 105 offspring, 370 evaluations, avg
 JCT vs avg prediction error on a 2001-job sample from the trace's CDFs at load 0.8) and
-picks the three points by :func:`pick` (PCS picks by hand on a plot; see there).
+picks the three points by :func:`pick` (PCS picks by hand on a plot; see there). Themis's
+predictions follow PCS's code as it stands unless ``--themis-playout`` names an earlier state
+(``PLAYOUTS`` in :mod:`simulator.fluid.engine`): Fig. 7's Themis errors were made before
+2024-06-03, and ``--themis-playout 2024-05-30`` gives them (``docs/fidelity/pcs.md``).
 
 Prints one table per headline: the paper's number, ours, ours / paper, with the set-up in one
 line. ``--headlines jct`` prints avg JCT / AFS's alone and runs without predictions: a
@@ -47,6 +50,7 @@ from simulator import (  # noqa: E402
     read_pcs_trace,
     simulate,
 )
+from simulator.fluid.engine import PLAYOUTS  # noqa: E402
 
 PCS = ROOT.parent / "shared" / "data" / "pcs"
 WORKLOADS = {1: "0e4a51", 2: "b436b2", 3: "6214e9", 4: "6c71a0", 6: "ee9e8c"}
@@ -93,14 +97,16 @@ def searched_configs(trace: str, seed: int, budget: int) -> dict[str, WFQ]:
     return {k: WFQ.from_params(v).fit(sample) for k, v in pick(front).items()}
 
 
-def policies(trace: str, search: int, seed: int) -> dict[str, Policy]:
-    """The seven policies of Fig. 7 for ``trace`` (``search``: the search's budget, 0: none)."""
+def policies(trace: str, search: int, seed: int, playout: str = PLAYOUTS[0]
+             ) -> dict[str, Policy]:
+    """The seven policies of Fig. 7 for ``trace`` (``search``: the search's budget, 0: none;
+    ``playout``: Themis's)."""
     if search:
         wfq = searched_configs(trace, seed, search)
     else:
         configs = json.loads((PCS / "configs" / "pcs_configs.json").read_text())["configs"]
         wfq = {k: WFQ.from_pcs_config(configs[f"{trace}_{k}"]) for k in ("jct", "bal", "pred")}
-    return {"AFS": AFS(), "Tiresias": SRSF(), "Themis": Themis(), "FIFO": FIFO(),
+    return {"AFS": AFS(), "Tiresias": SRSF(), "Themis": Themis(playout=playout), "FIFO": FIFO(),
             "PCS-JCT": wfq["jct"], "PCS-bal": wfq["bal"], "PCS-pred": wfq["pred"]}
 
 
@@ -122,12 +128,12 @@ def run_one(wl: Workload, policy: Policy, predict: bool = True) -> dict[str, flo
             "jobs": len(wl)}
 
 
-def run_trace(trace: str, jobs: int, search: int, seed: int,
-              predict: bool = True) -> dict[str, dict[str, float]]:
+def run_trace(trace: str, jobs: int, search: int, seed: int, predict: bool = True,
+              playout: str = PLAYOUTS[0]) -> dict[str, dict[str, float]]:
     """Per policy of Fig. 7: :func:`run_one` on the trace's first ``jobs`` jobs."""
     wl = trace_head(trace, jobs)
     out = {}
-    for name, policy in policies(trace, search, seed).items():
+    for name, policy in policies(trace, search, seed, playout).items():
         out[name] = run_one(wl, policy, predict)
         # a long run (a whole trace) keeps each figure as it finishes
         print(f"# {trace} {name}: {len(wl)} jobs, avg JCT {out[name]['jct']:.1f} s, "
@@ -232,6 +238,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--headlines", choices=("all", "jct"), default="all",
                    help="jct: avg JCT / AFS's alone, run without predictions (a whole trace "
                         "costs seconds instead of the playouts' minutes to hours)")
+    p.add_argument("--themis-playout", choices=PLAYOUTS, default=PLAYOUTS[0],
+                   help="Themis's predictions as PCS's code of that date made them (default: "
+                        "as it stands; Fig. 7's were made before 2024-06-03: 2024-05-30)")
     args = p.parse_args(argv)
     predict = args.headlines == "all"
     heads = HEADLINES if predict else HEADLINES[:1]
@@ -253,10 +262,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"simulations of the traces: {n}, {cpu:.1f} CPU-s (the searches aside)")
         return
     search = args.budget if args.search else 0
-    ours = {k: run_trace(WORKLOADS[k], args.jobs, search, args.seed, predict) for k in rows}
+    ours = {k: run_trace(WORKLOADS[k], args.jobs, search, args.seed, predict,
+                         args.themis_playout) for k in rows}
     source = f"our SPEA2 search ({search} evaluations)" if search else "pcs_configs.json"
     setup = (f"first {args.jobs or 'all'} jobs of each trace, 64 GPUs, {prediction}, "
-             f"PCS configs from {source}")
+             f"PCS configs from {source}, Themis's playout as PCS's code of "
+             f"{args.themis_playout}")
     for stem, title in heads:
         paper = pd.read_csv(PCS / "paper" / "fig7" / f"{stem}.csv")
         print(table(paper, ours, stem, title, setup), end="\n\n")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from policies.base import IntArray, KernelPolicy, param, register
-from simulator.fluid.engine import KERNEL_SIG, QUEUE_SIG, speed_at
+from simulator.fluid.engine import KERNEL_SIG, PLAYOUTS, QUEUE_SIG, speed_at
 from simulator.inputs.workload import Workload
 from simulator.jit import njit, njit_lazily
 from simulator.order import stable_order
@@ -345,6 +345,12 @@ class Themis(KernelPolicy):
     history = "seen"
     lease_s: float = param(600.0, low=1.0, high=86400.0, log=True,
                            help="lease length in seconds (Themis: 600)")
+    playout: str = param(PLAYOUTS[0], kind="choice", choices=PLAYOUTS, searchable=False,
+                         help="JCT predictions as PCS's code made them on that date: 2024-06-03 "
+                              "(to this day), or earlier, when a playout's jobs were sized by "
+                              "their remaining work (2024-05-31), and also re-divided nothing "
+                              "before its first completion (2024-05-30); Fig. 7's Themis "
+                              "errors are the earlier code's (docs/fidelity/pcs.md)")
 
     @property
     def tick_s(self) -> float | None:

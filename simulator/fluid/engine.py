@@ -98,7 +98,7 @@ from simulator.fluid.columns import (  # noqa: E402
     us_after,
 )
 
-__all__ = ["HISTORIES", "KERNELS", "KERNEL_SIG", "QUEUE_SIG", "run", "speed_at"]
+__all__ = ["HISTORIES", "KERNELS", "KERNEL_SIG", "PLAYOUTS", "QUEUE_SIG", "run", "speed_at"]
 
 
 _f8, _i8 = nb.types.float64, nb.types.int64
@@ -114,12 +114,21 @@ _QUEUE = nb.types.FunctionType(QUEUE_SIG)
 RANKED = HISTORIES.index("rank")
 
 FluidCluster = namedtuple("FluidCluster", ["gpus", "tick_s", "restart_s", "speedup",
-                                           "history", "clock_us"])
+                                           "history", "clock_us", "playout"])
 """The cluster as the engine sees it: its GPUs, the policy's tick (0: none), the restart
 overhead, the speed-up table (models x GPUs, read-only), what the kernel's history argument
 carries (the policy's ``history`` as its index in ``HISTORIES``) and the clock: float seconds,
 or (``clock_us``) PCS's whole microseconds, in which unit the tick, the restart overhead, the
-arrivals and every time the engine keeps or writes are then given."""
+arrivals and every time the engine keeps or writes are then given; and how a playout starts
+(the policy's ``playout`` as its index in :data:`PLAYOUTS`)."""
+PLAYOUTS = ("2024-06-03", "2024-05-31", "2024-05-30")
+"""How a JCT-prediction playout starts, named by the state of PCS's code it follows:
+``2024-06-03`` (PCS's 1abf4e4 to this day) plays the snapshot out with each job's estimated
+size and remaining work, the pending tick kept; ``2024-05-31`` (PCS's 211245d) gives each
+job its estimated remaining work as its size too (PCS's ``estimated_service`` was then the
+work left, and a snapshot copies it as the size); ``2024-05-30`` (PCS's 06ba618) does that and
+drops the pending tick until the playout's first completion (PCS's snapshot then carried no
+re-division event). Only a policy that reads job sizes or ticks (Themis) sees a difference."""
 FluidJobs = namedtuple("FluidJobs", ["arrival", "service", "est_service", "demand", "model",
                                      "job_class"])
 """The workload's columns the engine reads (read-only, C-ordered), each job's queue class
@@ -133,7 +142,7 @@ _CF1 = nb.types.Array(nb.types.float64, 1, "C", readonly=True)
 _CI1 = nb.types.Array(nb.types.int64, 1, "C", readonly=True)
 _CLUSTER = nb.types.NamedTuple(
     (_f8, _f8, _f8, nb.types.Array(nb.types.float64, 2, "C", readonly=True), _i8,
-     nb.types.boolean), FluidCluster)
+     nb.types.boolean, _i8), FluidCluster)
 _JOBS = nb.types.NamedTuple((_CF1, _CF1, _CF1, _CI1, _CI1, _CI1), FluidJobs)
 _OUT = nb.types.NamedTuple((*[nb.types.float64[::1]] * 6, nb.types.int64[::1]), FluidOut)
 
@@ -212,9 +221,11 @@ def _decide(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, resta
 def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick_s: float,
              restart_s: float, speedup: Any, F0: Any, I0: Any, cols: int, n: int, Q0: Any,
              queued: bool, now: float, target: int, pause_at: float, history: int,
-             clock_us: bool, seen: tuple[float, float]) -> tuple[float, float, int]:
+             clock_us: bool, seen: tuple[float, float], playout: int
+             ) -> tuple[float, float, int]:
     """Play a snapshot out with estimated sizes and no arrivals until ``target`` finishes;
-    ``seen`` carries the run's active-jobs totals on (as PCS's snapshots do).
+    ``seen`` carries the run's active-jobs totals on (as PCS's snapshots do); ``playout``
+    indexes :data:`PLAYOUTS`.
 
     Returns:
         (predicted first start, predicted finish, events processed).
@@ -224,11 +235,13 @@ def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick
     Q = (Q0[0].copy(), Q0[1].copy(), Q0[2].copy())
     for i in range(cols):
         F[REM, i] = F[EST, i]
+        if playout > 0:
+            F[SIZE, i] = F[EST, i]
     held = np.empty(cols, dtype=np.int64)
     S = (np.empty(cols), np.empty(cols, dtype=np.int64), np.empty(cols))
     return _play(kernel, qkernel, params, aux, gpus, tick_s, restart_s, speedup, F, I, cols, n,
                  Q, queued, now, target, pause_at, history, clock_us, seen, held, S,
-                 np.empty(0), np.empty(0, dtype=np.int64))
+                 np.empty(0), np.empty(0, dtype=np.int64), playout < 2)
 
 
 @njit(_nrt=False)
@@ -236,16 +249,17 @@ def _play(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick_s:
           restart_s: float, speedup: Any, F: Any, I: Any, cols: int, n: int, Q: Any,
           queued: bool, now: float, target: int, pause_at: float, history: int,
           clock_us: bool, seen: tuple[float, float], held: Any, S: Any, dummy_f: Any,
-          dummy_i: Any) -> tuple[float, float, int]:
+          dummy_i: Any, first_tick: bool) -> tuple[float, float, int]:
     """:func:`_playout`'s event loop, on the arrays it owns; compiled without numba's
-    reference counting (it allocates nothing), which cost more than an event's arithmetic."""
+    reference counting (it allocates nothing), which cost more than an event's arithmetic.
+    ``first_tick``: whether the snapshot's pending tick is kept."""
     h = _scan_held(F, I, cols, now, held)  # a job whose estimate ran out now holds too
     pred_start = INF
     for i in range(cols):
         if I[JOB, i] == target and F[ALLOC, i] > 0.0:
             pred_start = now
     end_at, end_pos = _next_end(F, held, h, now, clock_us, history == RANKED)
-    tick_at = now + tick_s if tick_s > 0.0 else INF
+    tick_at = now + tick_s if tick_s > 0.0 and first_tick else INF
     events = 0
     while True:
         t = min(end_at, tick_at, pause_at)
@@ -296,7 +310,7 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
     Returns:
         (events, playout events, busy GPU-seconds, series times, series busy GPUs).
     """
-    gpus, tick_s, restart_s, speedup, history, clock_us = cluster
+    gpus, tick_s, restart_s, speedup, history, clock_us, playout = cluster
     arrival, service, est_service, demand, model, job_class = jobs
     start, finish, pred_start, pred_finish, seen_sum, seen_cnt, preempt = out
     N = arrival.shape[0]
@@ -380,7 +394,7 @@ def run_engine(kernel: Any, qkernel: Any, params: Any, aux: Any, n_classes: int,
         if predict and arrived >= 0:
             s, f, e = _playout(kernel, qkernel, params, aux, gpus, tick_s, restart_s, speedup,
                                F, I, cols, n, Q, queued, now, arrived, pause_at,
-                               history, clock_us, (seen_total, seen_events))
+                               history, clock_us, (seen_total, seen_events), playout)
             pred_start[arrived], pred_finish[arrived] = s, f
             playout_events += e
     return events, playout_events, busy_s, ts[:k].copy(), busy[:k].copy()
@@ -425,7 +439,8 @@ def run(workload: Workload, profile: ClusterProfile, policy: Scheduler, *,
     cluster = FluidCluster(float(profile.total_gpus), float(policy.tick_s or 0.0) * unit,
                            float(profile.restart_overhead_s) * unit,
                            _frozen(workload.scaling.speedup, np.float64),
-                           HISTORIES.index(policy.history), policy.pcs_clock)
+                           HISTORIES.index(policy.history), policy.pcs_clock,
+                           PLAYOUTS.index(policy.playout))
     jobs = FluidJobs(*(_frozen(a, np.float64) for a in (
         arrival, workload.service_s, workload.estimated_service_s)),
         *(_frozen(a, np.int64) for a in (workload.gpus, workload.model, classes)))

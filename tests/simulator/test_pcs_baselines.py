@@ -1,8 +1,10 @@
 """PCS's other baselines (AFS, Themis, LAS, SRTF) against PCS's own simulator, job for job.
 
 The reference outputs are in ``tests/fixtures/pcs`` (its README says how each was made): one
-file per trace prefix, policy and prediction setting. Every job's JCT and fair finish time,
-and with prediction every job's predicted JCT, must agree to 1e-6 relative. LAS on the loaded
+file per trace prefix, policy and prediction setting (and, for Themis's predictions, per state
+of PCS's code: a file dated ``_YYYYMMDD`` was made by PCS's code of that date and is matched
+by ``themis`` with that ``playout``). Every job's JCT and fair finish time, and with
+prediction every job's predicted JCT, must agree to 1e-6 relative. LAS on the loaded
 traces (0e4a51, ed69ec, b436b2) is the hard case: its exact ties are decided by PCS's
 microsecond clock and in-place sort (``docs/fidelity/pcs.md``, "The LAS gap").
 """
@@ -24,7 +26,8 @@ from tests.helpers.data import PCS, ROOT
 FIXTURES = ROOT / "tests" / "fixtures" / "pcs"
 NAMES = {"AFS": "afs", "THEMIS": "themis", "LAS": "las", "SRTF": "srtf"}
 RTOL = 1e-6
-_FILE = re.compile(r"(?P<trace>[0-9a-f]{6})_(?P<policy>[A-Z]+)_(?P<jobs>\d+)(?P<pred>_pred)?")
+_FILE = re.compile(r"(?P<trace>[0-9a-f]{6})_(?P<policy>[A-Z]+)_(?P<jobs>\d+)(?P<pred>_pred)?"
+                   r"(?:_(?P<code>\d{8}))?")
 CASES = sorted(p for p in FIXTURES.glob("*.csv") if _FILE.fullmatch(p.stem))
 
 
@@ -55,7 +58,9 @@ def test_baseline_matches_pcs_job_for_job(path: Path, pcs_scaling: ScalingTable,
     assert len(ref) == int(m["jobs"])
     predict = bool(m["pred"])
     workload = _trace(m["trace"], pcs_scaling).head(len(ref))
-    r = simulate(workload, pcs64, make_policy(NAMES[m["policy"]]), predict=predict)
+    code = m["code"]
+    params = {} if code is None else {"playout": f"{code[:4]}-{code[4:6]}-{code[6:]}"}
+    r = simulate(workload, pcs64, make_policy(NAMES[m["policy"]], params), predict=predict)
     assert np.array_equal(r.workload.job_id, ref.app_id.to_numpy())
     jct = (ref.end_time - ref.submit_time).to_numpy()
     _close(r.jct_s, jct, "JCT")
