@@ -7,8 +7,11 @@ type (V100, restart 30 s, inter-node 0.9) with ``--nodes`` nodes (default 96: C9
 ``llf`` (GENIE-like), ``hydra``, ``themis-gang``, ``srsf-gang``, ``fifo-gang``
 (:mod:`policies.unisched.gang_baselines`) and ``optimus-gang``, each deciding every
 ``--lease-s`` (300), and ``3sigma-gang`` every 60 s, its cycle in the paper (§IV-D)
-(:mod:`policies.unisched.paper_baselines`), and ``chronus-gang``
-(:mod:`policies.unisched.chronus_gang`, the scheduler UniSched extends, §VI-C).
+(:mod:`policies.unisched.paper_baselines`), ``chronus-gang``
+(:mod:`policies.unisched.chronus_gang`, the scheduler UniSched extends, §VI-C), and
+``themis-gavel``: Themis as Gavel [38] implements it, the ``gavel`` policy with its
+finish-time fairness LP (``objective=finish_time``) in Gavel's own 360 s rounds, with Gavel's
+1,920 s between allocation resets and, as in Gavel's simulator, no placement on nodes.
 
 Workloads (Chronus's, ``../shared/data/chronus``, minutes as ``read_chronus`` reads them):
 P_SLO (``trace_job_Philly_SLO.csv``), P_MIX1 (``trace_job_Philly_MIX1.csv``) and P_MIX2:
@@ -49,11 +52,13 @@ from simulator.inputs.profile import ClusterProfile, NodeGroup  # noqa: E402
 from simulator.metrics import METRICS  # noqa: E402
 
 CHRONUS = ROOT.parent / "shared" / "data" / "chronus"
-POLICIES = ("unisched", "llf", "hydra", "3sigma-gang", "themis-gang", "optimus-gang",
-            "srsf-gang", "fifo-gang", "chronus-gang")
+POLICIES = ("unisched", "llf", "hydra", "3sigma-gang", "themis-gang", "themis-gavel",
+            "optimus-gang", "srsf-gang", "fifo-gang", "chronus-gang")
 DEADLINE_AWARE = ("llf", "hydra", "3sigma-gang")
-DL_SCHEDULERS = ("themis-gang", "optimus-gang")  # the paper's "deep learning schedulers"
-OWN_LEASE = ("unisched", "3sigma-gang")  # decide on their own cycles, not --lease-s
+DL_SCHEDULERS = ("themis-gang", "themis-gavel", "optimus-gang")  # the paper's "DL schedulers"
+OWN_LEASE = ("unisched", "3sigma-gang", "themis-gavel")  # own cycles, not --lease-s
+THEMIS_GAVEL = {"objective": "finish_time"}
+"""``themis-gavel``'s parameters of the ``gavel`` policy (the rest are Gavel's defaults)."""
 
 
 def cluster(nodes: int) -> ClusterProfile:
@@ -108,6 +113,7 @@ def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, 
     t0, c0 = time.perf_counter(), time.process_time()
     HIGHS.update(dict.fromkeys(HIGHS, 0))
     policy = (CountedUniSched.from_params(params) if name == "unisched"
+              else make_policy("gavel", THEMIS_GAVEL | params) if name == "themis-gavel"
               else make_policy(name, params))
     r = simulate(wl, profile, policy)
     out = {k: mean(METRICS[k].compute(r)) for k in ("slo_miss", "be_jct")}
@@ -136,23 +142,26 @@ def themis_sweep(wl: Workload, nodes: list[int], leases: list[float], knobs: lis
                  unisched: dict[int, float]) -> None:
     """Themis's unstated facts on P_MIX1: its R_slo over UniSched's on the same cluster
     (``unisched``: R_slo per node count; one not given is run) for every cluster, lease and
-    fairness knob ``f``; ``*`` marks a ratio within 15 % of the paper's 6.84x."""
+    fairness knob ``f`` of ``themis-gang``, and for ``themis-gavel`` with each lease as its
+    round (``f`` printed as ``-``); ``*`` marks a ratio within 15 % of the paper's 6.84x."""
     print(f"\nthemis-gang sweep, P_MIX1 ({len(wl)} jobs): R_slo Themis / UniSched "
           f"(paper 6.84x)")
-    print(f"  {'nodes':>5}{'lease s':>9}{'f':>6}{'R_slo':>9}{'ratio':>9}{'/6.84':>8}"
-          f"{'wall s':>9}")
+    print(f"  {'policy':<13}{'nodes':>5}{'lease s':>9}{'f':>6}{'R_slo':>9}{'ratio':>9}"
+          f"{'/6.84':>8}{'wall s':>9}")
     for n in nodes:
         profile = cluster(n)
         if n not in unisched:
             unisched[n] = measure(wl, profile, "unisched", {})["slo_miss"]
         print(f"  {n:>5}  UniSched R_slo {unisched[n]:.4f}", flush=True)
-        for lease in leases:
-            for f in knobs:
-                m = measure(wl, profile, "themis-gang", {"lease_s": lease, "fairness_knob": f})
-                got = ratio(m["slo_miss"], unisched[n])
-                mark = " *" if abs(got / 6.84 - 1) <= 0.15 else ""
-                print(f"  {n:>5}{lease:>9g}{f:>6g}{m['slo_miss']:>9.4f}{got:>8.2f}x"
-                      f"{got / 6.84:>8.2f}{m['wall']:>9.1f}{mark}", flush=True)
+        runs = [("themis-gang", lease, f"{f:g}", {"lease_s": lease, "fairness_knob": f})
+                for lease in leases for f in knobs]
+        runs += [("themis-gavel", lease, "-", {"round_s": lease}) for lease in leases]
+        for name, lease, knob, params in runs:
+            m = measure(wl, profile, name, params)
+            got = ratio(m["slo_miss"], unisched[n])
+            mark = " *" if abs(got / 6.84 - 1) <= 0.15 else ""
+            print(f"  {name:<13}{n:>5}{lease:>9g}{knob:>6}{m['slo_miss']:>9.4f}{got:>8.2f}x"
+                  f"{got / 6.84:>8.2f}{m['wall']:>9.1f}{mark}", flush=True)
 
 
 def mean(values: np.ndarray) -> float:
@@ -176,11 +185,12 @@ def span(res: dict[str, dict[str, dict[str, float]]], names: tuple[str, ...], ke
 def headlines(res: dict[str, dict[str, dict[str, float]]], setup: str) -> None:
     print(f"\nset-up: {setup}")
     rows: list[tuple[str, str, str, str]] = []
-    if "P_MIX1" in res and {"unisched", "themis-gang"} <= res["P_MIX1"].keys():
-        m = res["P_MIX1"]
-        ours = ratio(m["themis-gang"]["slo_miss"], m["unisched"]["slo_miss"])
-        rows.append(("R_slo Themis / UniSched, P_MIX1", "6.84x", f"{ours:.2f}x",
-                     f"{ours / 6.84:.2f}"))
+    for themis in ("themis-gang", "themis-gavel"):
+        if "P_MIX1" in res and {"unisched", themis} <= res["P_MIX1"].keys():
+            m = res["P_MIX1"]
+            ours = ratio(m[themis]["slo_miss"], m["unisched"]["slo_miss"])
+            rows.append((f"R_slo Themis ({themis}) / UniSched, P_MIX1", "6.84x",
+                         f"{ours:.2f}x", f"{ours / 6.84:.2f}"))
     if "P_SLO" in res and "unisched" in res["P_SLO"]:
         m = res["P_SLO"]
         got = [ratio(m[b]["slo_miss"], m["unisched"]["slo_miss"]) for b in DEADLINE_AWARE
@@ -231,7 +241,8 @@ def main() -> None:
                          "policy's, 1; 0: the exact method alone)")
     ap.add_argument("--themis-sweep", action="store_true",
                     help="instead: themis-gang on P_MIX1 across --sweep-nodes, --sweep-leases "
-                         "and --sweep-knobs, against UniSched on each cluster")
+                         "and --sweep-knobs, and themis-gavel with those leases as rounds, "
+                         "against UniSched on each cluster")
     ap.add_argument("--sweep-nodes", default="96,120", help="clusters (C96, C120)")
     ap.add_argument("--sweep-leases", default="60,300,600,1800", help="leases, seconds")
     ap.add_argument("--sweep-knobs", default="0,0.2,0.5,0.8,1", help="fairness knobs f")
