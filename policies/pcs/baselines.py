@@ -350,7 +350,8 @@ class Themis(KernelPolicy):
                               "(to this day), or earlier, when a playout's jobs were sized by "
                               "their remaining work (2024-05-31), and also re-divided nothing "
                               "before its first completion (2024-05-30); Fig. 7's Themis "
-                              "errors are the earlier code's (docs/fidelity/pcs.md)")
+                              "errors are the earlier code's (docs/fidelity/pcs.md; checked "
+                              "with exact size estimates)")
 
     @property
     def tick_s(self) -> float | None:

@@ -127,8 +127,10 @@ PLAYOUTS = ("2024-06-03", "2024-05-31", "2024-05-30")
 size and remaining work, the pending tick kept; ``2024-05-31`` (PCS's 211245d) gives each
 job its estimated remaining work as its size too (PCS's ``estimated_service`` was then the
 work left, and a snapshot copies it as the size); ``2024-05-30`` (PCS's 06ba618) does that and
-drops the pending tick until the playout's first completion (PCS's snapshot then carried no
-re-division event). Only a policy that reads job sizes or ticks (Themis) sees a difference."""
+drops the pending tick until the playout's next event, its first completion where restarts
+cost nothing as on PCS's clusters (PCS's snapshot then carried no re-division event). Only a
+policy that reads job sizes or ticks (Themis) sees a difference. The two earlier states are
+held to PCS's code with exact size estimates only (``tests/fixtures/pcs``)."""
 FluidJobs = namedtuple("FluidJobs", ["arrival", "service", "est_service", "demand", "model",
                                      "job_class"])
 """The workload's columns the engine reads (read-only, C-ordered), each job's queue class
