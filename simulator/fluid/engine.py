@@ -235,10 +235,9 @@ def _playout(kernel: Any, qkernel: Any, params: Any, aux: Any, gpus: float, tick
     F = F0[:, :cols].copy()
     I = I0[:, :cols].copy()
     Q = (Q0[0].copy(), Q0[1].copy(), Q0[2].copy())
-    for i in range(cols):
-        F[REM, i] = F[EST, i]
-        if playout > 0:
-            F[SIZE, i] = F[EST, i]
+    F[REM] = F[EST]
+    if playout > 0:
+        F[SIZE] = F[EST]
     held = np.empty(cols, dtype=np.int64)
     S = (np.empty(cols), np.empty(cols, dtype=np.int64), np.empty(cols))
     return _play(kernel, qkernel, params, aux, gpus, tick_s, restart_s, speedup, F, I, cols, n,
