@@ -16,7 +16,6 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.errors import InvalidPolicyParams
-from simulator.fluid.engine import PLAYOUTS
 from simulator.inputs.profile import ClusterProfile
 from simulator.inputs.scaling import ScalingTable
 from simulator.inputs.workload import Workload
@@ -203,7 +202,7 @@ class KernelPolicy(Policy):
     def playout(self) -> str:
         """How a JCT-prediction playout starts (``PLAYOUTS`` in :mod:`simulator.fluid.engine`):
         as PCS's code does today, unless a policy lets the operator choose."""
-        return PLAYOUTS[0]
+        return "2024-06-03"
 
     @classmethod
     def kernels(cls) -> tuple[Any, ...]:
