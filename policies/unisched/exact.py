@@ -27,9 +27,10 @@ consolidated candidate first), with running nothing last. At the first job in th
 where two assignments differ, the one whose option ranks earlier wins: so between identical
 jobs, the earlier one runs. The bound is the least of, per cell level, the linear relaxation
 of the multiple-choice knapsack on that level alone (each job's options as their convex
-hull); past :data:`PLAIN_LIMIT` nodes the search starts again with, per level, that level's
-knapsack solved exactly by dynamic programming with the other levels priced (a Lagrangian
-relaxation, prices by coordinate descent on its dual: :mod:`policies.unisched.pricing`).
+hull: :mod:`policies.unisched.relaxation`); past :data:`PLAIN_LIMIT` nodes the search starts
+again with, per level, that level's knapsack solved exactly by dynamic programming with the
+other levels priced (a Lagrangian relaxation, prices by coordinate descent on its dual:
+:mod:`policies.unisched.pricing`).
 Bounds change how soon the search ends, not the value of its answer (beyond :data:`TIE_REL`).
 A borderline deadline step (within HiGHS's feasibility tolerance: :data:`BORDER`, unless
 read ``strict``-ly, as exact arithmetic reads it), a search past :data:`SEARCH_LIMIT` nodes
@@ -54,6 +55,7 @@ from policies.cells import LEVELS, NEST, fits_cells
 from policies.unisched.later import later_plan
 from policies.unisched.overload import certify_overloaded
 from policies.unisched.pricing import priced_table, prices, table_pick
+from policies.unisched.relaxation import level_bound, linked_steps, unlink
 from simulator.jit import configure_cache, njit
 
 configure_cache()
@@ -298,72 +300,6 @@ def _step_gain(margin: Any, scale: Any, ok: Any, value: Any, strict: bool
 
 
 @njit
-def _bound(depth: int, rank: Any, inc_job: Any, inc_w: Any, inc_v: Any, n_inc: Any,
-           base_sum: Any, cap: Any, dp: Any, offset: Any, price: Any) -> float:
-    """The least of upper bounds on what the jobs not yet fixed (ranks ``depth`` on) can add
-    within ``cap``: per cell level, the linear relaxation of the multiple-choice knapsack on
-    that level alone; and, where ``dp`` has rows, per level the Lagrangian relaxation of the
-    other three at ``price``, that level's knapsack solved exactly
-    (:mod:`policies.unisched.pricing`, level ``i`` in columns ``offset[i]:offset[i + 1]``).
-
-    On level ``i`` a job is worth its best option that takes none of the level (summed over
-    the unfixed jobs in ``base_sum[i, depth]``), plus the steps of the upper convex hull of
-    its options over their weight on the level (``inc_*[i, :n_inc[i]]``, by value per cell,
-    most first): filled greedily, the last step fractionally, that is the relaxation's
-    optimum (each job's own steps come in falling order)."""
-    if depth == rank.shape[0]:
-        return 0.0  # every job fixed (the search's leaves rely on it)
-    out = np.inf
-    for i in range(LEVELS if dp.shape[0] else 0):
-        total = dp[depth, offset[i] + min(max(cap[i], 0), offset[i + 1] - offset[i] - 1)]
-        for other in range(LEVELS):
-            if other != i:
-                total += price[other] * max(cap[other], 0)
-        out = min(out, total)
-    for i in range(0 if dp.shape[0] else LEVELS):
-        room, total = float(cap[i]), base_sum[i, depth]
-        for q in range(n_inc[i]):
-            if room <= 0.0 or total >= out:
-                break
-            if rank[inc_job[i, q]] < depth:
-                continue
-            if inc_w[i, q] <= room:
-                total += inc_v[i, q]
-                room -= inc_w[i, q]
-            else:
-                total += inc_v[i, q] * room / inc_w[i, q]
-                room = 0.0
-        out = min(out, total)
-    return out
-
-
-@njit
-def _hull_steps(w: Any, v: Any) -> tuple[Any, Any, float]:
-    """Upper concave hull of the points ``(w, v)`` and ``(0, 0)`` on the rising side: its
-    value at weight 0, and its steps (weight, value), slopes falling."""
-    base = 0.0
-    for o in range(w.shape[0]):
-        if w[o] == 0:
-            base = max(base, v[o])
-    sw, sv = np.zeros(w.shape[0]), np.zeros(w.shape[0])
-    k = 0
-    at_w, at_v = 0.0, base
-    while True:  # gift wrapping: the steepest rise from the current point
-        pick, slope = -1, 0.0
-        for o in range(w.shape[0]):
-            if w[o] > at_w and v[o] > at_v:
-                s = (v[o] - at_v) / (w[o] - at_w)
-                if s > slope or (s == slope and w[o] > w[pick]):
-                    pick, slope = o, s
-        if pick < 0:
-            break
-        sw[k], sv[k] = w[pick] - at_w, v[pick] - at_v
-        k += 1
-        at_w, at_v = float(w[pick]), float(v[pick])
-    return sw[:k], sv[:k], base
-
-
-@njit
 def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float,
                       node_limit: int, priced_bound: bool, price: Any) -> tuple[Any, bool]:
     """The tie rule's options (indices into the option arrays, at most one per job, their
@@ -398,27 +334,10 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
     for o in np.argsort(-opt_d, kind="mergesort"):
         table[local[o], fill[local[o]]] = o
         fill[local[o]] += 1
-    # per level: each job's options as the steps of their convex hull, all jobs' steps by
-    # value per cell (see _bound)
-    n_opt = opt_d.shape[0]
-    inc_job = np.zeros((LEVELS, n_opt), dtype=np.int64)
-    inc_w, inc_v = np.zeros((LEVELS, n_opt)), np.zeros((LEVELS, n_opt))
-    n_inc = np.zeros(LEVELS, dtype=np.int64)
-    base_sum = np.zeros((LEVELS, n + 1))  # per level and depth
     first = np.searchsorted(local, np.arange(n + 1))  # options grouped by job
-    for i in range(LEVELS):
-        base = np.zeros(n)
-        for j in range(n):
-            a, b = first[j], first[j + 1]
-            sw, sv, base[j] = _hull_steps(opt_w[a:b, i].astype(np.float64), opt_d[a:b])
-            for q in range(sw.shape[0]):
-                inc_job[i, n_inc[i]], inc_w[i, n_inc[i]], inc_v[i, n_inc[i]] = j, sw[q], sv[q]
-                n_inc[i] += 1
-        m = n_inc[i]
-        by = np.argsort(-(inc_v[i, :m] / inc_w[i, :m]), kind="mergesort")
-        inc_job[i, :m], inc_w[i, :m], inc_v[i, :m] = inc_job[i, by], inc_w[i, by], inc_v[i, by]
-        for d in range(n - 1, -1, -1):
-            base_sum[i, d] = base_sum[i, d + 1] + base[order[d]]
+    # per level, the linear relaxation's steps (the priced bound does without them)
+    inc_w, inc_v, nxt, prv, own, own_at, base_sum = linked_steps(
+        opt_w, opt_d, first, order, rank, 0 if priced_bound else LEVELS)
     dp, offset = np.zeros((0, 0)), np.zeros(LEVELS + 1, dtype=np.int64)
     if priced_bound:
         dp, offset = priced_table(order, first, opt_w, opt_d, cap, price)
@@ -430,7 +349,7 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
         worth = opt_d[on].sum()
         if worth > incumbent and np.all(opt_w[on].sum(axis=0) <= cap):
             incumbent, best_pick[:] = worth, pick
-    target = -np.inf
+    target, fixed = -np.inf, 0
     for lex in (False, True):  # the optimum to within tol, then the tie rule's answer
         used = np.zeros(LEVELS, dtype=np.int64)
         slot = np.full(n, -1, dtype=np.int64)  # per depth: position in the job's table
@@ -474,8 +393,10 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
                 value += opt_d[o]
                 current[depth] = o
             limit = target if lex else incumbent + tol
-            if value + _bound(depth + 1, rank, inc_job, inc_w, inc_v, n_inc, base_sum,
-                              cap - used, dp, offset, price) < limit:
+            if not priced_bound:
+                fixed = unlink(fixed, depth + 1, nxt, prv, own, own_at)
+            if value + level_bound(depth + 1, nxt, inc_w, inc_v, base_sum, cap - used, dp, offset,
+                              price) < limit:
                 continue  # this option cannot reach the limit: try the next at this depth
             if depth + 1 < n:
                 slot[depth + 1] = -1

@@ -25,36 +25,52 @@ def prices(job: Any, weight: Any, delta: Any, cap: Any) -> Any:
     dual, ``sum_j max(0, max_o delta_o - price . weight_o) + price . cap``, each level's
     price set by bisection where the cells the jobs' best options take meet the capacity
     (any non-negative prices give a valid bound; these come close to the linear
-    relaxation's duals, and depend on nothing but the instance)."""
+    relaxation's duals, and depend on nothing but the instance). ``job``: the options'
+    jobs, ascending."""
     n = job.max() + 1 if job.shape[0] else 0
+    first = np.searchsorted(job, np.arange(n + 1))
     price = np.zeros(LEVELS)
     for _ in range(SWEEPS):
+        before = price.copy()
         for i in range(LEVELS):
             lo, hi = 0.0, 0.0
             for o in range(job.shape[0]):
                 if weight[o, i] > 0:
                     hi = max(hi, delta[o] / weight[o, i])
+            # a job none of whose options takes the level takes none at any price
+            jobs = np.zeros(n, dtype=np.int64)
+            k = 0
+            for j in range(n):
+                if np.any(weight[first[j]:first[j + 1], i] > 0):
+                    jobs[k] = j
+                    k += 1
             for _ in range(BISECTIONS):
                 price[i] = 0.5 * (lo + hi)
-                if _taken(job, weight, delta, price, n, i) > cap[i]:
+                if _taken(first, jobs[:k], weight, delta, price, i) > cap[i]:
                     lo = price[i]
                 else:
                     hi = price[i]
             price[i] = hi
+        if np.all(price == before):
+            break  # a sweep that changes nothing: the next ones would repeat it
     return price
 
 
 @njit
-def _taken(job: Any, weight: Any, delta: Any, price: Any, n: int, level: int) -> float:
-    """Cells of ``level`` the jobs' best options take at ``price`` (the dual's slope)."""
-    best, take = np.zeros(n), np.zeros(n)
-    for o in range(job.shape[0]):
-        worth = delta[o]
-        for i in range(LEVELS):
-            worth -= price[i] * weight[o, i]
-        if worth > best[job[o]]:
-            best[job[o]], take[job[o]] = worth, weight[o, level]
-    return take.sum()
+def _taken(first: Any, jobs: Any, weight: Any, delta: Any, price: Any, level: int) -> float:
+    """Cells of ``level`` the best options of ``jobs`` (their options at ``first[j]`` up to
+    ``first[j + 1]``) take at ``price`` (the dual's slope)."""
+    total = 0.0
+    for j in jobs:
+        best, take = 0.0, 0.0
+        for o in range(first[j], first[j + 1]):
+            worth = delta[o]
+            for i in range(LEVELS):
+                worth -= price[i] * weight[o, i]
+            if worth > best:
+                best, take = worth, weight[o, level]
+        total += take
+    return total
 
 
 @njit
