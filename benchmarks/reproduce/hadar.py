@@ -16,7 +16,8 @@ queue limit, not stated by the paper, is ``--threshold``, default the Tiresias s
 order a static batch queues in, not stated by the paper, is ``--shuffle`` or ``--order``) and
 Gavel's own heterogeneity-agnostic FIFO (``gavel`` with objective ``fifo``, as Gavel's
 simulator runs it). η is not stated by the paper either: ``--eta`` (default 1)
-sets it for the headlines and ``--etas`` sweeps it for the avg-JCT headline.
+sets it for the headlines and ``--etas`` sweeps it for the avg-JCT headline; nor is the GPU
+type the trace's durations are on: ``--reference`` (default V100, as Gavel's generator).
 
 Prints per pattern every policy's avg and median JCT, makespan, avg finish-time fairness and
 utilisation, then one table per headline: the paper's number, ours, ours / paper, with the
@@ -116,21 +117,24 @@ def workloads(args: argparse.Namespace, seed: int) -> dict[str, Workload]:
     """The static and the continuous sample of ``seed`` (the same jobs)."""
     table = ThroughputTable.from_gavel_json(SHARED / "gavel" / "simulation_throughputs.json")
     trace = SHARED / "pcs" / "traces" / f"trace_{args.trace}.csv"
-    kw: dict[str, Any] = {"n_jobs": args.jobs, "sampling": args.sampling, "seed": seed}
+    kw: dict[str, Any] = {"n_jobs": args.jobs, "sampling": args.sampling, "seed": seed,
+                          "reference": args.reference}
     static = hadar_workload(trace, table, shuffle=args.shuffle, **kw)
     return {"static": queued(static, args.order),
             "continuous": hadar_workload(trace, table, arrivals=args.continuous,
                                          rate_per_h=args.rate, **kw)}
 
 
-def per_policy(wls: dict[str, Workload], eta: float, threshold: float, profile: Any
-               ) -> Results:
-    """Every policy on both patterns, printed as it goes."""
+def per_policy(wls: dict[str, Workload], eta: float, threshold: float, profile: Any,
+               reference: str) -> Results:
+    """Every policy on both patterns, printed as it goes (``reference``: the GPU type the
+    jobs' work is counted on)."""
     wl = wls["static"]
     floor = np.max(wl.service_s / wl.scaling.speed(wl.model, wl.gpus.astype(float))) / 3600
     gangs = dict(zip(*(a.tolist() for a in np.unique(wl.gpus, return_counts=True)), strict=True))
-    print(f"\n{wl.source}: {np.sum(wl.service_s) / 3600:.0f} V100 GPU-hours, gangs {gangs}, "
-          f"longest job alone on V100 {floor:.1f} h (a floor under every makespan)")
+    ref = reference.upper()
+    print(f"\n{wl.source}: {np.sum(wl.service_s) / 3600:.0f} {ref} GPU-hours, gangs {gangs}, "
+          f"longest job alone on {ref} {floor:.1f} h (a floor under every makespan)")
     results: Results = {}
     for pattern, w in wls.items():
         print(f"{pattern}: {w.source}")
@@ -183,6 +187,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--order", default="trace", choices=("trace", "least-work", "most-work"),
                    help="queue the static jobs by their work, least or most first (the "
                         "range of a FIFO's figures; default: trace order)")
+    p.add_argument("--reference", default="v100", choices=("v100", "p100", "k80"),
+                   help="the GPU type the trace's durations are on (not stated by the paper; "
+                        "default v100, as Gavel's generator times its jobs)")
     p.add_argument("--seeds", default="0", help="comma-separated sample seeds (default 0)")
     args = p.parse_args(argv)
 
@@ -195,9 +202,11 @@ def main(argv: list[str] | None = None) -> None:
     setup = (f"{args.trace} --jobs {args.jobs} --sampling {args.sampling} --continuous "
              f"{args.continuous}{rate}{' --shuffle' if args.shuffle else ''}{order} "
              f"--eta {args.eta:g} "
-             f"--threshold {args.threshold:g} --seeds {args.seeds}; gavel-hetero-60")
+             f"--threshold {args.threshold:g} --reference {args.reference} "
+             f"--seeds {args.seeds}; gavel-hetero-60")
     samples = {seed: workloads(args, seed) for seed in seeds}
-    runs = [per_policy(wls, args.eta, args.threshold, profile) for wls in samples.values()]
+    runs = [per_policy(wls, args.eta, args.threshold, profile, args.reference)
+            for wls in samples.values()]
     print("\n" + headline_table(runs, setup))
     if args.etas:
         print(f"\n## avg JCT gavel / hadar across eta (static, mean over the seeds; paper 1.8x; "
