@@ -395,8 +395,8 @@ def _branch_and_bound(opt_job: Any, opt_w: Any, opt_d: Any, cap: Any, tol: float
             limit = target if lex else incumbent + tol
             if not priced_bound:
                 fixed = unlink(fixed, depth + 1, nxt, prv, own, own_at)
-            if value + level_bound(depth + 1, nxt, inc_w, inc_v, base_sum, cap - used, dp, offset,
-                              price) < limit:
+            if value + level_bound(depth + 1, nxt, inc_w, inc_v, base_sum, cap - used, dp,
+                                   offset, price) < limit:
                 continue  # this option cannot reach the limit: try the next at this depth
             if depth + 1 < n:
                 slot[depth + 1] = -1

@@ -20,7 +20,7 @@ from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["hull_steps", "level_bound", "linked_steps", "unlink"]
+__all__ = ["level_bound", "linked_steps", "unlink"]
 
 
 @njit
@@ -48,7 +48,7 @@ def linked_steps(opt_w: Any, opt_d: Any, first: Any, order: Any, rank: Any, leve
         m = 0
         for j in range(n):
             a, b = first[j], first[j + 1]
-            k, base[j] = hull_steps(opt_w[a:b, i], opt_d[a:b], inc_w[i, m:], inc_v[i, m:])
+            k, base[j] = _hull_steps(opt_w[a:b, i], opt_d[a:b], inc_w[i, m:], inc_v[i, m:])
             inc_job[i, m:m + k] = j
             m += k
         by = np.argsort(-(inc_v[i, :m] / inc_w[i, :m]), kind="mergesort")
@@ -66,8 +66,8 @@ def linked_steps(opt_w: Any, opt_d: Any, first: Any, order: Any, rank: Any, leve
 
 
 @njit
-def level_bound(depth: int, nxt: Any, inc_w: Any, inc_v: Any, base_sum: Any, cap: Any, dp: Any,
-           offset: Any, price: Any) -> float:
+def level_bound(depth: int, nxt: Any, inc_w: Any, inc_v: Any, base_sum: Any, cap: Any,
+                dp: Any, offset: Any, price: Any) -> float:
     """The least of upper bounds on what the jobs not yet fixed (ranks ``depth`` on) can add
     within ``cap``: per cell level, the linear relaxation of the multiple-choice knapsack on
     that level alone; and, where ``dp`` has rows, per level the Lagrangian relaxation of the
@@ -134,7 +134,7 @@ def unlink(fixed: int, depth: int, nxt: Any, prv: Any, own: Any, own_at: Any) ->
 
 
 @njit
-def hull_steps(w: Any, v: Any, sw: Any, sv: Any) -> tuple[int, float]:
+def _hull_steps(w: Any, v: Any, sw: Any, sv: Any) -> tuple[int, float]:
     """Upper concave hull of the points ``(w, v)`` and ``(0, 0)`` on the rising side: its
     steps (weight, value), slopes falling, written to ``sw`` and ``sv``; their count, and the
     hull's value at weight 0."""
