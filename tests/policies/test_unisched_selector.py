@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from policies.cells import CELL_GPUS, NEST, candidates, fits_cells, node_cells
+from policies.cells import CELL_GPUS, LEVELS, NEST, candidates, fits_cells, node_cells
 from policies.unisched.exact import _np_sum, solve_knapsack
 from policies.unisched.milp import (
     SelectorInput,
     solve_milp,
     solve_selector,
 )
+from policies.unisched.relaxation import level_bound, linked_steps, unlink
 from tests.helpers.packing import packs
 
 
@@ -258,3 +259,42 @@ def test_compiled_sum_adds_as_numpy_does() -> None:
         assert _np_sum(a) == a.sum()
         b = rng.random((2, n + 1)) * 1e3
         assert [_np_sum(row[1:]) for row in b] == list(b[:, 1:].sum(axis=1))
+
+
+def test_level_bound_is_each_levels_linear_relaxation_along_a_search() -> None:
+    """The search's bound on the jobs not yet fixed, as the branch and bound walks its
+    depths (down and back up, the steps unlinked and linked back), is the least over the
+    cell levels of that level's multiple-choice knapsack relaxed to an LP (HiGHS): each
+    unfixed job picks at most one option in total, fractionally, under the level's free
+    cells."""
+    rng = np.random.default_rng(5)
+    for n in (1, 4, 12, 30):
+        per_job = rng.integers(1, 5, n)
+        opt_w = rng.integers(0, 9, (per_job.sum(), LEVELS))
+        opt_d = rng.uniform(0.1, 10.0, per_job.sum())
+        first = np.concatenate([[0], np.cumsum(per_job)])
+        best = np.array([opt_d[first[j]:first[j + 1]].max() for j in range(n)])
+        order = np.argsort(-best, kind="mergesort")
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
+        inc_w, inc_v, nxt, prv, own, own_at, base_sum = linked_steps(
+            opt_w, opt_d, first, order, rank, LEVELS)
+        fixed, depth = 0, 0
+        for _ in range(6 * n):
+            depth = int(np.clip(depth + rng.choice([-1, 1, 1]), 0, n))
+            cap = rng.integers(0, 3 * n, LEVELS)
+            fixed = unlink(fixed, depth, nxt, prv, own, own_at)
+            got = level_bound(depth, nxt, inc_w, inc_v, base_sum, cap, np.zeros((0, 0)),
+                              np.zeros(LEVELS + 1, dtype=np.int64), np.zeros(LEVELS))
+            free = [o for d in range(depth, n) for o in range(first[order[d]],
+                                                              first[order[d] + 1])]
+            if not free:
+                assert got == 0.0
+                continue
+            owner = np.repeat(np.arange(n), per_job)[free]
+            one_each = (owner[None, :] == np.unique(owner)[:, None]).astype(float)
+            want = min(-linprog(-opt_d[free], A_ub=np.vstack([one_each, opt_w[free, i]]),
+                                b_ub=np.append(np.ones(len(one_each)), cap[i]),
+                                bounds=(0, None), method="highs").fun
+                       for i in range(LEVELS))
+            assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
