@@ -29,24 +29,26 @@ def prices(job: Any, weight: Any, delta: Any, cap: Any) -> Any:
     jobs, ascending."""
     n = job.max() + 1 if job.shape[0] else 0
     first = np.searchsorted(job, np.arange(n + 1))
+    # per level: the top of its bisection, and the jobs some option of which takes the level
+    # (the others take none of it at any price)
+    top, count = np.zeros(LEVELS), np.zeros(LEVELS, np.int64)
+    takers = np.zeros((LEVELS, n), np.int64)
+    for i in range(LEVELS):
+        for o in range(job.shape[0]):
+            if weight[o, i] > 0:
+                top[i] = max(top[i], delta[o] / weight[o, i])
+        for j in range(n):
+            if np.any(weight[first[j]:first[j + 1], i] > 0):
+                takers[i, count[i]] = j
+                count[i] += 1
     price = np.zeros(LEVELS)
     for _ in range(SWEEPS):
         before = price.copy()
         for i in range(LEVELS):
-            lo, hi = 0.0, 0.0
-            for o in range(job.shape[0]):
-                if weight[o, i] > 0:
-                    hi = max(hi, delta[o] / weight[o, i])
-            # a job none of whose options takes the level takes none at any price
-            jobs = np.zeros(n, dtype=np.int64)
-            k = 0
-            for j in range(n):
-                if np.any(weight[first[j]:first[j + 1], i] > 0):
-                    jobs[k] = j
-                    k += 1
+            lo, hi = 0.0, top[i]
             for _ in range(BISECTIONS):
                 price[i] = 0.5 * (lo + hi)
-                if _taken(first, jobs[:k], weight, delta, price, i) > cap[i]:
+                if _taken(first, takers[i, :count[i]], weight, delta, price, i) > cap[i]:
                     lo = price[i]
                 else:
                     hi = price[i]
