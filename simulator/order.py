@@ -1,4 +1,4 @@
-"""A stable sort for kernels that compiles in a fraction of a second.
+"""A stable sort for kernels that compiles in a fraction of a second, and its first few.
 
 numba's own ``np.argsort(kind="mergesort")`` and ``ndarray.sort`` compile a generic
 implementation each (closures, recursion, insertion-sort tails): about 1.5-2 CPU-s apiece,
@@ -14,7 +14,7 @@ import numpy as np
 
 from simulator.jit import njit
 
-__all__ = ["stable_order"]
+__all__ = ["first_in_order", "stable_order"]
 
 
 @njit
@@ -68,4 +68,56 @@ def stable_order(keys: Any) -> Any:
         starts[merged] = n
         runs = merged
         order, spare = spare, order
+    return order
+
+
+@njit(_nrt=False)
+def _before(keys: Any, a: int, b: int, later_first: bool) -> bool:
+    """Whether ``a`` comes before ``b``: the smaller key, ties by position (the later first
+    when ``later_first``)."""
+    return keys[a] < keys[b] or (keys[a] == keys[b] and (a > b) == later_first)
+
+
+@njit(_nrt=False)
+def _sift(heap: Any, m: int, keys: Any, later_first: bool) -> None:
+    """Restore the heap's order (each entry after its children) down from its root."""
+    p = 0
+    while True:
+        c = 2 * p + 1
+        if c >= m:
+            return
+        if c + 1 < m and _before(keys, heap[c], heap[c + 1], later_first):
+            c += 1
+        if not _before(keys, heap[p], heap[c], later_first):
+            return
+        heap[p], heap[c] = heap[c], heap[p]
+        p = c
+
+
+@njit
+def first_in_order(keys: Any, take: Any, k: int, later_first: bool) -> Any:
+    """The first ``k`` of the indices ``i`` with ``take[i]`` (fewer if fewer), in ascending
+    ``keys`` order, equal keys by index (descending when ``later_first``): the head of
+    ``stable_order`` of those keys, in O(n log k). A heap holds the ``k`` first seen, its root
+    the last of them, so most indices cost one comparison. NaN keys are not expected."""
+    heap = np.empty(max(k, 0), dtype=np.int64)
+    m = 0
+    for i in range(keys.shape[0]):
+        if not take[i]:
+            continue
+        if m < k:  # the newcomer rises past the entries it comes before
+            c = m
+            heap[c] = i
+            m += 1
+            while c > 0 and _before(keys, heap[(c - 1) // 2], heap[c], later_first):
+                heap[c], heap[(c - 1) // 2] = heap[(c - 1) // 2], heap[c]
+                c = (c - 1) // 2
+        elif k > 0 and _before(keys, i, heap[0], later_first):
+            heap[0] = i
+            _sift(heap, m, keys, later_first)
+    order = np.empty(m, dtype=np.int64)
+    for j in range(m - 1, -1, -1):  # the root is the last: take it off, end first
+        order[j] = heap[0]
+        heap[0] = heap[j]
+        _sift(heap, j, keys, later_first)
     return order

@@ -18,7 +18,7 @@ from policies.base import IntArray, KernelPolicy, param, register
 from simulator.fluid.engine import KERNEL_SIG, PLAYOUTS, QUEUE_SIG, speed_at
 from simulator.inputs.workload import Workload
 from simulator.jit import njit, njit_lazily
-from simulator.order import stable_order
+from simulator.order import first_in_order, stable_order
 
 __all__ = ["AFS", "FIFO", "LAS", "SRSF", "SRTF", "MaxMin", "Themis", "water_fill"]
 
@@ -56,13 +56,17 @@ def _fifo_queue(params: Any, aux: Any, gpus: float, class_demand: Any, head: Any
 @njit
 def _remaining_time_first(demand: Any, est_rem: Any, model: Any, speedup: Any, gpus: float,
                           gpu_weighted: bool, out: Any) -> None:
-    """Fill by remaining time at full demand, times the demand when ``gpu_weighted``."""
+    """Fill by remaining time at full demand, times the demand when ``gpu_weighted``.
+
+    Only the first ``ceil(gpus)`` jobs with demand can get GPUs (each takes one at least, or
+    what is left), so only they are ordered; the rest get none."""
     key = np.empty(demand.shape[0])
     for i in range(key.shape[0]):
         key[i] = est_rem[i] / speed_at(speedup, model[i], float(demand[i]))
         if gpu_weighted:
             key[i] *= demand[i]
-    _fill(np.argsort(key, kind="mergesort"), demand, gpus, out)
+    out[:] = 0.0
+    _fill(first_in_order(key, demand > 0, int(np.ceil(gpus)), False), demand, gpus, out)
 
 
 @njit_lazily(KERNEL_SIG)
@@ -215,7 +219,7 @@ def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand
 _AFS_EPS = 1e-7  # PCS adds it to every remaining time before inverting
 
 
-@njit
+@njit(_nrt=False)
 def _afs_rates(i: int, g: float, est_rem: Any, model: Any, speedup: Any, T: Any, r0: Any,
                r1: Any) -> None:
     """Job ``i``'s remaining time at ``g`` GPUs (inf at no speed) and ``1 / (time + eps)``
@@ -233,14 +237,31 @@ def _afs(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
     n = demand.shape[0]
     out[:] = 0.0
     T, r0, r1 = np.empty(n), np.empty(n), np.empty(n)
+    idle_fast = True
+    for i in range(n):
+        _afs_rates(i, 0.0, est_rem, model, speedup, T, r0, r1)
+        idle_fast = idle_fast and (demand[i] <= 0 or r1[i] > 0.0)
+    left = gpus
+    # While a job below its demand holds no GPU, the pass's candidate ends as such a job when
+    # each job holding GPUs gains at most its rate again from one more: a job with none is
+    # measured against by r(1) / r(1) = 1 exactly, so it beats a candidate holding GPUs, and
+    # one holding GPUs never beats it. Among the jobs with none the pass is a plain maximum
+    # (faster at one GPU, ties to the later): their first GPUs go out in that order, without
+    # a pass, until one that keeps wanting gains more than that, or none is left idle.
+    if idle_fast:
+        for i in first_in_order(-r1, demand > 0, int(np.ceil(gpus)), True):
+            out[i] = 1.0
+            left -= 1.0
+            if out[i] < demand[i]:
+                _afs_rates(i, 1.0, est_rem, model, speedup, T, r0, r1)
+                if not r0[i] > 0.0 or (r1[i] - r0[i]) / r0[i] > 1.0:
+                    break
     wants = np.empty(n, dtype=np.int64)  # the jobs still below their demand, in arrival order
     w = 0
     for i in range(n):
-        _afs_rates(i, 0.0, est_rem, model, speedup, T, r0, r1)
-        if demand[i] > 0:
+        if out[i] < demand[i]:
             wants[w] = i
             w += 1
-    left = gpus
     while left > 0.0 and w > 0:
         # PCS's pairwise pass: of the candidate and the next job, the one with the shorter
         # remaining time (lo; ties: the candidate) wins when its gain relative to its own rate
