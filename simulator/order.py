@@ -14,7 +14,7 @@ import numpy as np
 
 from simulator.jit import njit
 
-__all__ = ["first_in_order", "stable_order"]
+__all__ = ["first_heap", "first_in_order", "pop_first", "stable_order"]
 
 
 @njit
@@ -79,45 +79,50 @@ def _before(keys: Any, a: int, b: int, later_first: bool) -> bool:
 
 
 @njit(_nrt=False)
-def _sift(heap: Any, m: int, keys: Any, later_first: bool) -> None:
-    """Restore the heap's order (each entry after its children) down from its root."""
-    p = 0
+def _sift(heap: Any, p: int, m: int, keys: Any, later_first: bool) -> None:
+    """Move ``heap[p]`` down among the first ``m`` entries until no child comes before it."""
     while True:
         c = 2 * p + 1
         if c >= m:
             return
-        if c + 1 < m and _before(keys, heap[c], heap[c + 1], later_first):
+        if c + 1 < m and _before(keys, heap[c + 1], heap[c], later_first):
             c += 1
-        if not _before(keys, heap[p], heap[c], later_first):
+        if not _before(keys, heap[c], heap[p], later_first):
             return
         heap[p], heap[c] = heap[c], heap[p]
         p = c
 
 
 @njit
+def first_heap(keys: Any, take: Any, later_first: bool) -> tuple[Any, int]:
+    """The indices ``i`` with ``take[i]`` as a heap whose root, ``heap[0]``, comes first in
+    ascending ``keys`` order, equal keys by index (descending when ``later_first``), as
+    ``stable_order`` orders them; and their count. :func:`pop_first` takes the root off, so
+    the order is read from its start in O(n + read x log n), without sorting what is never
+    read. NaN keys are not expected."""
+    heap = np.flatnonzero(take)
+    m = heap.shape[0]
+    for p in range(m // 2 - 1, -1, -1):
+        _sift(heap, p, m, keys, later_first)
+    return heap, m
+
+
+@njit(_nrt=False)
+def pop_first(heap: Any, m: int, keys: Any, later_first: bool) -> int:
+    """Take the root off a :func:`first_heap` of ``m`` entries; return the count left."""
+    m -= 1
+    heap[0] = heap[m]
+    _sift(heap, 0, m, keys, later_first)
+    return m
+
+
+@njit
 def first_in_order(keys: Any, take: Any, k: int, later_first: bool) -> Any:
-    """The first ``k`` of the indices ``i`` with ``take[i]`` (fewer if fewer), in ascending
-    ``keys`` order, equal keys by index (descending when ``later_first``): the head of
-    ``stable_order`` of those keys, in O(n log k). A heap holds the ``k`` first seen, its root
-    the last of them, so most indices cost one comparison. NaN keys are not expected."""
-    heap = np.empty(max(k, 0), dtype=np.int64)
-    m = 0
-    for i in range(keys.shape[0]):
-        if not take[i]:
-            continue
-        if m < k:  # the newcomer rises past the entries it comes before
-            c = m
-            heap[c] = i
-            m += 1
-            while c > 0 and _before(keys, heap[(c - 1) // 2], heap[c], later_first):
-                heap[c], heap[(c - 1) // 2] = heap[(c - 1) // 2], heap[c]
-                c = (c - 1) // 2
-        elif k > 0 and _before(keys, i, heap[0], later_first):
-            heap[0] = i
-            _sift(heap, m, keys, later_first)
-    order = np.empty(m, dtype=np.int64)
-    for j in range(m - 1, -1, -1):  # the root is the last: take it off, end first
+    """The first ``k`` (fewer if fewer) of the indices ``i`` with ``take[i]`` in
+    :func:`first_heap`'s order."""
+    heap, m = first_heap(keys, take, later_first)
+    order = np.empty(min(max(k, 0), m), dtype=np.int64)
+    for j in range(order.shape[0]):
         order[j] = heap[0]
-        heap[0] = heap[j]
-        _sift(heap, j, keys, later_first)
+        m = pop_first(heap, m, keys, later_first)
     return order

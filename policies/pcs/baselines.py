@@ -18,7 +18,7 @@ from policies.base import IntArray, KernelPolicy, param, register
 from simulator.fluid.engine import KERNEL_SIG, PLAYOUTS, QUEUE_SIG, speed_at
 from simulator.inputs.workload import Workload
 from simulator.jit import njit, njit_lazily
-from simulator.order import first_in_order, stable_order
+from simulator.order import first_heap, first_in_order, pop_first, stable_order
 
 __all__ = ["AFS", "FIFO", "LAS", "SRSF", "SRTF", "MaxMin", "Themis", "water_fill"]
 
@@ -178,29 +178,33 @@ def _themis(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand
     for i in range(n):
         fair[i] = est_size[i] / min(gpus / seen[i], float(demand[i]))
     left = min(float(demand.sum()), gpus)
-    # A job that wants no more than is left has the same rho at every pick (rho_full): those
-    # rank by it, in one sort. The others (``big``, more each pick as ``left`` shrinks) are
-    # scanned at each pick.
-    rho_full = np.empty(n)
+    # A job that wants no more than is left has the same rho at every pick (``neg_rho``,
+    # negated): those rank by it, largest first, read off a heap as far as the picks go.
+    # The others (``big``, more each pick as ``left`` shrinks, largest demand first off a
+    # second heap) are scanned at each pick.
+    neg_rho = np.empty(n)
     for i in range(n):
-        rho_full[i] = _rho(i, float(demand[i]), now, arrival, est_rem, demand, fair)
-    by_rho, by_size = stable_order(-rho_full), stable_order(-demand)
+        neg_rho[i] = -_rho(i, float(demand[i]), now, arrival, est_rem, demand, fair)
+    everyone = np.ones(n, dtype=np.bool_)
+    neg_demand = -demand
+    by_rho, n_rho = first_heap(neg_rho, everyone, False)
+    by_size, n_size = first_heap(neg_demand, everyone, False)
     state = np.zeros(n, dtype=np.int8)  # 0: wants no more than is left, 1: big, 2: picked
     big, lefts = np.empty(n, dtype=np.int64), np.empty(n)  # lefts: to rank equals (_ahead)
-    n_big = p_rho = p_size = t = 0
+    n_big = t = 0
     while left > 0.0 and t < n:  # the largest rho of the jobs left gets what it wants
         lefts[t] = left
-        while p_size < n and demand[by_size[p_size]] > left:
-            if state[by_size[p_size]] == 0:
-                state[by_size[p_size]] = 1
-                big[n_big] = by_size[p_size]
+        while n_size > 0 and demand[by_size[0]] > left:
+            if state[by_size[0]] == 0:
+                state[by_size[0]] = 1
+                big[n_big] = by_size[0]
                 n_big += 1
-            p_size += 1
-        while p_rho < n and state[by_rho[p_rho]] != 0:
-            p_rho += 1
+            n_size = pop_first(by_size, n_size, neg_demand, False)
+        while n_rho > 0 and state[by_rho[0]] != 0:
+            n_rho = pop_first(by_rho, n_rho, neg_rho, False)
         at, top, best = -1, -1, 0.0
-        if p_rho < n:
-            top, best = by_rho[p_rho], rho_full[by_rho[p_rho]]
+        if n_rho > 0:
+            top, best = by_rho[0], -neg_rho[by_rho[0]]
         for j in range(n_big):
             i = big[j]
             rho = _rho(i, left, now, arrival, est_rem, demand, fair)

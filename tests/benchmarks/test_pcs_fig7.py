@@ -5,6 +5,7 @@ schedule (checked here on a prefix of 0e4a51, every policy of Fig. 7, to the las
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,6 +24,7 @@ def fig7() -> ModuleType:
         "pcs_fig7", ROOT / "benchmarks" / "reproduce" / "pcs_fig7.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules["pcs_fig7"] = module  # its functions pickle by name for --processes
     spec.loader.exec_module(module)
     return module
 
@@ -30,7 +32,8 @@ def fig7() -> ModuleType:
 @pytest.fixture(scope="module")
 def runs(fig7: ModuleType) -> dict[bool, Any]:
     """The seven policies on the prefix, with predictions (True) and without (False)."""
-    return {predict: fig7.run_trace("0e4a51", JOBS, 0, 0, predict) for predict in (True, False)}
+    return {predict: fig7.run_traces(["0e4a51"], JOBS, 0, 0, predict)["0e4a51"]
+            for predict in (True, False)}
 
 
 def test_jct_without_predictions_is_the_full_runs(runs: dict[bool, Any]) -> None:
@@ -47,9 +50,19 @@ def test_jct_without_predictions_is_the_full_runs(runs: dict[bool, Any]) -> None
     assert len({round(r["jct"], 6) for r in full.values()}) == len(full)
 
 
+def test_runs_on_processes_give_the_same_figures(fig7: ModuleType,
+                                                  runs: dict[bool, Any]) -> None:
+    pooled = fig7.run_traces(["0e4a51"], JOBS, 0, 0, True, processes=2)["0e4a51"]
+    assert list(pooled) == list(runs[True])
+    for name, fig in pooled.items():
+        assert {k: v for k, v in fig.items() if k != "cpu_s"} == \
+            {k: v for k, v in runs[True][name].items() if k != "cpu_s"}, name
+
+
 def test_jct_table_is_the_one_printed(fig7: ModuleType, runs: dict[bool, Any],
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    fig7.main(["--jobs", str(JOBS), "--workloads", "1", "--headlines", "jct"])
+    fig7.main(["--jobs", str(JOBS), "--workloads", "1", "--headlines", "jct",
+               "--processes", "2"])
     out = capsys.readouterr().out
     # one table, avg JCT / AFS's alone, its set-up naming the missing predictions
     assert out.count("## ") == 1
