@@ -96,10 +96,10 @@ def _sift(heap: Any, p: int, m: int, keys: Any, later_first: bool) -> None:
 @njit
 def first_heap(keys: Any, take: Any, later_first: bool) -> tuple[Any, int]:
     """The indices ``i`` with ``take[i]`` as a heap whose root, ``heap[0]``, comes first in
-    ascending ``keys`` order, equal keys by index (descending when ``later_first``), as
-    ``stable_order`` orders them; and their count. :func:`pop_first` takes the root off, so
-    the order is read from its start in O(n + read x log n), without sorting what is never
-    read. NaN keys are not expected."""
+    ascending ``keys`` order, equal keys by index (as :func:`stable_order` orders them), or
+    by index descending when ``later_first``; and their count. :func:`pop_first` takes the
+    root off, so the order is read from its start in O(n + read x log n), and what is never
+    read is never sorted. NaN keys are not expected."""
     heap = np.flatnonzero(take)
     m = heap.shape[0]
     for p in range(m // 2 - 1, -1, -1):
@@ -121,7 +121,7 @@ def first_in_order(keys: Any, take: Any, k: int, later_first: bool) -> Any:
     """The first ``k`` (fewer if fewer) of the indices ``i`` with ``take[i]`` in
     :func:`first_heap`'s order."""
     heap, m = first_heap(keys, take, later_first)
-    order = np.empty(min(max(k, 0), m), dtype=np.int64)
+    order = np.empty(min(k, m), dtype=np.int64)
     for j in range(order.shape[0]):
         order[j] = heap[0]
         m = pop_first(heap, m, keys, later_first)

@@ -246,12 +246,13 @@ def _afs(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
         _afs_rates(i, 0.0, est_rem, model, speedup, T, r0, r1)
         idle_fast = idle_fast and (demand[i] <= 0 or r1[i] > 0.0)
     left = gpus
-    # While a job below its demand holds no GPU, the pass's candidate ends as such a job when
-    # each job holding GPUs gains at most its rate again from one more: a job with none is
-    # measured against by r(1) / r(1) = 1 exactly, so it beats a candidate holding GPUs, and
-    # one holding GPUs never beats it. Among the jobs with none the pass is a plain maximum
-    # (faster at one GPU, ties to the later): their first GPUs go out in that order, without
-    # a pass, until one that keeps wanting gains more than that, or none is left idle.
+    # While some job below its demand holds no GPU (idle), the pass below ends on an idle job
+    # if every job holding GPUs gains at most its own rate from one more ((r(g+1) - r(g)) /
+    # r(g) <= 1): the pass measures an idle job's gain as r(1) / r(1) = 1 exactly, so an
+    # idle job beats a holding candidate and a holding job never beats an idle one; between
+    # idle jobs the faster at one GPU wins (ties: the later). So the first GPUs go to idle
+    # jobs in that order, without the pass, until a job that still wants more gains above
+    # that (the pass takes over) or no idle job is left.
     if idle_fast:
         for i in first_in_order(-r1, demand > 0, int(np.ceil(gpus)), True):
             out[i] = 1.0
