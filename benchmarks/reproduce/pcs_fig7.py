@@ -30,6 +30,7 @@ import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +150,7 @@ def run_traces(traces: list[str], jobs: int, search: int, seed: int, predict: bo
     runs = [(trace, jobs, name, policy, predict) for trace in traces
             for name, policy in policies(trace, search, seed, playout).items()]
     if processes > 1:
-        with ProcessPoolExecutor(processes) as pool:
+        with ProcessPoolExecutor(processes, mp_context=get_context("fork")) as pool:
             figures = list(pool.map(_run_named, *zip(*runs, strict=True)))
     else:
         figures = [_run_named(*run) for run in runs]

@@ -252,7 +252,9 @@ def _afs(params: Any, aux: Any, now: float, gpus: float, arrival: Any, demand: A
     # idle job beats a holding candidate and a holding job never beats an idle one; between
     # idle jobs the faster at one GPU wins (ties: the later). So the first GPUs go to idle
     # jobs in that order, without the pass, until a job that still wants more gains above
-    # that (the pass takes over) or no idle job is left.
+    # that or has no positive rate (the pass takes over), or no idle job is left. A job
+    # whose estimate has run below zero (no positive rate at one GPU) leaves the whole
+    # decision to the pass.
     if idle_fast:
         for i in first_in_order(-r1, demand > 0, int(np.ceil(gpus)), True):
             out[i] = 1.0
