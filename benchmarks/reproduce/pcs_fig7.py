@@ -26,6 +26,7 @@ costly (a playout at every arrival). Run from the project root:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -112,6 +113,7 @@ def policies(trace: str, search: int, seed: int, playout: str = PLAYOUTS[0]
             "PCS-JCT": wfq["jct"], "PCS-bal": wfq["bal"], "PCS-pred": wfq["pred"]}
 
 
+@functools.cache  # each policy's run reads it; a workload is never changed by a run
 def trace_head(trace: str, jobs: int) -> Workload:
     """The trace's first ``jobs`` jobs (0: all), PCS's scaling table."""
     wl = read_pcs_trace(PCS / "traces" / f"trace_{trace}.csv",
