@@ -86,3 +86,15 @@ def test_jct_span_table(fig7: ModuleType) -> None:
     row = out.splitlines()[-1].split()
     assert row[:5] == ["4", "6c71a0", "2", "1.500", "4.000"]
     assert row[5:] == ["1.467", "out", "2.021", "in", "4.846", "out"]
+
+
+def test_fastest_entries_are_the_fronts_lowest_sample_jct(fig7: ModuleType) -> None:
+    """``--span ... --fastest K`` runs the K entries of a front with the lowest avg JCT on
+    the search's sample, fastest first; 0 keeps the whole front as it came."""
+    front = [({"w": i}, {"jct:avg": jct, "pred_err:avg": 1.0 / jct})
+             for i, jct in enumerate([30.0, 10.0, 50.0, 20.0, 40.0])]
+    assert [p["w"] for p, _ in fig7.fastest(front, 2)] == [1, 3]
+    assert [p["w"] for p, _ in fig7.fastest(front, 9)] == [1, 3, 0, 4, 2]
+    assert fig7.fastest(front, 0) == front
+    with pytest.raises(SystemExit):
+        fig7.main(["--span", "0", "--fastest", "-1"])
