@@ -1,22 +1,22 @@
-"""GPU co-location: OJPP's Table 5 trade-off and Horus's testbed and large-scale comparisons.
+"""GPU co-location: OJPP's Table 5 trade-off on synthetic utilizations and Gavel's measured pairs.
 
-1. OJPP Table 5 (papers/ojpp.md §5.2-5.3.4): static batches of 20 jobs with 1-10 workers each,
-   all arriving at t = 0, on as many 11 GiB GTX 1080 Ti devices as there are workers (so every
-   job is placed at once), four workload kinds (Mixed, C-high, I-high, Average), a few seeds
-   each. Devices used, devices saved versus dedicated GPUs (1 - devices / sum of workers) and
-   ``perf_guaranteed`` (1 - mean job slowdown) for ``ojpp`` (heuristic, no migration) under the
-   six settings, read as §5.2 orders the tuple (tau-bar, theta-bar, theta'). Slowdowns come from
-   the profile's GTX 1080 utilization curve (main table) or from Gavel's measured V100 pairwise
-   matrix relabelled as the profile's GPU type (second table). Then the baselines at §5.2's
-   default (0.1, 0.2, 0.1).
-2. Horus's testbed (papers/horus.md §5.2, Table 6): 100 one-GPU jobs of 3 min to 2 h, light
-   (< 60 % utilization) and heavy, on 3 nodes x 4 RTX 2080; W-Small and W-Large; 5
-   repetitions. Makespan, JCT and utilization per policy, and the makespan gain over FIFO.
-3. Horus's large-scale shape (§6.2, Table 7): ~400 Philly-like jobs on ``horus-128x8``.
+OJPP Table 5 (papers/ojpp.md §5.2-5.3.4): static batches of 20 jobs with 1-10 workers each,
+all arriving at t = 0, on as many 11 GiB GTX 1080 Ti devices as there are workers (so every
+job is placed at once), four workload kinds (Mixed, C-high, I-high, Average), a few seeds
+each. Devices used, devices saved versus dedicated GPUs (1 - devices / sum of workers) and
+``perf_guaranteed`` (1 - mean job slowdown) for ``ojpp`` (heuristic, no migration) under the
+six settings, read as §5.2 orders the tuple (tau-bar, theta-bar, theta'). Slowdowns come from
+the profile's GTX 1080 utilization curve (main table) or from Gavel's measured V100 pairwise
+matrix relabelled as the profile's GPU type (second table). Then the baselines at §5.2's
+default (0.1, 0.2, 0.1).
+
+Horus's testbed and large-scale runs, with the interference calibrated to its Fig. 7, are
+``benchmarks/reproduce/horus.py``; OJPP on the paper's measured Fig. 3 entries and memory
+profile is ``benchmarks/reproduce/ojpp.py``. This script keeps the synthetic set-up above.
 
 Every workload is synthetic and seeded (the papers' job sets are not public); all figures are
 printed, none asserted. Run from the project root: ``python benchmarks/bench_colocation.py``
-(``--quick``: one seed per kind, two Horus repetitions, no large-scale run).
+(``--quick``: one seed per kind).
 """
 
 from __future__ import annotations
@@ -28,18 +28,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from policies import Horus, make_policy
-from simulator import Workload, generate, load_profile, simulate, summary
+from policies import make_policy
+from simulator import Workload, load_profile, simulate
 from simulator.inputs.colocation import Interference
-from simulator.inputs.generate import add_sharing
-from simulator.inputs.profile import ClusterProfile, NodeGroup
+from simulator.inputs.profile import ClusterProfile
 from simulator.inputs.scaling import ScalingTable
 from simulator.inputs.throughput import ThroughputTable
 from simulator.result import SimulationResult
@@ -266,177 +264,17 @@ def part_ojpp(seeds: int) -> None:
     print(f"[Gavel tables: {time.perf_counter() - t0:.1f} s]")
 
 
-# ---------------------------------------------------------------- Horus testbed
-
-
-PAPER6 = {"W-Large": {"fifo-exclusive": (306.9, None), "pab": (277.6, 9.5), "obp": (238.6, 22.2),
-                      "horus": (212.8, 30.7)},
-          "W-Small": {"fifo-exclusive": (267.3, None), "pab": (250.4, 6.3), "obp": (225.3, 15.7),
-                      "horus": (204.0, 23.7)}}
-"""Horus Table 6: average makespan (min) and gain over FIFO (%)."""
-MIXES = {"W-Small": (0.55, 0.70), "W-Large": (0.25, 0.35)}
-"""(share of short jobs, share of light jobs) of each testbed workload (our choice)."""
-
-
-def testbed_profile() -> ClusterProfile:
-    """Horus §5.1: 3 nodes x 4 RTX 2080 (8 GiB), the fit of ``horus-128x8``."""
-    base = load_profile("horus-128x8")
-    return replace(base, name="horus-testbed-3x4", description="3 nodes x 4 RTX 2080 (8 GiB)",
-                   node_groups=(NodeGroup(3, 4, "rtx2080", 8.0),))
-
-
-def testbed_workload(mix: str, seed: int, window_min: float) -> Workload:
-    """100 one-GPU jobs. Short: 3-13.3 min (800 s), long: 13.3-120 min, both log-uniform.
-    Light: utilization 0.10-0.60, 1-3 GiB; heavy: 0.60-0.95, 2-5 GiB; fixed memory (no surges,
-    Horus eq. 2). Arrivals at 0, or uniform over ``window_min`` minutes."""
-    short_share, light_share = MIXES[mix]
-    rng = np.random.default_rng([7, list(MIXES).index(mix), seed])
-    n = 100
-    short = rng.random(n) < short_share
-    lo, hi = np.where(short, 180.0, 800.0), np.where(short, 800.0, 7200.0)
-    service = np.exp(rng.uniform(np.log(lo), np.log(hi)))
-    light = rng.random(n) < light_share
-    util = np.where(light, rng.uniform(0.10, 0.60, n), rng.uniform(0.60, 0.95, n))
-    mem = np.where(light, rng.uniform(1.0, 3.0, n), rng.uniform(2.0, 5.0, n))
-    arrival = np.sort(rng.uniform(0.0, window_min * 60.0, n)) if window_min > 0 else np.zeros(n)
-    frame = pd.DataFrame({"arrival_s": arrival, "gpus": 1, "service_s": service,
-                          "gpu_util": util, "gpu_mem_gib": mem, "mem_surge_gib": 0.0,
-                          "mem_surge_p": 0.0})
-    return Workload.from_frame(frame, source=f"horus-testbed({mix}, {seed})")
-
-
-def horus_variants() -> list[tuple[str, str, dict[str, Any]]]:
-    """(label, policy, params): the baselines, then Horus at k = 1 / 3 and overcommit 1.0 /
-    the default."""
-    d = Horus()
-    out: list[tuple[str, str, dict[str, Any]]] = [
-        ("fifo-exclusive", "fifo-exclusive", {}), ("pab", "pab", {}), ("obp", "obp", {})]
-    for oc in sorted({d.overcommit_limit, 1.0, 1.5}):
-        for k in (1, d.k_queues):
-            tag = ", default" if (k, oc) == (d.k_queues, d.overcommit_limit) else ""
-            out.append((f"horus k={k} oc={oc:g}{tag}", "horus",
-                        {"k_queues": k, "overcommit_limit": oc}))
-    return out
-
-
-def part_horus(reps: int, window_min: float) -> None:
-    print("\n=== 2. Horus testbed (§5.2, Table 6): 100 one-GPU jobs on 3 x 4 RTX 2080 ===")
-    prof = testbed_profile()
-    d = Horus()
-    fit = prof.slowdown_curves["rtx2080"].quadratic
-    print(f"profile {prof.name} built in code from horus-128x8's rtx2080 type (8 GiB, Horus's "
-          f"RTX 2080 fit {fit}); arrivals "
-          + ("as one batch at t = 0" if window_min <= 0 else
-             f"uniform over the first {window_min:g} min")
-          + "; W-Small = 55 % short (<= 800 s) and 70 % light (< 60 % util) jobs, W-Large = 25 % "
-          "short and 35 % light; durations 3 min-2 h; fixed memory (no surges).")
-    print(f"{reps} repetitions = {reps} job sets drawn with seeds 0-{reps - 1} (the paper re-ran "
-          f"one job set; the simulator is deterministic, so the spread here is between job sets, "
-          f"not run noise). Horus defaults: k_queues={d.k_queues}, buffer={d.buffer}, "
-          f"overcommit_limit={d.overcommit_limit:g}; the paper's testbed used k=1, beta=15. "
-          f"util = gpu_util_sum (summed utilization, capped at 1 per GPU, time-averaged); alloc "
-          f"= fraction of GPUs holding a job.")
-    a, b, c = fit
-    even = (-b + math.sqrt(b * b - 4 * a * (c - 2.0))) / (2 * a)
-    print(f"NOTE: with the fit read as a JCT ratio f(u), two jobs sharing a GPU do less work "
-          f"together than one job alone once f(u) > 2, i.e. summed utilization u > {even:.2f}; "
-          f"policies that ignore utilization (OBP, PAB) or allow u up to 1.5 pay for it.")
-    variants = horus_variants()
-    for mix in MIXES:
-        wls = [testbed_workload(mix, s, window_min) for s in range(reps)]
-        t = Table(title=f"{mix} (mean over {reps} job sets)", title_justify="left")
-        for col in ("policy", "makespan min", "sd", "gain vs FIFO %", "paper makespan",
-                    "paper gain %", "avg JCT min", "slowdown", "util", "alloc", "wall s"):
-            t.add_column(col, justify="left" if col == "policy" else "right")
-        fifo = math.nan
-        for label, name, params in variants:
-            t0 = time.perf_counter()
-            rows = []
-            for s, wl in enumerate(wls):
-                sm = summary(simulate(wl, prof, make_policy(name, params), seed=s), ("avg",))
-                rows.append([sm[m]["avg"] for m in ("makespan", "jct", "slowdown",
-                                                    "gpu_util_sum", "utilization")])
-            m = np.array(rows)
-            mk = float(m[:, 0].mean()) / 60
-            fifo = mk if name == "fifo-exclusive" else fifo
-            paper = PAPER6[mix].get(name)
-            paper_gain = paper[1] if paper is not None and paper[1] is not None else None
-            t.add_row(label, f"{mk:.1f}", f"{m[:, 0].std() / 60:.1f}",
-                      "-" if name == "fifo-exclusive" else f"{100 * (1 - mk / fifo):.1f}",
-                      f"{paper[0]:.1f}" if paper else "-",
-                      f"{paper_gain:.1f}" if paper_gain is not None else "-",
-                      f"{m[:, 1].mean() / 60:.1f}", f"{m[:, 2].mean():.2f}",
-                      f"{m[:, 3].mean():.2f}", f"{m[:, 4].mean():.2f}",
-                      f"{time.perf_counter() - t0:.1f}")
-        CONSOLE.print(t)
-    print("paper (Table 6): Horus gains 30.7 % (W-Large) / 23.7 % (W-Small), OBP 22.2 / 15.7, "
-          "PAB 9.5 / 6.3; paper JCT: FIFO fastest, co-location 8-30 % slower (Fig. 7).")
-
-
-# ---------------------------------------------------------------- Horus large scale
-
-
-def part_large(jobs: int, seed: int) -> None:
-    print(f"\n=== 3. Horus large-scale shape (§6.2, Table 7): {jobs} Philly-like jobs on "
-          f"horus-128x8 ===")
-    prof = load_profile("horus-128x8")
-    wl = add_sharing(generate(jobs, load=10.0, gpus=prof.total_gpus, seed=seed,
-                              median_service_s=7200.0, sigma=1.0),
-                     device_memory_gib=8.0, opportunistic=0.0, seed=seed)
-    print(f"simulator.inputs.generate.generate({jobs}, load=10, median 2 h, sigma 1, "
-          f"seed {seed}) + "
-          f"add_sharing(8 GiB, fixed memory): {int(wl.gpus.sum())} GPUs demanded in all, "
-          f"arrivals over {wl.arrival_s[-1] / 60:.0f} min (a burst, so that exclusive FIFO "
-          f"queues on {prof.total_gpus} GPUs); synthetic utilizations.")
-    d = Horus()
-    t = Table(title="large scale (one run each)", title_justify="left")
-    for col in ("policy", "makespan h", "avg wait min", "median wait min", "wait cut %",
-                "paper wait cut %", "avg JCT h", "slowdown", "util", "alloc", "wall s"):
-        t.add_column(col, justify="left" if col == "policy" else "right")
-    paper = {"fifo-exclusive": "-", "obp": "25.4", f"horus k=1 oc={d.overcommit_limit:g}": "66.4",
-             f"horus k=3 oc={d.overcommit_limit:g}": "68.3 (Horus-f)"}
-    fifo = math.nan
-    for label, name, params in [("fifo-exclusive", "fifo-exclusive", {}), ("obp", "obp", {}),
-                                *[(f"horus k={k} oc={d.overcommit_limit:g}", "horus",
-                                   {"k_queues": k}) for k in (1, 3)]]:
-        t0 = time.perf_counter()
-        r = simulate(wl, prof, make_policy(name, params), seed=seed)
-        sm = summary(r, ("avg", "p50"))
-        wait = sm["wait"]["avg"] / 60
-        fifo = wait if name == "fifo-exclusive" else fifo
-        cut = "-" if name == "fifo-exclusive" or fifo <= 0 else f"{100 * (1 - wait / fifo):.1f}"
-        t.add_row(label, f"{sm['makespan']['avg'] / 3600:.1f}", f"{wait:.1f}",
-                  f"{sm['wait']['p50'] / 60:.1f}", cut, paper.get(label, "-"),
-                  f"{sm['jct']['avg'] / 3600:.2f}", f"{sm['slowdown']['avg']:.3f}",
-                  f"{sm['gpu_util_sum']['avg']:.3f}", f"{sm['utilization']['avg']:.3f}",
-                  f"{time.perf_counter() - t0:.1f}")
-    CONSOLE.print(t)
-    print("(makespan here is set by the longest job, so it barely moves; the wait is what "
-          "co-location changes. The paper's waits are in scheduling steps, not minutes.)")
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=3, help="static batches per OJPP workload kind "
                     "(default 3)")
-    ap.add_argument("--reps", type=int, default=5, help="Horus testbed job sets per workload "
-                    "(default 5, the paper's repetitions)")
-    ap.add_argument("--window-min", type=float, default=0.0, help="spread the testbed arrivals "
-                    "uniformly over this many minutes (default 0: one batch at t = 0)")
-    ap.add_argument("--large-jobs", type=int, default=400, help="jobs in the large-scale run "
-                    "(default 400; 0 skips it)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the large-scale workload")
-    ap.add_argument("--quick", action="store_true", help="1 seed per kind, 2 Horus job sets, no "
-                    "large-scale run")
+    ap.add_argument("--quick", action="store_true", help="1 seed per kind")
     args = ap.parse_args(argv)
     if args.quick:
-        args.seeds, args.reps, args.large_jobs = 1, 2, 0
+        args.seeds = 1
     start = time.perf_counter()
     print("bench_colocation:", " ".join(f"{k}={v}" for k, v in vars(args).items()))
     part_ojpp(args.seeds)
-    part_horus(args.reps, args.window_min)
-    if args.large_jobs > 0:
-        part_large(args.large_jobs, args.seed)
     print(f"\ncommand: python {' '.join(sys.argv)}")
     print(f"total wall time {time.perf_counter() - start:.1f} s")
 
