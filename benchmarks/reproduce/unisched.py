@@ -3,7 +3,8 @@
 The paper (papers/unisched.md §IV-B, §IV-D) runs UniSched and its baselines in one trace-driven
 simulator on C96 (96 nodes x 8 GPUs), Themis "based on the implementation in [38]" (Gavel's
 round-based simulator). Here every policy runs on the round engine on ``unisched-c96``'s node
-type (V100, restart 30 s, inter-node 0.9) with ``--nodes`` nodes (default 96: C96): UniSched,
+type (V100, restart 30 s, inter-node 0.9, ``--inter-node-factor`` for another) with
+``--nodes`` nodes (default 96: C96): UniSched,
 ``llf`` (GENIE-like), ``hydra``, ``themis-gang``, ``srsf-gang``, ``fifo-gang``
 (:mod:`policies.unisched.gang_baselines`) and ``optimus-gang``, each deciding every
 ``--lease-s`` (300), and ``3sigma-gang`` every 60 s, its cycle in the paper (§IV-D)
@@ -61,11 +62,13 @@ THEMIS_GAVEL = {"objective": "finish_time"}
 """``themis-gavel``'s parameters of the ``gavel`` policy (the rest are Gavel's defaults)."""
 
 
-def cluster(nodes: int) -> ClusterProfile:
-    """UniSched's C96 node type with ``nodes`` nodes."""
+def cluster(nodes: int, inter_node_factor: float | None = None) -> ClusterProfile:
+    """UniSched's C96 node type with ``nodes`` nodes (and, if given, that speed for a gang
+    spread over nodes instead of the profile's)."""
     base = load_profile("unisched-c96")
+    factor = base.inter_node_factor if inter_node_factor is None else inter_node_factor
     return replace(base, name=f"c{nodes}", description=f"{nodes} nodes x 8 GPUs",
-                   node_groups=(NodeGroup(nodes, 8, "v100", 32),))
+                   node_groups=(NodeGroup(nodes, 8, "v100", 32),), inter_node_factor=factor)
 
 
 def workloads(jobs: int, unit_s: float, mix2_csv: Path | None, seed: int
@@ -244,6 +247,9 @@ def main() -> None:
     ap.add_argument("--milp-nodes-per-job", type=float, default=None,
                     help="UniSched's HiGHS budget, nodes per job of the run (default: the "
                          "policy's, 1; 0: the exact method alone)")
+    ap.add_argument("--inter-node-factor", type=float, default=None, metavar="F",
+                    help="speed of a gang spread over nodes, in (0, 1] (default: the "
+                         "profile's, 0.9; Chronus's simulator runs every placement at 1.0)")
     ap.add_argument("--themis-sweep", action="store_true",
                     help="instead: themis-gang on P_MIX1 across --sweep-nodes, --sweep-leases "
                          "and --sweep-knobs, and themis-gavel with those leases as rounds, "
@@ -255,8 +261,13 @@ def main() -> None:
                     help="UniSched's P_MIX1 R_slo per cluster, NODES:R,... (measured on the "
                          "whole trace; a cluster not named runs UniSched, about 4 CPU-minutes)")
     args = ap.parse_args()
+    if args.inter_node_factor is not None and not 0 < args.inter_node_factor <= 1:
+        ap.error(f"--inter-node-factor: {args.inter_node_factor} is not in (0, 1]")
+    if args.inter_node_factor is not None and args.themis_sweep:
+        ap.error("--inter-node-factor: the Themis sweep runs on the profile's factor (its "
+                 "--unisched-rslo was measured there); run the headlines with it instead")
     print("reproduce/unisched:", " ".join(f"{k}={v}" for k, v in vars(args).items()))
-    profile = cluster(args.nodes)
+    profile = cluster(args.nodes, args.inter_node_factor)
     wls = workloads(args.jobs, args.unit_s, args.mix2_csv, args.seed)
     if args.themis_sweep:
         given = dict(item.split(":") for item in args.unisched_rslo.split(",") if item)
@@ -279,7 +290,8 @@ def main() -> None:
         res[key] = run(wl, profile, names, args.lease_s, own)
     budget = ("" if args.milp_nodes_per_job is None
               else f"UniSched's HiGHS budget {args.milp_nodes_per_job:g} nodes a job, ")
-    headlines(res, f"first {args.jobs} jobs of Chronus's Philly traces, {args.nodes} x 8 V100, "
+    headlines(res, f"first {args.jobs} jobs of Chronus's Philly traces, {args.nodes} x 8 V100 "
+                   f"(spread gangs at {profile.inter_node_factor:g}), "
                    f"baselines gang-scheduled every {args.lease_s:g} s (themis-gavel: "
                    f"Gavel's rounds, no nodes), {budget}"
                    f"P_MIX2 {'Chronus file' if args.mix2_csv else 'stand-in (CHRONUS_MIX2)'}")
