@@ -41,6 +41,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -55,9 +56,9 @@ from simulator.jit import configure_cache, njit
 
 configure_cache()
 
-__all__ = ["NODES_PER_JOB", "NODE_LIMIT", "NODE_VARIABLES", "USABLE_GAP", "Selection",
-           "SelectorInput", "charge", "milp_variables", "node_cost", "selector_arrays",
-           "selector_input", "solve_milp", "solve_selector"]
+__all__ = ["HIGHS_OPTIONS", "NODES_PER_JOB", "NODE_LIMIT", "NODE_VARIABLES", "USABLE_GAP",
+           "Selection", "SelectorInput", "charge", "milp_variables", "node_cost",
+           "selector_arrays", "selector_input", "solve_milp", "solve_selector"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -73,6 +74,12 @@ fallback's work is bounded per run, in proportion to the run, as a work limit.""
 NODE_VARIABLES = 1_000
 """The MILP size (variables) one node of the budget pays for; a node of a larger MILP costs
 :func:`node_cost` of them (HiGHS's CPU a node grows with the size: measured, fidelity page)."""
+HIGHS_OPTIONS = {"mip_heuristic_run_rens": False, "mip_heuristic_run_root_reduced_cost": False}
+"""HiGHS options beyond SciPy's own (``milp`` passes them to HiGHS as given): two root-node
+heuristics off. Both solve sub-MIPs with full cut rounds, and on the MILPs of hundreds of
+waiting jobs (P_MIX1 with spread gangs at full speed) they were most of a solve's CPU time
+while the optimum came from elsewhere (the fidelity page has the profile); the optimum does
+not change, only how long HiGHS takes to prove it."""
 USABLE_GAP = 0.05
 """A solution cut short by the node limit counts only if within this gap of the bound (HiGHS
 offers trivial starting points, such as running nothing, that are no answer at all)."""
@@ -351,10 +358,12 @@ def solve_milp(inp: SelectorInput, *, node_limit: int = NODE_LIMIT,
     matrix = coo_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                        shape=(r, n_var)).tocsr()
     t0 = time.perf_counter()
-    with _quiet_stdout():
+    with _quiet_stdout(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Unrecognized options", RuntimeWarning)  # HIGHS_OPTIONS
         res = milp(cost, integrality=integral, bounds=Bounds(np.zeros(n_var), upper),
                    constraints=LinearConstraint(matrix, np.concatenate(lo), np.concatenate(hi)),
-                   options={"node_limit": node_limit, "mip_rel_gap": rel_gap, "disp": False})
+                   options={"node_limit": node_limit, "mip_rel_gap": rel_gap, "disp": False,
+                            **HIGHS_OPTIONS})
     solve_s = time.perf_counter() - t0
     choice = np.full(n_jobs, -1, dtype=np.int64)
     step = np.full(n_jobs, -1, dtype=np.int64)
