@@ -44,6 +44,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -74,7 +75,8 @@ fallback's work is bounded per run, in proportion to the run, as a work limit.""
 NODE_VARIABLES = 1_000
 """The MILP size (variables) one node of the budget pays for; a node of a larger MILP costs
 :func:`node_cost` of them (HiGHS's CPU a node grows with the size: measured, fidelity page)."""
-HIGHS_OPTIONS = {"mip_heuristic_run_rens": False, "mip_heuristic_run_root_reduced_cost": False}
+HIGHS_OPTIONS = MappingProxyType({"mip_heuristic_run_rens": False,
+                                  "mip_heuristic_run_root_reduced_cost": False})
 """HiGHS options beyond SciPy's own (``milp`` passes them to HiGHS as given): two root-node
 heuristics off. Both solve sub-MIPs with full cut rounds, and on the MILPs of hundreds of
 waiting jobs (P_MIX1 with spread gangs at full speed) they were most of a solve's CPU time
