@@ -17,9 +17,12 @@ Results do not depend on which worker ran what: evaluation is pure.
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
+import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from paretosearch.search.evaluation import Task, evaluate
@@ -216,22 +219,54 @@ class DaskRunner:
         # the result is fetched here, not by as_completed's with_results, which waits forever
         # on a result the client refuses to decode (a worker's pickle)
         pending = as_completed(list(futures))  # type: ignore[no-untyped-call]
-        for future in pending:
-            i = futures.pop(future)
-            records = (None if future.status in ("cancelled", "lost")
-                       else self._records(future, len(parts[i])))
-            if records is None:  # its data died with a worker, before or while fetched
-                lost[i] += 1
-                if lost[i] > self.retries:
-                    raise ParetoSearchError(f"{len(parts[i])} evaluations were lost {lost[i]} "
-                                            "times with their workers; is the Dask cluster "
-                                            "healthy?")
-                nxt = [i]
-            else:
-                self._walls += [r["wall_s"] for r in records]
-                nxt = done(i, records)
-            for j in nxt:
-                lost.setdefault(j, 0)
-                again = submit(j)
-                futures[again] = j
-                pending.add(again)  # type: ignore[no-untyped-call]
+        with _kept_interrupts() as check:
+            for future in pending:
+                check()
+                i = futures.pop(future)
+                records = (None if future.status in ("cancelled", "lost")
+                           else self._records(future, len(parts[i])))
+                if records is None:  # its data died with a worker, before or while fetched
+                    lost[i] += 1
+                    if lost[i] > self.retries:
+                        raise ParetoSearchError(f"{len(parts[i])} evaluations were lost {lost[i]} "
+                                                "times with their workers; is the Dask cluster "
+                                                "healthy?")
+                    nxt = [i]
+                else:
+                    self._walls += [r["wall_s"] for r in records]
+                    nxt = done(i, records)
+                for j in nxt:
+                    lost.setdefault(j, 0)
+                    again = submit(j)
+                    futures[again] = j
+                    pending.add(again)  # type: ignore[no-untyped-call]
+                check()
+
+
+@contextlib.contextmanager
+def _kept_interrupts() -> Iterator[Callable[[], None]]:
+    """Ctrl-C that lands while the garbage collector runs a finaliser (a Dask future's
+    ``__del__``, as results come in) is only printed by Python, and the search would run on
+    to the end. In the main thread such a ``KeyboardInterrupt`` is kept instead, unprinted,
+    and the callable yielded raises it at the next check."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    kept = threading.Event()
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            kept.set()
+        else:
+            previous(unraisable)
+
+    def check() -> None:
+        if kept.is_set():
+            raise KeyboardInterrupt
+
+    sys.unraisablehook = hook
+    try:
+        yield check
+    finally:
+        sys.unraisablehook = previous

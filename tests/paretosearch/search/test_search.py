@@ -128,6 +128,37 @@ def test_same_seed_same_front_serial_and_dask() -> None:
             assert _search(DaskRunner(client, [wl], wl)) == serial
 
 
+class _CtrlCInFinaliser:
+    """Ctrl-C arriving while the garbage collector finalises this object."""
+
+    def __del__(self) -> None:
+        raise KeyboardInterrupt
+
+
+@pytest.mark.dask
+def test_ctrl_c_inside_a_finaliser_still_stops_a_dask_batch(capfd: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    """Python only prints a KeyboardInterrupt raised in a ``__del__`` (a Dask future's, as
+    results come in): the runner keeps it and stops at the next result, without the print."""
+    wl = generate(100, load=0.9, seed=2)
+    task = Task("wfq", load_profile("pcs-64"))
+    heard: list[int] = []
+
+    def on_result(i: int, record: dict[str, float]) -> None:
+        heard.append(i)
+        _CtrlCInFinaliser()  # made and finalised at once
+
+    batch = [{"T": 10.0 * (k + 1), "zeta_min": 0.0} for k in range(6)]
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        runner = DaskRunner(client, [wl], wl, task_s=0.0)
+        with pytest.raises(KeyboardInterrupt):
+            runner.map(task, batch, on_result)
+        assert len(heard) < len(batch)  # stopped before the batch's end
+        assert len(runner.map(task, batch[:2])) == 2  # the hook is gone: it runs on
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
 def test_the_archive_keeps_one_member_per_objective_vector() -> None:
     # ten configurations that score alike (1, 0), two more non-dominated, six dominated
     F = np.array([[1.0, 0.0]] * 10 + [[0.0, 1.0], [0.5, 0.5]]
