@@ -30,7 +30,8 @@ from paretosearch.search.trust import UntrustedResult, plain_records, plain_work
 from simulator import Workload
 from simulator.errors import ParetoSearchError
 
-__all__ = ["SLOTS_S", "DaskRunner", "Next", "OnResult", "Runner", "SerialRunner", "evaluate_many"]
+__all__ = ["SLOTS_S", "DaskRunner", "Next", "OnResult", "Runner", "SerialRunner", "evaluate_many",
+           "interrupts_kept", "raise_kept"]
 
 SLOTS_S = 2.0
 """How long a Dask runner trusts the worker count it last heard."""
@@ -73,6 +74,7 @@ class SerialRunner:
         while started:
             params = started.popleft()
             started.extend(on_result(params, evaluate(task, params, self.workloads, self.train)))
+            raise_kept()
 
     def map(self, task: Task, batch: Sequence[Params],
             on_result: OnResult | None = None) -> list[dict[str, float]]:
@@ -81,6 +83,7 @@ class SerialRunner:
             out.append(evaluate(task, params, self.workloads, self.train))
             if on_result is not None:
                 on_result(i, out[-1])
+            raise_kept()
         return out
 
 
@@ -219,9 +222,8 @@ class DaskRunner:
         # the result is fetched here, not by as_completed's with_results, which waits forever
         # on a result the client refuses to decode (a worker's pickle)
         pending = as_completed(list(futures))  # type: ignore[no-untyped-call]
-        with _kept_interrupts() as check:
+        with interrupts_kept():
             for future in pending:
-                check()
                 i = futures.pop(future)
                 records = (None if future.status in ("cancelled", "lost")
                            else self._records(future, len(parts[i])))
@@ -240,33 +242,49 @@ class DaskRunner:
                     again = submit(j)
                     futures[again] = j
                     pending.add(again)  # type: ignore[no-untyped-call]
-                check()
+                raise_kept()
+
+
+_kept = threading.Event()
+
+
+class _Keeper:
+    """``sys.unraisablehook`` while interrupts are kept: keeps a KeyboardInterrupt, hands
+    any other unraisable error to the hook it replaced."""
+
+    def __init__(self, previous: Callable[[Any], object]) -> None:
+        self.previous = previous
+
+    def __call__(self, unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _kept.set()
+        else:
+            self.previous(unraisable)
+
+
+def raise_kept() -> None:
+    """Raise the KeyboardInterrupt that :func:`interrupts_kept` kept, if one was."""
+    if _kept.is_set():
+        _kept.clear()
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
-def _kept_interrupts() -> Iterator[Callable[[], None]]:
-    """Ctrl-C that lands while the garbage collector runs a finaliser (a Dask future's
-    ``__del__``, as results come in) is only printed by Python, and the search would run on
-    to the end. In the main thread such a ``KeyboardInterrupt`` is kept instead, unprinted,
-    and the callable yielded raises it at the next check."""
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: None
-        return
-    kept = threading.Event()
+def interrupts_kept() -> Iterator[None]:
+    """Ctrl-C that lands while the garbage collector runs a finaliser or a callback (a Dask
+    future's ``__del__``, distributed's GC diagnosis) is only printed by Python, and a search
+    would run on to the end. For this block's life, in the main thread, such a
+    ``KeyboardInterrupt`` is kept instead, unprinted: a runner raises it once its next result
+    is handed on, and the block at its end if nothing raised it before. Blocks nest."""
     previous = sys.unraisablehook
-
-    def hook(unraisable: Any) -> None:
-        if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            kept.set()
-        else:
-            previous(unraisable)
-
-    def check() -> None:
-        if kept.is_set():
-            raise KeyboardInterrupt
-
-    sys.unraisablehook = hook
+    if threading.current_thread() is not threading.main_thread() or \
+            isinstance(previous, _Keeper):
+        yield
+        return
+    _kept.clear()
+    sys.unraisablehook = _Keeper(previous)
     try:
-        yield check
+        yield
     finally:
         sys.unraisablehook = previous
+    raise_kept()

@@ -35,7 +35,7 @@ from paretosearch.samples import samples, split_workload
 from paretosearch.search.cache import CachedRunner, EvaluationCache
 from paretosearch.search.cluster import connect
 from paretosearch.search.evaluation import SearchSpace, Task
-from paretosearch.search.runners import DaskRunner, Runner, SerialRunner
+from paretosearch.search.runners import DaskRunner, Runner, SerialRunner, interrupts_kept
 from paretosearch.search.spea2 import Progress, SearchSettings, run_spea2
 from policies import make_policy
 from simulator import ClusterProfile, Workload, read_trace
@@ -221,7 +221,8 @@ class PolicySearch:
         generation, random points fill the rest. Parameters the search does not vary are
         ignored, missing ones start mid-domain.
         """
-        with self.store.writing() if self.store else contextlib.nullcontext():
+        # a Ctrl-C that a finaliser swallows anywhere in the search still stops it
+        with interrupts_kept(), self.store.writing() if self.store else contextlib.nullcontext():
             return self._run(on_generation, resume=resume, initial=initial)
 
     def _run(self, on_generation: Callable[[Progress], None] | None, *, resume: bool,

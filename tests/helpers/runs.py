@@ -1,5 +1,6 @@
 """Run directories and what is in them (journals, fronts), retune specs and growing traces,
-small search settings, and a progress callback that kills a Dask worker."""
+small search settings, a progress callback that kills a Dask worker, and a Ctrl-C that lands
+in a finaliser."""
 
 from __future__ import annotations
 
@@ -85,3 +86,11 @@ class WorkerKiller:
             pid = next(iter(self.client.run(os.getpid).values()))
             os.kill(pid, signal.SIGKILL)
             self.killed.append(pid)
+
+
+class CtrlCInFinaliser:
+    """Ctrl-C arriving while the garbage collector finalises this object (Python only prints
+    an exception raised there)."""
+
+    def __del__(self) -> None:
+        raise KeyboardInterrupt

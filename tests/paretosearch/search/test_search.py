@@ -36,6 +36,7 @@ from simulator import (
     generate,
     load_profile,
 )
+from tests.helpers.runs import CtrlCInFinaliser
 
 OBJECTIVES = parse_objectives([("jct", "avg"), "pred_err:avg"])
 
@@ -128,13 +129,6 @@ def test_same_seed_same_front_serial_and_dask() -> None:
             assert _search(DaskRunner(client, [wl], wl)) == serial
 
 
-class _CtrlCInFinaliser:
-    """Ctrl-C arriving while the garbage collector finalises this object."""
-
-    def __del__(self) -> None:
-        raise KeyboardInterrupt
-
-
 @pytest.mark.dask
 def test_ctrl_c_inside_a_finaliser_still_stops_a_dask_batch(capfd: pytest.CaptureFixture[str]
                                                           ) -> None:
@@ -146,7 +140,7 @@ def test_ctrl_c_inside_a_finaliser_still_stops_a_dask_batch(capfd: pytest.Captur
 
     def on_result(i: int, record: dict[str, float]) -> None:
         heard.append(i)
-        _CtrlCInFinaliser()  # made and finalised at once
+        CtrlCInFinaliser()  # made and finalised at once
 
     batch = [{"T": 10.0 * (k + 1), "zeta_min": 0.0} for k in range(6)]
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,

@@ -23,6 +23,7 @@ from paretosearch.runs import select as choose
 from paretosearch.runs.optuna_copy import load_study
 from paretosearch.runs.records import FrontEntry, config_hash
 from paretosearch.runs.store import RunStore
+from paretosearch.search.spea2 import Progress
 from paretosearch.service.api import (
     BASELINES,
     PolicySearch,
@@ -41,7 +42,14 @@ from simulator import (
 from simulator.inputs.generate import add_slos
 from simulator.inputs.scaling import TypeSpeeds
 from tests.helpers.data import ROOT
-from tests.helpers.runs import SMALL, WorkerKiller, front_key, journal_keys
+from tests.helpers.runs import (
+    SMALL,
+    CtrlCInFinaliser,
+    WorkerKiller,
+    front_key,
+    journal,
+    journal_keys,
+)
 
 
 def test_preference_front_and_choice(tmp_path: Path) -> None:
@@ -104,6 +112,26 @@ def test_preference_front_and_choice(tmp_path: Path) -> None:
         PolicySearch(config=SearchConfig(settings=SMALL, jobs=200),
                      store=tmp_path).SetPreference("jct") or \
             _run(tmp_path)
+
+
+def test_a_ctrl_c_that_a_finaliser_swallows_between_generations_stops_the_search(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Outside any runner (here while a generation is published) Python would only print
+    it and the search would run to its end; it stops at the next evaluation instead."""
+    search = PolicySearch(config=SearchConfig(settings=SMALL, jobs=150), store=tmp_path)
+    heard: list[int] = []
+
+    def on_generation(p: Progress) -> None:
+        heard.append(len(p.evaluated))
+        CtrlCInFinaliser()  # made and finalised at once
+
+    unraisable = sys.unraisablehook
+    with pytest.raises(KeyboardInterrupt):
+        search.run(on_generation)
+    assert heard == [SMALL.pop_size]  # the next generation's first evaluation stopped it
+    assert len(journal(tmp_path)) == SMALL.pop_size + 1  # and it was kept
+    assert sys.unraisablehook is unraisable
+    assert "Exception ignored" not in capfd.readouterr().err
 
 
 def _run(run_dir: Path) -> None:
