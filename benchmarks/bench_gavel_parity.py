@@ -22,7 +22,8 @@ jobs, the share of jobs within 5 % and exactly (1e-6) Gavel's, and, for the solv
 the share exact with Gavel's allocations replayed. ``--csv FILE`` also writes that table
 (docs/fidelity/gavel.md shows it). ``--makespan`` prints the same table for the runs of
 ``tests/fixtures/gavel/makespan`` (Gavel's ``min_total_duration`` and ``_perf`` on the
-traces of both sets).
+traces of both sets), ``--max-sum`` for those of ``tests/fixtures/gavel/maxsum`` (its
+``max_sum_throughput_perf``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from tests.helpers.gavel import (  # noqa: E402  (after the path is set)
     FIXTURES,
     MAKESPAN,
+    MAX_SUM,
     MORE,
     POLICIES,
     TRACES,
@@ -150,10 +152,13 @@ def main() -> None:
     ap.add_argument("--more", action="store_true", help="the runs of tests/fixtures/gavel/more")
     ap.add_argument("--makespan", action="store_true",
                     help="the runs of tests/fixtures/gavel/makespan (Gavel's makespan policy)")
-    ap.add_argument("--csv", type=Path, help="with --more or --makespan: also write the table")
+    ap.add_argument("--max-sum", action="store_true",
+                    help="the runs of tests/fixtures/gavel/maxsum (Gavel's throughput policy)")
+    ap.add_argument("--csv", type=Path,
+                    help="with --more, --makespan or --max-sum: also write the table")
     args = ap.parse_args()
-    if args.more or args.makespan:
-        more(args.csv, MAKESPAN if args.makespan else MORE)
+    if args.more or args.makespan or args.max_sum:
+        more(args.csv, MAKESPAN if args.makespan else MAX_SUM if args.max_sum else MORE)
         return
     from policies.hetero.gavel import Gavel
     from policies.hetero.yarn import YarnCS

@@ -38,7 +38,8 @@ Objectives (``objective``, with ``aware``; Gavel's ``_perf`` policies are the aw
 - ``max_min`` (LAS, Gavel's ``max_min_fairness``): maximize the smallest
   ``sum_t x[j, t] s_j X[j, t] / P_j``, ``s_j`` the gang size and ``P_j`` the job's throughput
   under an equal share of every type in proportion to its GPUs. Agnostic: ``X = 1``.
-- ``max_sum``: maximize ``sum x[j, t] X[j, t]``.
+- ``max_sum`` (Gavel's ``max_sum_throughput_perf``): maximize ``sum x[j, t] X[j, t]``, in
+  Gavel's units: a job of many steps per second counts for more than a slow one.
 - ``finish_time`` (Gavel's ``finish_time_fairness``): minimize the largest ratio of the time
   a job would take under ``x`` (time since it arrived plus its remaining steps at
   ``sum_t x[j, t] X[j, t]``) to the time it would take alone (the time its progress so far
@@ -62,8 +63,7 @@ Objectives (``objective``, with ``aware``; Gavel's ``_perf`` policies are the aw
 
 ``X[j, t]`` is the job's throughput with its gang on type ``t``: Gavel's measured steps per
 second where the workload has them (Gavel's traces), else its progress rate (in steps per
-second where the workload counts steps; ``max_sum``: always the progress rate, in reference
-seconds per second). Gavel solves the LP with
+second where the workload counts steps). Gavel solves the LP with
 cvxpy's ECOS; so do we by default (``lp="ecos"``: the program cvxpy builds, built from
 Gavel's own throughputs where the workload has them, so its allocations to the last bit:
 :mod:`policies.hetero.gavel_lp`), since the LP rarely has one optimum and which one a solver
@@ -302,11 +302,9 @@ class Gavel(KernelRoundPolicy):
                               type_gpus.tobytes(), "makespan", "ecos",
                               _left(rows, memory, jobs, rate.shape[1]).tobytes())
         if self.objective != "fifo":
-            X = rate if self.objective == "max_sum" else _throughputs(rate, rows, memory)
-            if not self.aware:
-                X = np.ones_like(rate)
+            X = _throughputs(rate, rows, memory) if self.aware else np.ones_like(rate)
             return allocation(X.tobytes(), demand.tobytes(), type_gpus.tobytes(),
-                               self.objective, self.lp)
+                              self.objective, self.lp)
         kept = memory.i[:, I_KEPT]
         at = states_at(type_gpus.shape[0]) + S_FIFO
         words = memory.gi[at:at + MT_WORDS]

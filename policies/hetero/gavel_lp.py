@@ -1,8 +1,8 @@
 """Gavel's allocations: its LP (max-min fairness or max-sum throughput), its finish-time
 fairness program, its makespan search, and its FIFO.
 
-Max-min fairness is solved with ECOS as Gavel's cvxpy hands it over (:func:`cvxpy_max_min`),
-or with HiGHS's interior point; max-sum with ECOS or HiGHS on our own LP. Finish-time fairness
+Max-min fairness and max-sum throughput are solved with ECOS as Gavel's cvxpy hands them over
+(:func:`cvxpy_max_min`, :func:`cvxpy_max_sum`), or with HiGHS's interior point. Finish-time fairness
 is a second-order cone program: ECOS gets it as cvxpy hands it over. The makespan policy
 (:func:`cvxpy_min_total_duration`) searches for the shortest feasible makespan, one ECOS
 feasibility LP per try, each as cvxpy hands it over. "As cvxpy hands it over"
@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
-__all__ = ["allocation", "cvxpy_max_min", "cvxpy_min_total_duration", "fifo",
+__all__ = ["allocation", "cvxpy_max_min", "cvxpy_max_sum", "cvxpy_min_total_duration", "fifo",
            "finish_time_allocation", "gavel_allocation", "isolated", "rng", "save"]
 
 FloatArray = npt.NDArray[np.float64]
@@ -81,12 +81,12 @@ def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArr
     if objective == "makespan":
         assert steps is not None
         return cvxpy_min_total_duration(throughput, demand, type_gpus, steps)
-    if objective == "max_min" and solver == "ecos":
-        return cvxpy_max_min(throughput, demand, type_gpus)
-    solve = _ecos if solver == "ecos" else _solve
+    if solver == "ecos":
+        solved = cvxpy_max_min if objective == "max_min" else cvxpy_max_sum
+        return solved(throughput, demand, type_gpus)
     b_cap = np.concatenate([np.ones(n), type_gpus.astype(np.float64)])
     if objective == "max_sum":
-        return solve(-throughput.ravel(), _matrix(demand, m), b_cap, False).reshape(n, m)
+        return _solve(-throughput.ravel(), _matrix(demand, m), b_cap, False).reshape(n, m)
     # max z with z <= sum_t x[j, t] s_j X[j, t] / P_j (variables: x, then z)
     fair = throughput @ (type_gpus / type_gpus.sum())
     start, index, value = _matrix(demand, m, throughput * (demand / fair)[:, None])
@@ -95,7 +95,7 @@ def gavel_allocation(throughput: FloatArray, demand: IntArray, type_gpus: IntArr
     with_z = (np.append(start, np.int32(index.shape[0] + n)),
               np.concatenate([index, np.arange(n, dtype=np.int32)]),
               np.concatenate([value, np.ones(n)]))
-    x = solve(cost, with_z, np.concatenate([np.zeros(n), b_cap]), True)
+    x = _solve(cost, with_z, np.concatenate([np.zeros(n), b_cap]), True)
     return x[:-1].reshape(n, m)
 
 
@@ -114,28 +114,67 @@ def cvxpy_max_min(throughput: FloatArray, demand: IntArray, type_gpus: IntArray
     The answer is ``x`` clipped to ``[0, 1]``, whatever ECOS's exit (Gavel only warns).
     """
     X = throughput[:, ::-1]
-    gpus = type_gpus[::-1].astype(np.float64)
     n, m = X.shape
     share = np.array([[g / n for g in type_gpus[::-1].tolist()]] * n)
     share = share / np.sum(share, axis=1).max()
     weight = 1.0 / np.sum(np.multiply(X, share), axis=1).reshape((n, 1))
     coef = np.multiply(X * weight, np.repeat(demand.astype(np.float64)[:, None], m, axis=1))
-    job = np.tile(np.arange(n), m)  # x's columns, column by column: (type, job)
-    kind = np.repeat(np.arange(m), n)
-    rows = np.stack([job, n + np.arange(n * m), n + n * m + kind, n + n * m + m + job], axis=1)
-    values = np.stack([-coef.T.ravel(), -np.ones(n * m), np.tile(demand.astype(np.float64), m),
-                       np.ones(n * m)], axis=1)
+    rows, values = _base_rows(demand, m, top=n)
+    job = np.tile(np.arange(n), m)
+    rows = np.concatenate([job[:, None], rows], axis=1)
+    values = np.concatenate([-coef.T.ravel()[:, None], values], axis=1)
     indptr = np.concatenate([[0], n + 4 * np.arange(n * m + 1)]).astype(np.int32)
     indices = np.concatenate([np.arange(n), rows.ravel()]).astype(np.int32)
     data = np.concatenate([-np.ones(n), values.ravel()])
     g = sparse.csc_matrix((data, indices, indptr), shape=(n + n * m + m + n, 1 + n * m))
     g.eliminate_zeros()  # cvxpy leaves out a zero coefficient (a type a job cannot use)
-    h = np.concatenate([np.zeros(n + n * m), gpus, np.ones(n)])
+    h = np.concatenate([np.zeros(n), _base_bounds(type_gpus, n)])
     cost = np.zeros(1 + n * m)
     cost[0] = 1.0
     sol = ecos.solve(cost, g, h, {"l": h.shape[0], "q": [], "e": 0}, verbose=False)
     x = np.asarray(sol["x"], dtype=np.float64)[1:].reshape(m, n).T
     return np.clip(x, 0.0, 1.0)[:, ::-1].copy()
+
+
+def cvxpy_max_sum(throughput: FloatArray, demand: IntArray, type_gpus: IntArray
+                  ) -> FloatArray:
+    """Gavel's max-sum LP (``max_sum_throughput_perf``: maximize ``sum x[j, t] X[j, t]``,
+    ``X`` its measured steps per second) solved by ECOS as cvxpy 1.x hands it over: the
+    allocation ``(jobs, types)``, types in the profile's order. The variables ``x`` column by
+    column over Gavel's name order of the types; the cost ``-X`` (cvxpy's ``0 - X``: no
+    negative zeros); the rows of :func:`_base_rows`. ``x`` clipped to ``[0, 1]`` whatever
+    ECOS's exit, as in Gavel."""
+    X = throughput[:, ::-1]
+    n, m = X.shape
+    rows, values = _base_rows(demand, m, top=0)
+    g = sparse.csc_matrix((values.ravel(), rows.ravel().astype(np.int32),
+                           (3 * np.arange(n * m + 1)).astype(np.int32)),
+                          shape=(n * m + m + n, n * m))
+    h = _base_bounds(type_gpus, n)
+    sol = ecos.solve(0.0 - X.T.ravel(), g, h, {"l": h.shape[0], "q": [], "e": 0},
+                     verbose=False)
+    x = np.asarray(sol["x"], dtype=np.float64).reshape(m, n).T
+    return np.clip(x, 0.0, 1.0)[:, ::-1].copy()
+
+
+def _base_rows(demand: IntArray, m: int, top: int) -> tuple[IntArray, FloatArray]:
+    """Gavel's base constraints as cvxpy lays them out, for the variables ``x[j, t]`` column
+    by column (``(type, job)``, ``m`` types in Gavel's name order): each column's rows,
+    counted from ``top``, and coefficients (``(n m, 3)`` each): ``-x`` per variable, ``sum_j
+    s_j x[j, t]`` per type, ``sum_t x[j, t]`` per job."""
+    n = demand.shape[0]
+    job = np.tile(np.arange(n), m)
+    kind = np.repeat(np.arange(m), n)
+    rows = top + np.stack([np.arange(n * m), n * m + kind, n * m + m + job], axis=1)
+    values = np.stack([-np.ones(n * m), demand.astype(np.float64)[job], np.ones(n * m)],
+                      axis=1)
+    return rows, values
+
+
+def _base_bounds(type_gpus: IntArray, n: int) -> FloatArray:
+    """The right-hand sides of :func:`_base_rows`' rows for ``n`` jobs."""
+    m = type_gpus.shape[0]
+    return np.concatenate([np.zeros(n * m), type_gpus[::-1].astype(np.float64), np.ones(n)])
 
 
 def cvxpy_min_total_duration(throughput: FloatArray, demand: IntArray, type_gpus: IntArray,
@@ -160,17 +199,15 @@ def cvxpy_min_total_duration(throughput: FloatArray, demand: IntArray, type_gpus
     """
     X = throughput[:, ::-1]
     n, m = X.shape
-    job = np.tile(np.arange(n), m)  # x's columns, column by column: (type, job)
-    kind = np.repeat(np.arange(m), n)
-    rows = np.stack([np.arange(n * m), n * m + kind, n * m + m + job, n * m + m + n + job],
-                    axis=1)
-    values = np.stack([-np.ones(n * m), demand.astype(np.float64)[job], np.ones(n * m),
-                       -X.T.ravel()], axis=1)
+    rows, values = _base_rows(demand, m, top=0)
+    job = np.tile(np.arange(n), m)
+    rows = np.concatenate([rows, (n * m + m + n + job)[:, None]], axis=1)
+    values = np.concatenate([values, -X.T.ravel()[:, None]], axis=1)
     g = sparse.csc_matrix((values.ravel(), rows.ravel().astype(np.int32),
                            (4 * np.arange(n * m + 1)).astype(np.int32)),
                           shape=(n * m + m + 2 * n, n * m))
     g.eliminate_zeros()
-    fixed = np.concatenate([np.zeros(n * m), type_gpus[::-1].astype(np.float64), np.ones(n)])
+    fixed = _base_bounds(type_gpus, n)
     cost = np.zeros(n * m)
     dims = {"l": g.shape[0], "q": [], "e": 0}
 
@@ -304,31 +341,6 @@ def _solve(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, free_last: bool) -> F
     if status != highs.HighsModelStatus.kOptimal:
         raise RuntimeError(f"Gavel LP: HiGHS returned {h.modelStatusToString(status)}")
     return np.clip(np.asarray(h.getSolution().col_value, dtype=np.float64), 0.0, 1.0)
-
-
-def _ecos(cost: FloatArray, a_ub: _Csc, b_ub: FloatArray, free_last: bool) -> FloatArray:
-    """ECOS on the same LP (the sign bounds as rows ``-x <= 0``), with cvxpy's defaults;
-    "close to optimal" is accepted, as Gavel does (it only warns)."""
-    start, index, value = a_ub
-    n, rows = cost.shape[0], b_ub.shape[0]
-    bound = n - 1 if free_last else n
-    # each column's sign row (rows + column) goes after its entries, keeping rows sorted
-    sign = np.arange(n) < bound
-    shift = np.concatenate([[0], np.cumsum(sign)]).astype(np.int32)
-    indptr = start + shift
-    col = np.repeat(np.arange(n), np.diff(start))
-    indices = np.empty(indptr[-1], dtype=np.int32)
-    data = np.empty(indptr[-1])
-    at = np.arange(index.shape[0]) + shift[col]
-    indices[at], data[at] = index, value
-    last = indptr[1:][sign] - 1
-    indices[last], data[last] = rows + np.arange(bound, dtype=np.int32), -1.0
-    g = sparse.csc_matrix((data, indices, indptr), shape=(rows + bound, n))
-    h = np.concatenate([b_ub, np.zeros(bound)])
-    sol = ecos.solve(cost, g, h, {"l": rows + bound, "q": [], "e": 0}, verbose=False)
-    if sol["info"]["exitFlag"] not in (0, 10):
-        raise RuntimeError(f"Gavel LP: ECOS returned {sol['info']['infostring']}")
-    return np.clip(np.asarray(sol["x"], dtype=np.float64), 0.0, 1.0)
 
 
 def _highs() -> tuple[Any, Any]:

@@ -34,9 +34,13 @@ MAKESPAN_POLICIES = {  # Gavel's makespan policies, whose runs are in MAKESPAN
     "min_total_duration": {"objective": "makespan", "aware": False},
     "min_total_duration_perf": {"objective": "makespan", "aware": True},
 }
+MAX_SUM_POLICIES = {  # Gavel's throughput policy, whose runs are in MAX_SUM
+    "max_sum_throughput_perf": {"objective": "max_sum", "aware": True},
+}
 TYPES = ("v100", "p100", "k80")  # gavel-108's order
 MORE = FIXTURES / "more"
 MAKESPAN = FIXTURES / "makespan"
+MAX_SUM = FIXTURES / "maxsum"
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class Run:
     @property
     def params(self) -> dict[str, Any]:
         """Our ``gavel``'s parameters for the run's policy."""
-        return {**POLICIES, **MAKESPAN_POLICIES}[self.policy]
+        return {**POLICIES, **MAKESPAN_POLICIES, **MAX_SUM_POLICIES}[self.policy]
 
 
 def more_runs(where: Path = MORE) -> list[Run]:

@@ -16,6 +16,8 @@ in ``more/`` 16 traces of Gavel's generator on three cluster shapes, 6 policies 
 - Gavel's makespan policy (``min_total_duration`` and ``_perf``, in ``makespan/``) searches
   for the shortest feasible makespan, one ECOS LP per try: with ECOS handed each try as
   cvxpy builds it, every allocation must be Gavel's to the last bit and every job must match.
+- Gavel's throughput policy (``max_sum_throughput_perf``, in ``maxsum/``: the most steps per
+  second in all), likewise.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from simulator import load_profile, simulate, summary
 from tests.helpers.gavel import (
     FIXTURES,
     MAKESPAN,
+    MAX_SUM,
     MORE,
     POLICIES,
     TRACES,
@@ -146,15 +149,21 @@ MAKESPAN_RUNS = [pytest.param(r, id=r.id, marks=() if r.trace == "static_single"
                  if r.traces == FIXTURES or r.trace in ("s02", "s04", "c05", "c12")]
 
 
+# Gavel's throughput policy (max_sum_throughput_perf, in maxsum/): one cheap LP per reset, so
+# CI checks all 20 runs
+MAX_SUM_RUNS = [pytest.param(r, id=r.id) for r in more_runs(MAX_SUM)]
+
+
 @pytest.mark.parametrize("run", [pytest.param(*p.values, id=p.id, marks=pytest.mark.slow)
-                                 for p in SOLVED_RUNS] + MAKESPAN_RUNS)
+                                 for p in SOLVED_RUNS] + MAKESPAN_RUNS + MAX_SUM_RUNS)
 def test_solved_policies_allocate_as_gavel_to_the_last_bit(run: Run) -> None:
     # ECOS gets the program cvxpy builds from Gavel's throughputs, coefficient for
     # coefficient: at every reset (at Gavel's very clock) the allocation is Gavel's, bit
     # for bit, so no near-tie in priority can tip (Gavel's last call, with no job left, is
     # one we skip). Gavel's makespan policy (tests/fixtures/gavel/makespan): every try of
     # its search hands ECOS Gavel's LP, so it stops at Gavel's makespan, and the
-    # allocation is that try's
+    # allocation is that try's. Its throughput policy (maxsum/): ECOS gets Gavel's max-sum
+    # LP over its measured steps per second
     policy = Gavel(**run.params)
     seen = recording(policy)
     _matches_gavel(run, policy)
