@@ -70,7 +70,8 @@ Gavel's own throughputs where the workload has them, so its allocations to the l
 returns moves every job. ``lp="highs"`` uses HiGHS's interior point without crossover
 instead (another optimum; README, fidelity table). Gavel's
 simulator has no restart cost and ignores placement; on a profile that charges them, a
-restart eats into the task and a spread gang runs slower. Gavel's packing policies
+task that starts with a restart does its steps after the pause (its round lasts that much
+longer) and a spread gang runs slower. Gavel's packing policies
 (``*_packed``: pairs of jobs of one gang size time-sharing a gang at their measured
 co-located rates) are not reproduced: jobs here never share a GPU, as under every Gavel
 policy without packing (``horus``, ``ojpp`` and ``unified`` model co-location).

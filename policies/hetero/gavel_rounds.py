@@ -257,11 +257,23 @@ def _task(C: Any, J: Any, M: Any, r: int, t: int, now: float) -> tuple[bool, flo
 
 
 @njit
+def _work_starts(C: Any, J: Any, r: int, row: Any, now: float) -> float:
+    """When row ``r``'s task on ``row`` (GPUs per node) can start working: after the
+    profile's restart pause if the job has run and moves (the engine's rule), else when the
+    pause it is in ends. Gavel has no restarts; here a task's steps follow the pause, so a
+    job that moves every round still progresses."""
+    if J.started[r] and C.restart_s > 0.0 and np.any(row != J.alloc[r]):
+        return now + C.restart_s
+    return max(now, J.pause[r])
+
+
+@njit
 def place(C: Any, J: Any, M: Any, active: Any, grant: Any, now: float) -> tuple[float, int]:
     """Put the granted jobs in the allocation on their type's nodes (those already there
     first, keeping their GPUs; a failing task holds none), then dropped jobs on GPUs left
-    free; write the plan and list the round's tasks. When the round's last task ends (-inf:
-    no task), and how many jobs hold GPUs."""
+    free; write the plan and list the round's tasks (each ends its work after the job's
+    restart pause: :func:`_work_starts`). When the round's last task ends (-inf: no task),
+    and how many jobs hold GPUs."""
     n, m = active.shape[0], C.type_gpus.shape[0]
     at, ends = ran_at(m), G_TOTAL + m
     free = C.node_gpus.copy()
@@ -281,6 +293,7 @@ def place(C: Any, J: Any, M: Any, active: Any, grant: Any, now: float) -> tuple[
                                J.alloc[r] if on_t else none, row):
                 out[a] = row
                 free -= row
+                end += _work_starts(C, J, r, row, now) - now
             M.out_stop[r] = (end if out[a].sum() > 0 and M.f[r, T_END * m + F_STEPS] > 0
                              else np.inf)
             task = _task_at(at, ran)

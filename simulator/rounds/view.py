@@ -15,7 +15,8 @@ A round kernel is a compiled function of signature :data:`ROUND_KERNEL_SIG`::
   columns ``util``/``mem``/``surge_gib``/``surge_p``), its progress (``est``: the estimated
   work left - the true work left only for a policy that declares ``clairvoyant``, as Gavel's
   simulator is; ``att``: work attained; ``ran0``: seconds it has run (Tiresias counts GPUs x
-  seconds); ``started``; ``finish``, NaN until it ends) and its
+  seconds); ``started``; ``finish``, NaN until it ends; ``pause``: when its last restart
+  pause ends) and its
   placement (``alloc[row]`` GPUs per node, ``held`` GPUs, ``alone``: the rate that allocation
   gives alone; for a device-placing policy its workers' devices ``wdev[woff[row]:woff[row] +
   nw[row]]``, ascending, ``wrow[slot]`` a slot's row). ``state`` holds the active rows
@@ -86,7 +87,8 @@ a slowdown model exists for the device's type), ``speeds[model, type]``,
 JobView = namedtuple("JobView", [
     "arrival", "est_size", "demand", "min_gpus", "model", "job_class", "deadlines", "rewards",
     "util", "mem", "surge_gib", "surge_p", "woff", "wrow",
-    "est", "att", "ran0", "alone", "finish", "started", "held", "alloc", "nw", "wdev"])
+    "est", "att", "ran0", "alone", "finish", "pause", "started", "held", "alloc", "nw",
+    "wdev"])
 """What a round policy may read of the jobs (module docstring), read-only."""
 
 StateView = namedtuple("StateView", ["clk", "cnt", "active", "pos", "hold", "node_used",
@@ -201,7 +203,7 @@ def _types() -> tuple[Any, Any, Any, Any]:
                                                 _f(1), b, _f(1, 1), _f(1, 1), _f(1, 1, 1),
                                                 _f(1, 6))), 1.0, 0.0, 0.0, False, False))
     jobs = JobView(*(ro(a) for a in ([_f(1), _f(1), _i(1), _i(1), _i(1), _i(1), _f(1, 1),
-                                      _f(1, 1)] + [_f(1)] * 4 + [_i(2), _i(1)] + [_f(1)] * 5
+                                      _f(1, 1)] + [_f(1)] * 4 + [_i(2), _i(1)] + [_f(1)] * 6
                                      + [b, _f(1), _i(1, 1), _i(1), _i(1)])))
     mem = PolicyMemory(_f(1), _f(1, 1), _i(1, 1), _f(1), _i(1), _i(1, 1), _i(1), _i(1), _f(1),
                        _i(1), _i(1), _f(1), _f(1))
