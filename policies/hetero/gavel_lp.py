@@ -119,10 +119,7 @@ def cvxpy_max_min(throughput: FloatArray, demand: IntArray, type_gpus: IntArray
     share = share / np.sum(share, axis=1).max()
     weight = 1.0 / np.sum(np.multiply(X, share), axis=1).reshape((n, 1))
     coef = np.multiply(X * weight, np.repeat(demand.astype(np.float64)[:, None], m, axis=1))
-    rows, values = _base_rows(demand, m, top=n)
-    job = np.tile(np.arange(n), m)
-    rows = np.concatenate([job[:, None], rows], axis=1)
-    values = np.concatenate([-coef.T.ravel()[:, None], values], axis=1)
+    rows, values = _base_rows(demand, m, first=-coef.T.ravel())
     indptr = np.concatenate([[0], n + 4 * np.arange(n * m + 1)]).astype(np.int32)
     indices = np.concatenate([np.arange(n), rows.ravel()]).astype(np.int32)
     data = np.concatenate([-np.ones(n), values.ravel()])
@@ -146,7 +143,7 @@ def cvxpy_max_sum(throughput: FloatArray, demand: IntArray, type_gpus: IntArray
     ECOS's exit, as in Gavel."""
     X = throughput[:, ::-1]
     n, m = X.shape
-    rows, values = _base_rows(demand, m, top=0)
+    rows, values = _base_rows(demand, m)
     g = sparse.csc_matrix((values.ravel(), rows.ravel().astype(np.int32),
                            (3 * np.arange(n * m + 1)).astype(np.int32)),
                           shape=(n * m + m + n, n * m))
@@ -157,18 +154,27 @@ def cvxpy_max_sum(throughput: FloatArray, demand: IntArray, type_gpus: IntArray
     return np.clip(x, 0.0, 1.0)[:, ::-1].copy()
 
 
-def _base_rows(demand: IntArray, m: int, top: int) -> tuple[IntArray, FloatArray]:
+def _base_rows(demand: IntArray, m: int, first: FloatArray | None = None,
+               last: FloatArray | None = None) -> tuple[IntArray, FloatArray]:
     """Gavel's base constraints as cvxpy lays them out, for the variables ``x[j, t]`` column
-    by column (``(type, job)``, ``m`` types in Gavel's name order): each column's rows,
-    counted from ``top``, and coefficients (``(n m, 3)`` each): ``-x`` per variable, ``sum_j
-    s_j x[j, t]`` per type, ``sum_t x[j, t]`` per job."""
+    by column (``(type, job)``, ``m`` types in Gavel's name order): each column's rows and
+    coefficients (``(n m, k)`` each): ``-x`` per variable, ``sum_j s_j x[j, t]`` per type,
+    ``sum_t x[j, t]`` per job; with ``first`` (a coefficient per column), a row per job
+    before them (max-min's epigraph rows), with ``last`` one after them (makespan's work
+    rows)."""
     n = demand.shape[0]
     job = np.tile(np.arange(n), m)
     kind = np.repeat(np.arange(m), n)
-    rows = top + np.stack([np.arange(n * m), n * m + kind, n * m + m + job], axis=1)
-    values = np.stack([-np.ones(n * m), demand.astype(np.float64)[job], np.ones(n * m)],
-                      axis=1)
-    return rows, values
+    top = 0 if first is None else n
+    rows = [top + np.arange(n * m), top + n * m + kind, top + n * m + m + job]
+    values = [-np.ones(n * m), demand.astype(np.float64)[job], np.ones(n * m)]
+    if first is not None:
+        rows.insert(0, job)
+        values.insert(0, first)
+    if last is not None:
+        rows.append(top + n * m + m + n + job)
+        values.append(last)
+    return np.stack(rows, axis=1), np.stack(values, axis=1)
 
 
 def _base_bounds(type_gpus: IntArray, n: int) -> FloatArray:
@@ -199,10 +205,7 @@ def cvxpy_min_total_duration(throughput: FloatArray, demand: IntArray, type_gpus
     """
     X = throughput[:, ::-1]
     n, m = X.shape
-    rows, values = _base_rows(demand, m, top=0)
-    job = np.tile(np.arange(n), m)
-    rows = np.concatenate([rows, (n * m + m + n + job)[:, None]], axis=1)
-    values = np.concatenate([values, -X.T.ravel()[:, None]], axis=1)
+    rows, values = _base_rows(demand, m, last=-X.T.ravel())
     g = sparse.csc_matrix((values.ravel(), rows.ravel().astype(np.int32),
                            (4 * np.arange(n * m + 1)).astype(np.int32)),
                           shape=(n * m + m + 2 * n, n * m))
