@@ -47,7 +47,14 @@ sys.path.insert(0, str(ROOT))
 from policies import Gavel, make_policy  # noqa: E402  (after the path is set)
 from policies.unisched.milp import Selection, SelectorInput, charge  # noqa: E402
 from policies.unisched.policy import UniSched  # noqa: E402
-from simulator import Workload, load_profile, read_chronus, simulate  # noqa: E402
+from simulator import (  # noqa: E402
+    ScalingTable,
+    Workload,
+    load_profile,
+    parametric_table,
+    read_chronus,
+    simulate,
+)
 from simulator.inputs.generate import add_slos  # noqa: E402
 from simulator.inputs.profile import ClusterProfile, NodeGroup  # noqa: E402
 from simulator.metrics import METRICS  # noqa: E402
@@ -71,10 +78,14 @@ def cluster(nodes: int, inter_node_factor: float | None = None) -> ClusterProfil
                    node_groups=(NodeGroup(nodes, 8, "v100", 32),), inter_node_factor=factor)
 
 
-def workloads(jobs: int, unit_s: float, mix2_csv: Path | None, seed: int
-              ) -> dict[str, Workload]:
+def workloads(jobs: int, unit_s: float, mix2_csv: Path | None, seed: int,
+              model_info: Path | None = None) -> dict[str, Workload]:
+    """The three workloads (``model_info``: each job at its model's spread speeds)."""
+    table = (None if model_info is None
+             else ScalingTable.from_model_info(model_info).merged(parametric_table(64)))
+
     def read(path: Path) -> Workload:
-        return read_chronus(path, time_unit_s=unit_s).head(jobs)
+        return read_chronus(path, time_unit_s=unit_s, scaling=table).head(jobs)
     mix1 = read(CHRONUS / "trace_job_Philly_MIX1.csv")
     mix2 = (read(mix2_csv) if mix2_csv is not None
             else add_slos(mix1, "CHRONUS_MIX2", seed=seed))
@@ -250,6 +261,11 @@ def main() -> None:
     ap.add_argument("--inter-node-factor", type=float, default=None, metavar="F",
                     help="speed of a gang spread over nodes, in (0, 1] (default: the "
                          "profile's, 0.9; Chronus's simulator runs every placement at 1.0)")
+    ap.add_argument("--model-info", type=Path, nargs="?", const=CHRONUS / "model_info.json",
+                    default=None, metavar="PATH",
+                    help="each job at its model's speed spread over 2 nodes / 3 or more, "
+                         "from Chronus's model_info.json (default path: the shared one); "
+                         "the inter-node factor stays for gangs it has no entry for")
     ap.add_argument("--themis-sweep", action="store_true",
                     help="instead: themis-gang on P_MIX1 across --sweep-nodes, --sweep-leases "
                          "and --sweep-knobs, and themis-gavel with those leases as rounds, "
@@ -268,7 +284,7 @@ def main() -> None:
                  "--unisched-rslo was measured there); run the headlines with it instead")
     print("reproduce/unisched:", " ".join(f"{k}={v}" for k, v in vars(args).items()))
     profile = cluster(args.nodes, args.inter_node_factor)
-    wls = workloads(args.jobs, args.unit_s, args.mix2_csv, args.seed)
+    wls = workloads(args.jobs, args.unit_s, args.mix2_csv, args.seed, args.model_info)
     if args.themis_sweep:
         given = dict(item.split(":") for item in args.unisched_rslo.split(",") if item)
         themis_sweep(wls["P_MIX1"], [int(n) for n in args.sweep_nodes.split(",")],
@@ -291,7 +307,8 @@ def main() -> None:
     budget = ("" if args.milp_nodes_per_job is None
               else f"UniSched's HiGHS budget {args.milp_nodes_per_job:g} nodes a job, ")
     headlines(res, f"first {args.jobs} jobs of Chronus's Philly traces, {args.nodes} x 8 V100 "
-                   f"(spread gangs at {profile.inter_node_factor:g}), "
+                   f"(spread gangs at {profile.inter_node_factor:g}"
+                   f"{', per model from model_info.json' if args.model_info else ''}), "
                    f"baselines gang-scheduled every {args.lease_s:g} s (themis-gavel: "
                    f"Gavel's rounds, no nodes), {budget}"
                    f"P_MIX2 {'Chronus file' if args.mix2_csv else 'stand-in (CHRONUS_MIX2)'}")

@@ -82,8 +82,9 @@ TRACE_OPTIONS = ("trace", "scaling_table", "jobs")
 def add_trace_options(p: Any) -> None:
     """``--scaling-table`` and ``--jobs``: how ``simulate`` and ``search`` read a trace."""
     p.add_argument("--scaling-table", metavar="PATH",
-                   help="per-model speed-up CSV (model,gpus,speedup[,time_per_iter_us]); "
-                        "PCS/Philly traces need one")
+                   help="per-model speed-up CSV (model,gpus,speedup[,time_per_iter_us]; "
+                        "PCS/Philly traces need one), or Chronus's model_info.json (each job "
+                        "of a Chronus trace at its model's speed when spread over nodes)")
     p.add_argument("--jobs", type=int, metavar="N", help="keep only the first N jobs")
 
 
@@ -102,7 +103,7 @@ def scaling_table(path: str | Path | None, gpus: int) -> ScalingTable:
     """Speed-ups by GPU count: the parametric model for a cluster of ``gpus``, overridden
     by the table at ``path`` where it has entries."""
     base = parametric_table(gpus)
-    return base if path is None else ScalingTable.from_csv(path).merged(base)
+    return base if path is None else ScalingTable.load(path).merged(base)
 
 
 def _trace(args: argparse.Namespace) -> Workload | None:

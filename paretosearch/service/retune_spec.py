@@ -209,7 +209,7 @@ def read_window(spec: RetuneSpec) -> Window:
         raise ParetoSearchError(f"{spec.trace}: no trace file matches; check the spec's "
                                 "'trace' field")
     scaling = (None if spec.scaling_table is None else
-               ScalingTable.from_csv(spec.scaling_table).merged(parametric_table(64)))
+               ScalingTable.load(spec.scaling_table).merged(parametric_table(64)))
     frames = [read_trace(regular_file(f), scaling=scaling).to_frame() for f in files]
     frame = pd.concat(frames, ignore_index=True)
     if len(files) > 1:  # a job re-exported by a later file is kept once

@@ -52,7 +52,14 @@ from policies.round_kernel import KernelRoundPolicy
 from simulator.jit import njit, njit_lazily
 from simulator.libm import pairwise_sum
 from simulator.order import stable_order
-from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, set_plan, speed
+from simulator.rounds.view import (
+    PLAN,
+    ROUND_KERNEL_SIG,
+    active_rows,
+    gang_spread,
+    set_plan,
+    speed,
+)
 
 __all__ = ["SEARCH_BUDGET", "UTILITIES", "Hadar", "hadar_allocate", "price_bounds"]
 
@@ -68,7 +75,7 @@ _TINY = float(np.finfo(np.float64).tiny)
 
 @njit
 def price_bounds(rate_type: Any, remaining: Any, elapsed: Any, demand: Any, value: Any,
-                 inter_node_factor: float, eta: float) -> tuple[Any, float]:
+                 inter: Any, eta: float) -> tuple[Any, float]:
     """``U_max^r`` per type (eq. 6) and ``U_min`` (eq. 7), both per GPU-second.
 
     Args:
@@ -77,7 +84,8 @@ def price_bounds(rate_type: Any, remaining: Any, elapsed: Any, demand: Any, valu
         elapsed: seconds since each job arrived.
         demand: gang sizes.
         value: utility numerators: a job finishing ``tau`` after arrival gets ``value / tau``.
-        inter_node_factor: slowdown of a spread gang (for the worst case ``t_max``).
+        inter: ``(jobs, 2)`` speed of each job's gang spread over 2 nodes and over more
+            (the slower, for the worst case ``t_max``).
         eta: the scaling factor of eq. 7.
     """
     n, types = rate_type.shape
@@ -90,7 +98,7 @@ def price_bounds(rate_type: Any, remaining: Any, elapsed: Any, demand: Any, valu
             u_max[r] = max(u_max[r], per_gpu_s)
             if finite:
                 t_max[j] = max(t_max[j], t)
-        t_max[j] /= inter_node_factor
+        t_max[j] /= min(inter[j, 0], inter[j, 1])
     horizon = pairwise_sum(t_max)
     u_min = np.inf
     for j in range(n):
@@ -100,7 +108,7 @@ def price_bounds(rate_type: Any, remaining: Any, elapsed: Any, demand: Any, valu
 
 @njit
 def _allocate(node_type: Any, capacity: Any, rate_type: Any, demand: Any, remaining: Any,
-              elapsed: Any, value: Any, prev: Any, started: Any, inter_node_factor: float,
+              elapsed: Any, value: Any, prev: Any, started: Any, inter: Any,
               restart_s: float, eta: float, budget: int) -> Any:
     """:func:`hadar_allocate`, compiled."""
     n = demand.shape[0]
@@ -108,8 +116,7 @@ def _allocate(node_type: Any, capacity: Any, rate_type: Any, demand: Any, remain
     if n == 0:
         return out
     remaining = np.maximum(remaining, 1e-3)  # estimates may undershoot the real work
-    u_max, u_min = price_bounds(rate_type, remaining, elapsed, demand, value,
-                                inter_node_factor, eta)
+    u_max, u_min = price_bounds(rate_type, remaining, elapsed, demand, value, inter, eta)
     low = max(u_min, _TINY)
     speed = np.empty((n, node_type.shape[0]))
     density = np.empty(n)
@@ -123,7 +130,7 @@ def _allocate(node_type: Any, capacity: Any, rate_type: Any, demand: Any, remain
         if started[j]:
             restart[j] = restart_s
     R = Round(node_type, capacity, speed, demand, remaining, elapsed, value, prev,
-              restart, inter_node_factor,
+              restart, inter,
               price_table(capacity, low, np.maximum(u_max[node_type], low)), rate_type.shape[1])
     round_search(R, stable_order(density), budget, out)
     return out
@@ -132,7 +139,7 @@ def _allocate(node_type: Any, capacity: Any, rate_type: Any, demand: Any, remain
 def hadar_allocate(*, node_type: IntArray, capacity: IntArray, rate_type: FloatArray,
                    demand: IntArray, remaining: FloatArray, elapsed: FloatArray,
                    value: FloatArray, prev: IntArray, started: npt.NDArray[np.bool_],
-                   inter_node_factor: float, restart_s: float, eta: float,
+                   inter_node_factor: float | FloatArray, restart_s: float, eta: float,
                    budget: int = SEARCH_BUDGET) -> IntArray:
     """One Hadar round on an empty cluster: a ``(jobs, nodes)`` allocation.
 
@@ -142,7 +149,8 @@ def hadar_allocate(*, node_type: IntArray, capacity: IntArray, rate_type: FloatA
         demand, remaining, elapsed, value: per job (see :func:`price_bounds`).
         prev: ``(jobs, nodes)`` the placement each job holds now.
         started: jobs that have run before (a changed placement pays ``restart_s``).
-        inter_node_factor: speed multiplier of a gang spread over nodes.
+        inter_node_factor: speed multiplier of a gang spread over 2 nodes and over more,
+            ``(jobs, 2)``, or one number for every job and spread.
         restart_s: pause after a started job's placement changes.
         eta: price scaling of eq. 7.
         budget: placement evaluations before the search turns greedy.
@@ -156,7 +164,8 @@ def hadar_allocate(*, node_type: IntArray, capacity: IntArray, rate_type: FloatA
     out: IntArray = _allocate(
         ints(node_type), ints(capacity), floats(rate_type), ints(demand), floats(remaining),
         floats(elapsed), floats(value), ints(prev), np.ascontiguousarray(started, np.bool_),
-        float(inter_node_factor), float(restart_s), float(eta), int(budget))
+        floats(np.broadcast_to(inter_node_factor, (len(demand), 2))), float(restart_s),
+        float(eta), int(budget))
     return out
 
 
@@ -200,8 +209,8 @@ def _hadar(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
             t_iso = size[a] / (speed(C, m, share) * (mean_speed / total))
             value[a] = size[a] * (elapsed[a] + t_best[a]) / t_iso
     out = _allocate(C.node_type, C.node_gpus, rate_type, demand, remaining, elapsed, value,
-                    prev, started, C.inter_node_factor, C.restart_s, M.params[0],
-                    SEARCH_BUDGET)
+                    prev, started, gang_spread(C, J.model[active], demand), C.restart_s,
+                    M.params[0], SEARCH_BUDGET)
     for a in range(n):
         set_plan(M, active[a], out[a])
     return PLAN

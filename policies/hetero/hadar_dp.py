@@ -29,7 +29,8 @@ Round = namedtuple("Round", ["node_type", "capacity", "speed", "demand", "remain
 """One round's search inputs, per job (row) and node: ``speed[j, h]`` is job ``j``'s gang rate
 on node ``h``'s type, ``prev`` the placements held now, ``restart`` the pause a changed
 placement costs (0 for jobs not yet started), ``price[h, used]`` node ``h``'s price with
-``used`` of its GPUs handed out (:func:`price_table`), ``inter`` the spread slowdown."""
+``used`` of its GPUs handed out (:func:`price_table`), ``inter[j]`` the job's speed spread
+over 2 nodes and over more."""
 
 _EPS = 1e-12
 
@@ -167,7 +168,7 @@ def find_alloc(R: Any, j: int, free: Any, total: int, cand: Any, payoff: Any, pr
             payoff[c] = -np.inf
             continue
         if nodes > 1:
-            rate *= R.inter
+            rate *= R.inter[j, 0 if nodes == 2 else 1]
         duration = R.remaining[j] / rate + (R.restart[j] if changed else 0.0)
         payoff[c] = R.value[j] / (R.elapsed[j] + duration) - cost * duration
     for a in range(1, k):  # best first, stable

@@ -17,7 +17,7 @@ import numpy as np
 
 from simulator.inputs.slo import PROFILER, SOFT, STRICT
 from simulator.jit import configure_cache, njit
-from simulator.rounds.view import Layout
+from simulator.rounds.view import Layout, locality
 
 configure_cache()
 
@@ -92,7 +92,7 @@ def _gang_rate(C: Any, J: Any, r: int) -> float:
     for t in range(C.speeds.shape[1]):
         if C.speeds[m, t] > 0:
             rate = min(rate, gang * C.speeds[m, t])
-    return rate * (C.inter_node_factor if d > C.node_gpus.max() else 1.0)
+    return rate * locality(C, m, d, -(-d // C.node_gpus.max()))
 
 
 @njit

@@ -176,19 +176,20 @@ def node_cost(variables: int) -> int:
     return max(1, -(-variables // NODE_VARIABLES))
 
 
-def selector_input(cluster: Any, *, gpus: IntArray, profiling: BoolArray,
+def selector_input(cluster: Any, *, gpus: IntArray, spread: FloatArray, profiling: BoolArray,
                    now_value: FloatArray, may_start: BoolArray, work_s: FloatArray,
                    deadline_s: FloatArray, step_value: FloatArray, node_free: IntArray,
                    lease_s: float, slots: int) -> SelectorInput:
     """The MILP of one cycle for its member jobs (per-job arrays as :class:`SelectorInput`).
 
     Each job brings its buddy-cell candidates (only the consolidated one while profiling),
-    spread ones running at the cluster's ``inter_node_factor``; slots are one SLO lease
+    a spread one running at the job's ``spread`` speed over 2 nodes where it has 2 cells and
+    over 3 or more where it has more (``gang_spread``); slots are one SLO lease
     (``lease_s``), then doubling, the last reaching the latest deadline still reachable.
     """
     cand_cells, cand_job, cand_phi, slot_s, free_now, free_later = selector_arrays(
-        cluster.node_gpus, cluster.inter_node_factor, gpus, profiling, work_s, deadline_s,
-        node_free, lease_s, slots)
+        cluster.node_gpus, spread, gpus, profiling, work_s, deadline_s, node_free, lease_s,
+        slots)
     return SelectorInput(
         cand_cells=cand_cells, cand_job=cand_job, cand_phi=cand_phi, now_value=now_value,
         may_start=may_start, work_s=work_s, deadline_s=deadline_s, step_value=step_value,
@@ -196,7 +197,7 @@ def selector_input(cluster: Any, *, gpus: IntArray, profiling: BoolArray,
 
 
 @njit
-def selector_arrays(node_gpus: Any, inter_node_factor: float, gpus: Any, profiling: Any,
+def selector_arrays(node_gpus: Any, spread: Any, gpus: Any, profiling: Any,
                     work_s: Any, deadline_s: Any, node_free: Any, lease_s: float,
                     slots: int) -> tuple[Any, Any, Any, Any, Any, Any]:
     """:func:`selector_input`'s derived arrays (compiled, so a kernel builds them too):
@@ -209,7 +210,10 @@ def selector_arrays(node_gpus: Any, inter_node_factor: float, gpus: Any, profili
             v = deadline_s[j, f] if np.isfinite(work_s[j, f]) else 0.0
             if np.isnan(v) or v > horizon:
                 horizon = v
-    phi = np.where(whole, 1.0, inter_node_factor)
+    phi = np.ones(cand_job.shape[0])
+    for c in range(phi.shape[0]):
+        if not whole[c]:
+            phi[c] = spread[cand_job[c], 0 if cand_cells[c].sum() == 2 else 1]
     return (cand_cells, cand_job, phi, _slots(lease_s, horizon, slots),
             node_cells(node_free).sum(axis=0), node_cells(node_gpus).sum(axis=0))
 

@@ -94,6 +94,7 @@ from simulator.rounds.view import (
     StateView,
     active_rows,
     empty_memory,
+    gang_spread,
     touch,
 )
 
@@ -190,9 +191,11 @@ def _exact(C: Any, J: Any, M: Any, active: Any, now: float, free: Any) -> bool:
     members = M.gi[GI_ROWS:GI_ROWS + M.gi[GI_COUNT]].copy()
     work = M.f[members, F_WORK:F_WORK + steps]
     deadline = J.deadlines[members] - now
+    gpus = M.i[members, I_GPUS]
     cells, job, phi, slot_s, free_now, free_later = selector_arrays(
-        C.node_gpus, C.inter_node_factor, M.i[members, I_GPUS], M.i[members, I_PROFILING] > 0,
-        work, deadline, free, p[BE_LEASE] * p[MULTIPLE], int(p[HORIZON]))
+        C.node_gpus, gang_spread(C, J.model[members], gpus), gpus,
+        M.i[members, I_PROFILING] > 0, work, deadline, free, p[BE_LEASE] * p[MULTIPLE],
+        int(p[HORIZON]))
     size = milp_variables(job, work, deadline, slot_s.shape[0])
     spent = M.g[G_NODES] + node_cost(size) > p[BUDGET]  # not one node of this MILP left
     verdict, choice, _, _, border = _judge(
@@ -434,8 +437,10 @@ class UniSched(KernelRoundPolicy):
         free = cluster.node_gpus - jobs.alloc[active[locked]].sum(axis=0)
         steps = jobs.deadlines.shape[1]
         value = F_WORK + steps
+        gpus = M.i[members, I_GPUS]
         inp = selector_input(
-            cluster, gpus=M.i[members, I_GPUS], profiling=M.i[members, I_PROFILING] > 0,
+            cluster, gpus=gpus, spread=gang_spread(cluster, jobs.model[members], gpus),
+            profiling=M.i[members, I_PROFILING] > 0,
             now_value=M.f[members, F_NOW], may_start=M.i[members, I_LOCKED] == 0,
             work_s=M.f[members, F_WORK:F_WORK + steps],
             deadline_s=jobs.deadlines[members] - now,

@@ -9,6 +9,7 @@ for generated jobs (:func:`amdahl`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,13 +19,18 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
-from simulator.inputs.files import read_data, to_numbers
+from simulator.inputs.files import MAX_DOCUMENT, read_data, to_numbers
 
 __all__ = ["PARAMETRIC_MODELS", "ScalingTable", "TypeSpeeds", "amdahl", "parametric_table"]
 
 MAX_SPEEDUP = 1e6
 """The largest speed-up over one GPU a scaling table may give (1e308 overflowed the
 simulator's sums to infinity)."""
+
+MAX_SPREAD_SPEED = 1.5
+"""The largest speed of a spread gang over the same gang on one node ``model_info.json`` may
+give; above 1 (inception_v3 over 2 nodes: 1.0025) is read as 1, no slowdown, as UniSched's
+selector bounds assume a spread placement is never the faster."""
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -39,16 +45,30 @@ class ScalingTable:
         speedup: ``(len(models), width)`` array; row ``m`` is model ``m``'s speed-up at
             0..width-1 GPUs, padded flat beyond the model's own largest entry.
         max_gpus: per model, the largest GPU count the table measured.
+        spread: ``(len(models), width, 2)`` speed multiplier of model ``m``'s ``g``-GPU gang
+            spread over 2 nodes (``[m, g, 0]``) or over 3 or more (``[m, g, 1]``), where
+            measured (Chronus's ``model_info.json``: :meth:`from_model_info`); NaN, or no
+            array, where not: there the cluster's ``inter_node_factor`` applies.
     """
 
     models: tuple[str, ...]
     speedup: FloatArray
     max_gpus: IntArray
+    spread: FloatArray | None = None
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {name: i for i, name in enumerate(self.models)})
         self.speedup.flags.writeable = False
+        if self.spread is not None:
+            self.spread.flags.writeable = False
+
+    def spread_factors(self, inter_node_factor: float) -> FloatArray:
+        """:attr:`spread` with the cluster's ``inter_node_factor`` where not measured."""
+        shape = (*self.speedup.shape, 2)
+        if self.spread is None:
+            return np.full(shape, float(inter_node_factor))
+        return np.where(np.isnan(self.spread), float(inter_node_factor), self.spread)
 
     @property
     def width(self) -> int:
@@ -87,10 +107,14 @@ class ScalingTable:
             raise InvalidWorkload(f"scaling tables both define model(s) {sorted(clash)}")
         width = max(self.width, other.width)
         rows = [_pad(t.speedup, width) for t in (self, other)]
+        spread = None
+        if self.spread is not None or other.spread is not None:
+            spread = np.vstack([_pad_spread(t, width) for t in (self, other)])
         return ScalingTable(
             self.models + other.models,
             np.vstack(rows),
             np.concatenate([self.max_gpus, other.max_gpus]),
+            spread,
         )
 
     @classmethod
@@ -162,6 +186,85 @@ class ScalingTable:
         if not points:
             raise InvalidWorkload(f"{src}: scaling table has no rows")
         return cls.from_points({k: np.asarray(v) for k, v in points.items()})
+
+
+    @classmethod
+    def load(cls, path: str | Path) -> ScalingTable:
+        """A ``.json`` file as Chronus's ``model_info.json`` (:meth:`from_model_info`), any
+        other as a CSV (:meth:`from_csv`)."""
+        return cls.from_model_info(path) if str(path).endswith(".json") else cls.from_csv(path)
+
+    @classmethod
+    def from_model_info(cls, path: str | Path, max_gpus: int = 64) -> ScalingTable:
+        """Chronus's ``model_info.json``: ``{model: {G: {nodes: speed}}}``, the speed of a
+        G-GPU job of that model over 1, 2 or 4 nodes relative to one node.
+
+        Each model scales linearly on one node (Chronus's traces time a job at its own GPU
+        count) and its :attr:`spread` follows the rule of Chronus's progress function
+        (``compute_progress`` in ``code/alg/scheduler/time_aware_with_lease.py``, written but
+        switched off there): G of 3-4 reads the entry for 4 and 5-7 the entry for 8; a gang
+        over 2 nodes runs at the entry's ``"2"``, over 3 or more at its ``"4"`` (its ``"2"``
+        where it has no ``"4"``). Gangs of 1 or of more than 8 GPUs have no entry: the
+        cluster's ``inter_node_factor`` applies (Chronus's function returned 1.0 there).
+        Speeds above 1 are read as 1 (:data:`MAX_SPREAD_SPEED`).
+        """
+        src = str(path)
+        data = read_data(path, InvalidWorkload, "model_info", MAX_DOCUMENT)
+        try:
+            doc = json.loads(data.getvalue())
+        except (ValueError, RecursionError) as exc:
+            raise InvalidWorkload(f"{src}: cannot read model_info: {exc}") from exc
+        if not isinstance(doc, dict) or not doc:
+            raise InvalidWorkload(f"{src}: expected {{model: {{GPUs: {{nodes: speed}}}}}} with "
+                                  f"at least one model (got {type(doc).__name__})")
+        width = max_gpus + 1
+        spread = np.full((len(doc), width, 2), np.nan)
+        for m, (model, sizes) in enumerate(doc.items()):
+            speeds = _model_info_entry(sizes, src, str(model))
+            for g in range(2, min(8, max_gpus) + 1):
+                entry = speeds.get(2 if g == 2 else 4 if g <= 4 else 8, {})
+                spread[m, g] = (entry.get(2, np.nan), entry.get(4, entry.get(2, np.nan)))
+        line = amdahl(1.0, max_gpus)
+        table = cls.from_points({str(model): line for model in doc})
+        return cls(table.models, table.speedup, table.max_gpus, spread)
+
+
+def _model_info_entry(sizes: object, src: str, model: str) -> dict[int, dict[int, float]]:
+    """One model's ``{G: {nodes: speed}}`` of ``model_info.json`` as numbers, each speed in
+    (0, 1]; an error naming the model, key and value otherwise."""
+    def count(key: object, field: str) -> int:
+        if not (isinstance(key, str) and key.isdigit() and int(key) > 0):
+            raise InvalidWorkload(located(src, column=field, value=key,
+                                          problem="must be a whole number > 0 as a string"))
+        return int(key)
+
+    if not isinstance(sizes, dict):
+        raise InvalidWorkload(located(src, column=model, value=sizes,
+                                      problem="expected {GPUs: {nodes: speed}}"))
+    out: dict[int, dict[int, float]] = {}
+    for g, nodes in sizes.items():
+        gpus = count(g, f"{model}")
+        if not isinstance(nodes, dict):
+            raise InvalidWorkload(located(src, column=f"{model}.{g}", value=nodes,
+                                          problem="expected {nodes: speed}"))
+        out[gpus] = {}
+        for k, v in nodes.items():
+            where = f"{model}.{g}.{k}"
+            if not (isinstance(v, int | float) and not isinstance(v, bool)
+                    and 0 < v <= MAX_SPREAD_SPEED):
+                raise InvalidWorkload(located(
+                    src, column=where, value=v,
+                    problem=f"a speed must be a number > 0 and at most {MAX_SPREAD_SPEED}"))
+            out[gpus][count(k, where)] = min(float(v), 1.0)
+    return out
+
+
+def _pad_spread(table: ScalingTable, width: int) -> FloatArray:
+    """``table``'s :attr:`~ScalingTable.spread` at ``width`` GPU counts (NaN where none)."""
+    out = np.full((len(table.models), width, 2), np.nan)
+    if table.spread is not None:
+        out[:, :table.width] = table.spread
+    return out
 
 
 def _pad(rows: FloatArray, width: int) -> FloatArray:

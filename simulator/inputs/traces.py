@@ -33,6 +33,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -141,6 +142,10 @@ def read_chronus(path: str | Path, *, scaling: ScalingTable | None = None,
     and read as minutes the Philly MIX1 trace spans 14 days with a median job of an hour (as
     seconds: 5.6 hours and one minute). Submit times, durations and deadlines are multiplied
     by ``time_unit_s`` (pass 1 for a trace written in seconds).
+
+    Jobs are of model ``linear`` unless ``scaling`` knows their ``model_name`` (Chronus's
+    ``model_info.json``, :meth:`ScalingTable.from_model_info`): then each job is of its own
+    model, and a ``model_name`` the table lacks is an error.
     """
     src = str(path)
     if not time_unit_s > 0:
@@ -164,9 +169,29 @@ def read_chronus(path: str | Path, *, scaling: ScalingTable | None = None,
     frame = pd.DataFrame({
         "job_id": df["job_id"], "arrival_s": number_column(df, "submit_time", src) * time_unit_s,
         "num_gpu": gpus, "duration": number_column(df, "duration", src) * time_unit_s,
-        "model": "linear", "job_class": classes, "deadlines_s": deadlines, "rewards": rewards,
+        "model": _chronus_models(df, scaling, src), "job_class": classes,
+        "deadlines_s": deadlines, "rewards": rewards,
     })
     return _build(frame, "num_gpu", "duration", src, scaling)
+
+
+def _chronus_models(df: pd.DataFrame, scaling: ScalingTable | None, src: str) -> Any:
+    """Each job's model: its ``model_name`` where ``scaling`` knows the trace's models,
+    ``linear`` where it knows none of them."""
+    if scaling is None or "model_name" not in df:
+        return "linear"
+    names = df["model_name"].astype(str)
+    known = names.isin(scaling.models).to_numpy()
+    if not known.any():
+        return "linear"
+    if not known.all():
+        i = int(np.flatnonzero(~known)[0])
+        raise InvalidWorkload(located(
+            src, row=i + 1, column="model_name", value=names.iloc[i],
+            problem=f"not in the scaling table, which has the trace's other models "
+                    f"({', '.join(sorted(set(names[known])))})",
+            fix="give every model of the trace an entry in the model_info file"))
+    return names.to_numpy()
 
 
 def _scaled(cell: object, factor: float | None) -> str:

@@ -120,6 +120,7 @@ class Workload:
         h = hashlib.sha256()
         for arr in (self.job_id, self.arrival_s, self.gpus, self.min_gpus, self.service_s,
                     self.estimated_service_s, self.model, self.scaling.speedup,
+                    *((self.scaling.spread,) if self.scaling.spread is not None else ()),
                     *((self.slos.job_class, self.slos.deadlines_s, self.slos.rewards)
                       if self.slos else ()),
                     *((self.type_speed.speed,) if self.type_speed else ()),

@@ -18,9 +18,11 @@ Semantics:
 - Between decisions rates are constant, so completions are computed, not stepped. At one
   instant, completions are handled before arrivals, then the decision is taken.
 - A job holding ``g`` GPUs progresses at ``speedup(model, g)`` times the per-GPU speed of the
-  slowest GPU type it holds (Hadar eq. 1b), times the profile's ``inter_node_factor`` if its
-  GPUs span more than one node. A plan may not give a job GPUs of a type where its model's
-  speed is 0 (it cannot run there: :class:`~simulator.inputs.scaling.TypeSpeeds`).
+  slowest GPU type it holds (Hadar eq. 1b), times, if its GPUs span more than one node, its
+  model's speed over that many nodes where the scaling table has one (Chronus's
+  ``model_info.json``) and the profile's ``inter_node_factor`` where not. A plan may not
+  give a job GPUs of a type where its model's speed is 0 (it cannot run there:
+  :class:`~simulator.inputs.scaling.TypeSpeeds`).
 - A started job whose allocation changes to a non-zero one pauses ``restart_overhead_s``
   (checkpoint and restart); every change after the first start counts as a preemption.
 - A policy that ``shares_gpus`` places workers on devices instead: its plan is a
@@ -147,8 +149,10 @@ def job_rates(alloc: IntArray, model: IntArray, cluster: Cluster, speeds: FloatA
     held = cluster.by_type(alloc) > 0
     slowest = np.where(held, speeds[model], np.inf).min(axis=1, initial=np.inf)
     slowest[gpus == 0] = 0.0
-    spread = (alloc > 0).sum(axis=1) > 1
-    locality = np.where(spread, cluster.inter_node_factor, 1.0)
+    nodes = (alloc > 0).sum(axis=1)
+    spread = scaling.spread_factors(cluster.inter_node_factor)
+    at = spread[model, np.minimum(gpus, spread.shape[1] - 1), (nodes > 2).astype(np.int64)]
+    locality = np.where(nodes > 1, at, 1.0)
     rates: FloatArray = scaling.speed(model, gpus.astype(np.float64)) * slowest * locality
     return rates
 

@@ -28,6 +28,7 @@ from simulator.rounds.view import (  # noqa: E402
     OCC_USED,
     OCC_UTIL,
     SURGING,
+    locality,
     speed,
 )
 
@@ -51,8 +52,7 @@ def job_rate(C: Any, m: int, alloc: Any) -> float:
             slowest = min(slowest, C.speeds[m, C.node_type[k]])
     if gpus == 0:
         slowest = 0.0
-    locality = C.inter_node_factor if nodes > 1 else 1.0
-    return speed(C, m, float(gpus)) * slowest * locality
+    return speed(C, m, float(gpus)) * slowest * locality(C, m, gpus, nodes)
 
 
 @njit(inline="always")

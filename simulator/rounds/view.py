@@ -62,7 +62,7 @@ configure_cache()
 
 __all__ = ["HOST", "NEXT_ROUND", "NXT", "N_ACTIVE", "N_HOLD", "PLAN", "ROUND_KERNEL_SIG",
            "ClusterArrays", "JobView", "Layout", "PolicyMemory", "StateView", "active_rows",
-           "empty_memory", "read_only", "set_plan", "speed", "touch"]
+           "empty_memory", "gang_spread", "locality", "read_only", "set_plan", "speed", "touch"]
 
 PLAN, HOST = 0, 2
 """What a kernel returns: its plan is written, or its Python step must run first."""
@@ -76,13 +76,15 @@ NOW, NEXT_ROUND, ANCHORED, BUSY, UTIL, OCC_USED, OCC_UTIL, CUM0, CUM1, ERR_X = r
 ClusterArrays = namedtuple("ClusterArrays", [
     "node_type", "node_gpus", "node_first", "type_gpus",
     "device_node", "device_type", "device_mem", "shareable",
-    "speeds", "speedup", "matrix", "curves",
+    "speeds", "speedup", "matrix", "curves", "spread",
     "inter_node_factor", "restart_s", "collision_slowdown", "has_matrix", "has_sharing"])
 """Nodes (``node_*``), GPU types (``type_gpus``), devices (``device_*``; ``shareable``:
 a slowdown model exists for the device's type), ``speeds[model, type]``,
 ``speedup[model, gpus]``, the pairwise slowdown ``matrix[model, model, type]`` (used if
-``has_matrix``) and per-type utilization ``curves[type] = (a, b, c, slope, intercept, fitted)``;
-``has_sharing``: the workload has sharing columns. Read-only."""
+``has_matrix``), per-type utilization ``curves[type] = (a, b, c, slope, intercept, fitted)``
+and ``spread[model, gpus, k]``, a gang's speed over 2 nodes (k 0) or more (k 1), the cluster's
+``inter_node_factor`` where the scaling table has none (:func:`locality`); ``has_sharing``:
+the workload has sharing columns. Read-only."""
 
 JobView = namedtuple("JobView", [
     "arrival", "est_size", "demand", "min_gpus", "model", "job_class", "deadlines", "rewards",
@@ -168,6 +170,26 @@ def speed(C: Any, m: int, g: float) -> float:
     return base + (g - lo) * (C.speedup[m, hi] - base)
 
 
+@njit(inline="always")
+def locality(C: Any, m: int, gpus: int, nodes: int) -> float:
+    """Speed multiplier of a ``gpus``-GPU gang of model ``m`` over ``nodes`` nodes
+    (``ScalingTable.spread_factors``): 1 on one node."""
+    if nodes <= 1:
+        return 1.0
+    return C.spread[m, min(gpus, C.spread.shape[1] - 1), 0 if nodes == 2 else 1]
+
+
+@njit
+def gang_spread(C: Any, model: Any, gpus: Any) -> Any:
+    """Each job's :func:`locality` over 2 nodes and over 3 or more at its gang size,
+    ``(jobs, 2)``."""
+    top = C.spread.shape[1] - 1
+    out = np.empty((model.shape[0], 2))
+    for j in range(model.shape[0]):
+        out[j] = C.spread[model[j], min(gpus[j], top)]
+    return out
+
+
 def read_only(a: Any) -> Any:
     """A read-only view of array ``a`` (what the engine writes there shows through it)."""
     view = a.view()
@@ -201,7 +223,8 @@ def _types() -> tuple[Any, Any, Any, Any]:
     b, ro = np.zeros(1, dtype=np.bool_), read_only
     cl = ClusterArrays._make((*(ro(a) for a in (_i(1), _i(1), _i(1), _i(1), _i(1), _i(1),
                                                 _f(1), b, _f(1, 1), _f(1, 1), _f(1, 1, 1),
-                                                _f(1, 6))), 1.0, 0.0, 0.0, False, False))
+                                                _f(1, 6), _f(1, 1, 2))),
+                                1.0, 0.0, 0.0, False, False))
     jobs = JobView(*(ro(a) for a in ([_f(1), _f(1), _i(1), _i(1), _i(1), _i(1), _f(1, 1),
                                       _f(1, 1)] + [_f(1)] * 4 + [_i(2), _i(1)] + [_f(1)] * 6
                                      + [b, _f(1), _i(1, 1), _i(1), _i(1)])))

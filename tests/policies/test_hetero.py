@@ -134,8 +134,8 @@ def test_a_lone_job_is_admitted_on_an_empty_cluster(seed: int, eta: float) -> No
                          prev=np.zeros((1, 4), dtype=np.int64), started=np.zeros(1, bool),
                          inter_node_factor=0.7, restart_s=10.0, eta=eta)
     assert out.sum() == demand[0]
-    u_max, u_min = price_bounds(rate_type, np.ones(1), np.zeros(1), demand, np.ones(1), 0.7,
-                                eta)
+    u_max, u_min = price_bounds(rate_type, np.ones(1), np.zeros(1), demand, np.ones(1),
+                                np.full((1, 2), 0.7), eta)
     assert (u_min < u_max).all()
 
 
@@ -154,12 +154,13 @@ def _random_instance(seed: int) -> dict[str, Any]:
 
 
 def _search(inst: dict[str, Any]) -> Round:
+    inter = np.full((len(inst["demand"]), 2), 0.8)
     u_max, u_min = price_bounds(inst["rate_type"], inst["remaining"], inst["elapsed"],
-                                inst["demand"], inst["value"], 0.8, 1.0)
+                                inst["demand"], inst["value"], inter, 1.0)
     node_type = inst["node_type"]
     return Round(node_type, inst["capacity"], np.ascontiguousarray(inst["rate_type"][:, node_type]),
                  inst["demand"], inst["remaining"], inst["elapsed"], inst["value"], inst["prev"],
-                 np.full(len(inst["demand"]), 10.0), 0.8,
+                 np.full(len(inst["demand"]), 10.0), inter,
                  price_table(inst["capacity"], u_min, np.maximum(u_max[node_type], u_min)), 3)
 
 
