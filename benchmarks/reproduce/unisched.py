@@ -3,7 +3,9 @@
 The paper (papers/unisched.md §IV-B, §IV-D) runs UniSched and its baselines in one trace-driven
 simulator on C96 (96 nodes x 8 GPUs), Themis "based on the implementation in [38]" (Gavel's
 round-based simulator). Here every policy runs on the round engine on ``unisched-c96``'s node
-type (V100, restart 30 s, inter-node 0.9, ``--inter-node-factor`` for another) with
+type (V100, restart 30 s, inter-node 0.9, ``--inter-node-factor`` for another; with
+``--model-info`` each job's gang spread over nodes runs at its model's speed from Chronus's
+``model_info.json`` instead, where the file covers its size) with
 ``--nodes`` nodes (default 96: C96): UniSched,
 ``llf`` (GENIE-like), ``hydra``, ``themis-gang``, ``srsf-gang``, ``fifo-gang``
 (:mod:`policies.unisched.gang_baselines`) and ``optimus-gang``, each deciding every
