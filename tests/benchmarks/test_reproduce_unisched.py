@@ -1,0 +1,49 @@
+"""``benchmarks/reproduce/unisched.py``'s inputs: the estimates UniSched and its baselines
+see when some jobs stop at a performance target, and Chronus's per-model spread speeds."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "reproduce_unisched", ROOT / "benchmarks" / "reproduce" / "unisched.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["reproduce_unisched"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_estimates_differ_only_on_the_performance_target_jobs(bench: ModuleType) -> None:
+    wl = bench.workloads(2000, 60.0, None, 0)["P_MIX1"]
+    mine, theirs = bench.estimates(wl, 0.2, 3.0, 0.1, seed=4)
+    perf = theirs.estimated_service_s != wl.service_s
+    assert perf.mean() == pytest.approx(0.2, abs=0.03)
+    np.testing.assert_allclose(theirs.estimated_service_s[perf], 3.0 * wl.service_s[perf])
+    assert (mine.estimated_service_s[~perf] == wl.service_s[~perf]).all()
+    off = mine.estimated_service_s[perf] / wl.service_s[perf] - 1.0
+    assert off.std() == pytest.approx(0.1, rel=0.15) and abs(off.mean()) < 0.02
+    again = bench.estimates(wl, 0.2, 3.0, 0.1, seed=4)
+    assert (again[0].estimated_service_s == mine.estimated_service_s).all()
+    for other in (mine, theirs):  # the same jobs, only the estimates differ
+        assert (other.service_s == wl.service_s).all() and (other.gpus == wl.gpus).all()
+
+
+def test_model_info_gives_each_job_its_model(bench: ModuleType) -> None:
+    info = ROOT.parent / "shared" / "data" / "chronus" / "model_info.json"
+    wl = bench.workloads(500, 60.0, None, 0, info)["P_MIX1"]
+    names = {wl.scaling.models[m] for m in wl.model}
+    assert names == set(json.loads(info.read_text()))
+    assert wl.scaling.spread is not None
