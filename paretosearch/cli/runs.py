@@ -103,7 +103,7 @@ def scaling_table(path: str | Path | None, gpus: int) -> ScalingTable:
     """Speed-ups by GPU count: the parametric model for a cluster of ``gpus``, overridden
     by the table at ``path`` where it has entries."""
     base = parametric_table(gpus)
-    return base if path is None else ScalingTable.load(path).merged(base)
+    return base if path is None else ScalingTable.load(path, gpus).merged(base)
 
 
 def _trace(args: argparse.Namespace) -> Workload | None:

@@ -187,12 +187,13 @@ class ScalingTable:
             raise InvalidWorkload(f"{src}: scaling table has no rows")
         return cls.from_points({k: np.asarray(v) for k, v in points.items()})
 
-
     @classmethod
-    def load(cls, path: str | Path) -> ScalingTable:
-        """A ``.json`` file as Chronus's ``model_info.json`` (:meth:`from_model_info`), any
-        other as a CSV (:meth:`from_csv`)."""
-        return cls.from_model_info(path) if str(path).endswith(".json") else cls.from_csv(path)
+    def load(cls, path: str | Path, max_gpus: int = 64) -> ScalingTable:
+        """A ``.json`` file as Chronus's ``model_info.json`` (:meth:`from_model_info`, its
+        models tabulated up to ``max_gpus``), any other as a CSV (:meth:`from_csv`)."""
+        if str(path).endswith(".json"):
+            return cls.from_model_info(path, max_gpus)
+        return cls.from_csv(path)
 
     @classmethod
     def from_model_info(cls, path: str | Path, max_gpus: int = 64) -> ScalingTable:
