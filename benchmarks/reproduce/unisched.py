@@ -67,6 +67,10 @@ POLICIES = ("unisched", "llf", "hydra", "3sigma-gang", "themis-gang", "themis-ga
 DEADLINE_AWARE = ("llf", "hydra", "3sigma-gang")
 DL_SCHEDULERS = ("themis-gang", "themis-gavel", "optimus-gang")  # the paper's "DL schedulers"
 OWN_LEASE = ("unisched", "3sigma-gang", "themis-gavel")  # own cycles, not --lease-s
+ESTIMATOR = ("unisched", "themis-gang", "themis-gavel")
+"""The policies that estimate a performance-target job's work with a learning-curve model
+(§IV-D: UniSched's Estimator, and Themis "also use[s] the model proposed in [21]"); the
+others run it for the user's largest iteration count (``--perf-share``)."""
 THEMIS_GAVEL = {"objective": "finish_time"}
 """``themis-gavel``'s parameters of the ``gavel`` policy (the rest are Gavel's defaults)."""
 
@@ -97,12 +101,13 @@ def workloads(jobs: int, unit_s: float, mix2_csv: Path | None, seed: int,
 
 def estimates(wl: Workload, share: float, over: float, error: float, seed: int
               ) -> tuple[Workload, Workload]:
-    """The jobs as UniSched and as its baselines estimate them when ``share`` of them stop
-    at a performance target (§IV-A: 20 % of the jobs), drawn with ``seed``: UniSched's
-    training iteration estimator is off by a Gaussian ``error`` (a fraction; §VI-A puts its
-    mean error within 10 %), the baselines run such a job for the user's largest iteration
-    count, ``over`` times what it needs (§VI-A's comparison, Fig. 9(b); Chronus "cannot
-    handle the performance-based criteria jobs", §I). The other jobs' estimates are exact."""
+    """The jobs as the :data:`ESTIMATOR` policies and as the others estimate them when
+    ``share`` of them stop at a performance target (§IV-A: 20 % of the jobs), drawn with
+    ``seed``: a learning-curve estimate is off by a Gaussian ``error`` (a fraction; §VI-A
+    puts UniSched's mean error within 10 %); without one a scheduler runs such a job for the
+    user's largest iteration count, ``over`` times what it needs (§VI-A's comparison, Fig.
+    9(b); Chronus "cannot handle the performance-based criteria jobs", §I). The other jobs'
+    estimates are exact."""
     rng = np.random.default_rng(seed)
     perf = rng.random(len(wl)) < share
     off = np.maximum(0.1, 1.0 + rng.normal(0.0, error, len(wl)))
@@ -138,12 +143,23 @@ class CountedUniSched(UniSched):
         return sel
 
 
+def _number(text: str) -> float | str:
+    """A parameter's value from the command line: a number where it reads as one."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, Any]
             ) -> dict[str, float]:
     """R_slo, best-effort JCT (s), wall and CPU time (s) of one policy on one workload, and
     for UniSched its HiGHS tally (:data:`HIGHS`)."""
     t0, c0 = time.perf_counter(), time.process_time()
     HIGHS.update(dict.fromkeys(HIGHS, 0))
+    name, _, given = name.partition(":")  # NAME:KEY=VALUE,... sets parameters
+    params = params | {k: _number(v) for k, v in (kv.split("=", 1) for kv in given.split(",")
+                                                  if kv)}
     policy = (CountedUniSched.from_params(params) if name == "unisched"
               else make_policy("gavel", THEMIS_GAVEL | params) if name == "themis-gavel"
               else make_policy(name, params))
@@ -159,12 +175,13 @@ def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float,
         unisched: dict[str, Any], others: Workload | None = None
         ) -> dict[str, dict[str, float]]:
     """Each policy on ``wl``; ``unisched``: UniSched's parameters (else its defaults);
-    ``others``: the same jobs as every policy but UniSched estimates them (else ``wl``)."""
+    ``others``: the same jobs as the policies without :data:`ESTIMATOR` estimate them
+    (else ``wl``)."""
     out: dict[str, dict[str, float]] = {}
     for name in names:
         params: dict[str, Any] = (dict(unisched) if name == "unisched"
                                   else {} if name in OWN_LEASE else {"lease_s": lease_s})
-        seen = wl if name == "unisched" or others is None else others
+        seen = wl if others is None or name.partition(":")[0] in ESTIMATOR else others
         out[name] = m = measure(seen, profile, name, params)
         tally = (f"  HiGHS: {m['highs_solves']:.0f} solves, {m['highs_nodes']:.0f} nodes, "
                  f"{m['highs_work']:.0f} budget nodes charged" if name == "unisched" else "")
@@ -274,7 +291,9 @@ def main() -> None:
     ap.add_argument("--mix2-csv", type=Path, default=None,
                     help="Chronus's trace_job_Philly_MIX2.csv (else a stand-in; module doc)")
     ap.add_argument("--workloads", default="P_SLO,P_MIX1,P_MIX2")
-    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--policies", default=",".join(POLICIES),
+                    help="policies, ';'-separated where one sets parameters: "
+                         "'llf:late=best-effort;hydra' (default: all, ',')")
     ap.add_argument("--seed", type=int, default=0, help="the P_MIX2 stand-in's draw")
     ap.add_argument("--milp-nodes-per-job", type=float, default=None,
                     help="UniSched's HiGHS budget, nodes per job of the run (default: the "
@@ -291,11 +310,12 @@ def main() -> None:
                     help="share of the jobs that stop at a performance target (the paper: "
                          "0.2), drawn with --seed; default 0: every estimate exact")
     ap.add_argument("--max-iterations", type=float, default=2.0, metavar="K",
-                    help="with --perf-share: the baselines estimate such a job at the user's "
+                    help="with --perf-share: policies without a learning-curve estimator "
+                         "(all but UniSched and Themis) estimate such a job at the user's "
                          "largest iteration count, K times what it needs")
     ap.add_argument("--estimator-error", type=float, default=0.1, metavar="S",
-                    help="with --perf-share: UniSched's estimate of such a job is off by "
-                         "Gaussian noise of this standard deviation (a fraction)")
+                    help="with --perf-share: UniSched's and Themis's estimate of such a job "
+                         "is off by Gaussian noise of this standard deviation (a fraction)")
     ap.add_argument("--themis-sweep", action="store_true",
                     help="instead: themis-gang on P_MIX1 across --sweep-nodes, --sweep-leases "
                          "and --sweep-knobs, and themis-gavel with those leases as rounds, "
@@ -327,7 +347,7 @@ def main() -> None:
                      [float(x) for x in args.sweep_knobs.split(",")],
                      {int(k): float(v) for k, v in given.items()})
         return
-    names = [p for p in args.policies.split(",") if p]
+    names = [p for p in args.policies.split(";" if ";" in args.policies else ",") if p]
     own = ({} if args.milp_nodes_per_job is None
            else {"milp_nodes_per_job": args.milp_nodes_per_job})
     res: dict[str, dict[str, dict[str, float]]] = {}

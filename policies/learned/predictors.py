@@ -47,7 +47,7 @@ from policies.learned.profiling_data import (
     validate_columns,
 )
 from simulator.errors import located
-from simulator.inputs.files import MAX_DOCUMENT, read_data
+from simulator.inputs.files import read_json
 
 __all__ = ["InterferencePredictor", "UtilizationPredictor"]
 
@@ -190,11 +190,7 @@ class _Predictor:
                 training row (named by its 1-based index in ``rows``).
         """
         src = str(path)
-        text = read_data(path, InvalidProfilingData, "saved predictor", MAX_DOCUMENT)
-        try:
-            doc = json.loads(text.getvalue())
-        except (ValueError, RecursionError) as exc:
-            raise InvalidProfilingData(f"{src}: cannot read a saved predictor: {exc}") from exc
+        doc = read_json(path, InvalidProfilingData, "saved predictor")
 
         def bad(field: str, problem: str, fix: str = "") -> InvalidProfilingData:
             value = doc.get(field) if isinstance(doc, dict) else doc

@@ -11,6 +11,11 @@ as few nodes as possible, backfilling past gangs that do not fit.
   non-preemptive ("Hydra does not consider preemptive scheduling"), so a running job keeps
   its GPUs until it finishes (and the engine skips the leases between arrivals and
   completions: nothing can change there).
+
+What either does with an SLO job that can no longer meet even its last deadline step the
+paper does not say: ``late="first"`` keeps its SLO priority (for LLF the most urgent of all,
+its laxity being the most negative), ``late="best-effort"`` lets it join the best-effort
+jobs, as UniSched's reward and 3Sigma-gang's utility floor treat such a job.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ import numpy as np
 
 from policies.base import param, register
 from policies.gangs import priority_plan
-from policies.round_kernel import KernelRoundPolicy
+from policies.round_kernel import FloatArray, KernelRoundPolicy
 from simulator.inputs.slo import SOFT, STRICT
 from simulator.jit import njit, njit_lazily
 from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, set_plan
 
-__all__ = ["LLF", "Hydra"]
+__all__ = ["LATE", "LLF", "Hydra"]
+
+LATE = ("first", "best-effort")
+"""Where an SLO job past hope goes (module docstring)."""
 
 
 @njit
@@ -59,6 +67,19 @@ def _laxity(J: Any, r: int, now: float, remaining_s: float) -> float:
 
 
 @njit
+def _past_hope(J: Any, r: int, now: float, remaining_s: float, demote: float) -> bool:
+    """An SLO job that cannot meet its last deadline step any more, where ``demote`` (the
+    ``late`` parameter, 1: ``best-effort``) moves such jobs among the best-effort ones."""
+    if demote == 0.0 or (J.job_class[r] != STRICT and J.job_class[r] != SOFT):
+        return False
+    last = -np.inf
+    for d in J.deadlines[r]:
+        if not np.isnan(d):
+            last = max(last, d)
+    return last - now - remaining_s < 0.0
+
+
+@njit
 def _tiered(tier: Any, key: Any) -> Any:
     """Positions by ``tier``, then ``key``, then position (rows are in arrival order)."""
     by_key = np.argsort(key, kind="mergesort")
@@ -81,7 +102,9 @@ def _llf(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     rows = active_rows(E).copy()
     laxity = np.empty(rows.shape[0])
     for a in range(rows.shape[0]):
-        laxity[a] = _laxity(J, rows[a], now, _remaining_s(C, J, rows[a]))
+        left = _remaining_s(C, J, rows[a])
+        laxity[a] = (np.inf if _past_hope(J, rows[a], now, left, M.params[0])
+                     else _laxity(J, rows[a], now, left))
     order = np.argsort(laxity, kind="mergesort")  # rows are in arrival order
     return _apply(C, J, M, rows, order, np.zeros(rows.shape[0], dtype=np.bool_))
 
@@ -97,7 +120,8 @@ def _hydra(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     for a in range(n):
         r = rows[a]
         remaining[a] = _remaining_s(C, J, r)
-        best_effort[a] = J.job_class[r] != STRICT and J.job_class[r] != SOFT
+        best_effort[a] = ((J.job_class[r] != STRICT and J.job_class[r] != SOFT)
+                          or _past_hope(J, r, now, remaining[a], M.params[0]))
         keep[a] = J.held[r] > 0
     order = _tiered(best_effort, remaining)
     # waiting jobs do not progress and running ones are kept, so the plan stands until a job
@@ -118,9 +142,21 @@ class _EveryLease(KernelRoundPolicy):
         return self.lease_s
 
 
+@dataclass(frozen=True)
+class _DeadlineAware(_EveryLease):
+    """An :class:`_EveryLease` baseline with the ``late`` reading (module docstring)."""
+
+    late: str = param("first", kind="choice", choices=LATE,
+                      help="an SLO job that can no longer meet its last deadline: keeps its "
+                           "SLO priority (first) or joins the best-effort jobs")
+
+    def kernel_params(self) -> FloatArray:
+        return np.array([float(LATE.index(self.late))])
+
+
 @register
 @dataclass(frozen=True)
-class LLF(_EveryLease):
+class LLF(_DeadlineAware):
     """Least laxity first for SLO jobs, best-effort jobs last (GENIE-like; module docstring)."""
 
     name: ClassVar[str] = "llf"
@@ -130,7 +166,7 @@ class LLF(_EveryLease):
 
 @register
 @dataclass(frozen=True)
-class Hydra(_EveryLease):
+class Hydra(_DeadlineAware):
     """SLO jobs first, shortest remaining time first, non-preemptive (module docstring)."""
 
     name: ClassVar[str] = "hydra"

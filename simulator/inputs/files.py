@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import stat
 from pathlib import Path
@@ -14,7 +15,7 @@ import yaml
 from simulator.errors import ParetoSearchError
 
 __all__ = ["MAX_DOCUMENT", "MAX_TABLE", "MAX_YAML_NODES", "read_bounded", "read_data",
-           "read_yaml", "to_numbers"]
+           "read_json", "read_yaml", "to_numbers"]
 
 MAX_DOCUMENT = 64 * 2**20
 """The most bytes a document (JSON or YAML: a front, a spec, a profile) may have."""
@@ -63,6 +64,17 @@ def read_data(path: str | Path, error: type[ParetoSearchError], what: str,
         return io.BytesIO(read_bounded(path, limit))
     except ParetoSearchError as exc:
         raise error(f"cannot read the {what}: {exc}") from exc
+
+
+def read_json(path: str | Path, error: type[ParetoSearchError], what: str) -> Any:
+    """The JSON document ``what`` at ``path`` (:func:`read_data`, at most
+    :data:`MAX_DOCUMENT` bytes), or ``error`` naming the file and what is wrong: unreadable,
+    too large, not JSON, nested too deep."""
+    data = read_data(path, error, what, MAX_DOCUMENT)
+    try:
+        return json.loads(data.getvalue())
+    except (ValueError, RecursionError) as exc:
+        raise error(f"{path}: cannot read the {what}: {exc}") from exc
 
 
 def read_yaml(path: str | Path, error: type[ParetoSearchError], what: str) -> Any:

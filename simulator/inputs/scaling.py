@@ -9,7 +9,6 @@ for generated jobs (:func:`amdahl`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
-from simulator.inputs.files import MAX_DOCUMENT, read_data, to_numbers
+from simulator.inputs.files import read_data, read_json, to_numbers
 
 __all__ = ["PARAMETRIC_MODELS", "ScalingTable", "TypeSpeeds", "amdahl", "parametric_table"]
 
@@ -210,11 +209,7 @@ class ScalingTable:
         Speeds above 1 are read as 1 (:data:`MAX_SPREAD_SPEED`).
         """
         src = str(path)
-        data = read_data(path, InvalidWorkload, "model_info", MAX_DOCUMENT)
-        try:
-            doc = json.loads(data.getvalue())
-        except (ValueError, RecursionError) as exc:
-            raise InvalidWorkload(f"{src}: cannot read model_info: {exc}") from exc
+        doc = read_json(path, InvalidWorkload, "model_info")
         if not isinstance(doc, dict) or not doc:
             raise InvalidWorkload(f"{src}: expected {{model: {{GPUs: {{nodes: speed}}}}}} with "
                                   f"at least one model (got {type(doc).__name__})")

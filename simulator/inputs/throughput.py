@@ -15,7 +15,6 @@ table (speed-up at 1, 2, 4, 8 GPUs on the reference type) for the simulator, one
 from __future__ import annotations
 
 import ast
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,7 +26,7 @@ import pandas as pd
 from simulator import libm
 from simulator.errors import InvalidWorkload, located
 from simulator.inputs.colocation import Interference, fill_unmeasured
-from simulator.inputs.files import MAX_DOCUMENT, read_data
+from simulator.inputs.files import read_json
 from simulator.inputs.scaling import ScalingTable, TypeSpeeds
 from simulator.inputs.workload import Workload
 
@@ -165,11 +164,7 @@ class ThroughputTable:
     @classmethod
     def from_gavel_json(cls, path: str | Path) -> ThroughputTable:
         """Load Gavel's ``simulation_throughputs.json``."""
-        data = read_data(path, InvalidWorkload, "throughput table", MAX_DOCUMENT)
-        try:
-            doc = json.loads(data.getvalue())
-        except (ValueError, RecursionError) as exc:
-            raise InvalidWorkload(f"{path}: cannot read a throughput table: {exc}") from exc
+        doc = read_json(path, InvalidWorkload, "throughput table")
         _check_table(doc, str(path))
         types = tuple(sorted(k for k in doc if not k.endswith("_unconsolidated")))
         if not types:

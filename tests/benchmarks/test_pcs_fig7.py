@@ -4,14 +4,14 @@ schedule (checked here on a prefix of 0e4a51, every policy of Fig. 7, to the las
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.helpers.benchmarks import reproduce_script
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = 200
@@ -20,13 +20,7 @@ JOBS = 200
 
 @pytest.fixture(scope="module")
 def fig7() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "pcs_fig7", ROOT / "benchmarks" / "reproduce" / "pcs_fig7.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["pcs_fig7"] = module  # its functions pickle by name for --processes
-    spec.loader.exec_module(module)
-    return module
+    return reproduce_script("pcs_fig7")
 
 
 @pytest.fixture(scope="module")

@@ -3,27 +3,21 @@ see when some jobs stop at a performance target, and Chronus's per-model spread 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
+from tests.helpers.benchmarks import reproduce_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "reproduce_unisched", ROOT / "benchmarks" / "reproduce" / "unisched.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["reproduce_unisched"] = module
-    spec.loader.exec_module(module)
-    return module
+    return reproduce_script("unisched")
 
 
 def test_estimates_differ_only_on_the_performance_target_jobs(bench: ModuleType) -> None:

@@ -284,7 +284,7 @@ THROUGHPUTS: list[tuple[str, str, str]] = [
     ("a pair as a number", '{"k80": {"(\'a\', 1)": {"null": 1, "(\'a\', 1)": 7}}}', "as [a, b]"),
     ("a pair with text", '{"k80": {"(\'a\', 1)": {"null": 1, "(\'a\', 1)": [1, "b"]}}}',
      "as [a, b]"),
-    ("nested 100,000 deep", "[" * 100_000 + "]" * 100_000, "cannot read a throughput table"),
+    ("nested 100,000 deep", "[" * 100_000 + "]" * 100_000, "cannot read the throughput table"),
 ]
 
 

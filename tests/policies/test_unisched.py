@@ -306,3 +306,19 @@ def test_hydra_keeps_running_jobs_and_llf_preempts_by_laxity() -> None:
     idle = np.zeros((2, 1), np.int64)
     hydra_idle = Hydra().plan(make_state(cl, 0.0, demand, remaining, kind, deadline, alloc=idle))
     assert hydra_idle.ravel().tolist() == [0, 1]  # waiting jobs: SLO first
+
+
+@pytest.mark.parametrize("policy", [LLF, Hydra])
+def test_an_slo_job_past_hope_joins_the_best_effort_jobs_when_asked(policy: Any) -> None:
+    # 2 GPUs; a best-effort job (300 s left), an SLO job 600 s from done with its deadline
+    # at 100 s (past hope), and one with its deadline at 2,000 s, all waiting
+    cl = cluster(1, gpus=2, restart=0.0)
+    demand, remaining = np.ones(3), np.array([300.0, 600.0, 600.0])
+    kind = np.array([BEST_EFFORT, STRICT, STRICT])
+    deadline = np.array([np.nan, 100.0, 2000.0])
+    idle = np.zeros((3, 1), np.int64)
+    first = policy().plan(make_state(cl, 0.0, demand, remaining, kind, deadline, alloc=idle))
+    assert first.ravel().tolist() == [0, 1, 1]  # SLO jobs first, hopeless or not
+    demoted = policy(late="best-effort").plan(
+        make_state(cl, 0.0, demand, remaining, kind, deadline, alloc=idle))
+    assert demoted.ravel().tolist() == [1, 0, 1]  # it waits behind the best-effort job
