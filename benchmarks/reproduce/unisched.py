@@ -99,16 +99,15 @@ def workloads(jobs: int, unit_s: float, mix2_csv: Path | None, seed: int,
             "P_MIX2": mix2}
 
 
-def estimates(wl: Workload, share: float, over: float, error: float, seed: int
-              ) -> tuple[Workload, Workload]:
+def estimates(wl: Workload, share: float, over: float, error: float,
+              rng: np.random.Generator) -> tuple[Workload, Workload]:
     """The jobs as the :data:`ESTIMATOR` policies and as the others estimate them when
-    ``share`` of them stop at a performance target (§IV-A: 20 % of the jobs), drawn with
-    ``seed``: a learning-curve estimate is off by a Gaussian ``error`` (a fraction; §VI-A
+    ``share`` of them stop at a performance target (§IV-A: 20 % of the jobs), drawn from
+    ``rng``: a learning-curve estimate is off by a Gaussian ``error`` (a fraction; §VI-A
     puts UniSched's mean error within 10 %); without one a scheduler runs such a job for the
     user's largest iteration count, ``over`` times what it needs (§VI-A's comparison, Fig.
     9(b); Chronus "cannot handle the performance-based criteria jobs", §I). The other jobs'
     estimates are exact."""
-    rng = np.random.default_rng(seed)
     perf = rng.random(len(wl)) < share
     off = np.maximum(0.1, 1.0 + rng.normal(0.0, error, len(wl)))
     exact = wl.service_s
@@ -178,13 +177,14 @@ def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float,
     ``others``: the same jobs as the policies without :data:`ESTIMATOR` estimate them
     (else ``wl``)."""
     out: dict[str, dict[str, float]] = {}
-    for name in names:
-        params: dict[str, Any] = (dict(unisched) if name == "unisched"
-                                  else {} if name in OWN_LEASE else {"lease_s": lease_s})
-        seen = wl if others is None or name.partition(":")[0] in ESTIMATOR else others
+    for name in names:  # NAME or NAME:KEY=VALUE,... (results keyed by the whole spec)
+        base = name.partition(":")[0]
+        params: dict[str, Any] = (dict(unisched) if base == "unisched"
+                                  else {} if base in OWN_LEASE else {"lease_s": lease_s})
+        seen = wl if others is None or base in ESTIMATOR else others
         out[name] = m = measure(seen, profile, name, params)
         tally = (f"  HiGHS: {m['highs_solves']:.0f} solves, {m['highs_nodes']:.0f} nodes, "
-                 f"{m['highs_work']:.0f} budget nodes charged" if name == "unisched" else "")
+                 f"{m['highs_work']:.0f} budget nodes charged" if base == "unisched" else "")
         print(f"  {name:<14}{m['slo_miss']:>9.4f}{m['be_jct'] / 3600:>11.2f}"
               f"{m['wall']:>9.1f}{m['cpu']:>9.1f}{tally}", flush=True)
     return out
@@ -292,8 +292,8 @@ def main() -> None:
                     help="Chronus's trace_job_Philly_MIX2.csv (else a stand-in; module doc)")
     ap.add_argument("--workloads", default="P_SLO,P_MIX1,P_MIX2")
     ap.add_argument("--policies", default=",".join(POLICIES),
-                    help="policies, ';'-separated where one sets parameters: "
-                         "'llf:late=best-effort;hydra' (default: all, ',')")
+                    help="policies, ','-separated, or ';'-separated where one sets "
+                         "parameters: 'llf:late=best-effort;hydra' (default: all)")
     ap.add_argument("--seed", type=int, default=0, help="the P_MIX2 stand-in's draw")
     ap.add_argument("--milp-nodes-per-job", type=float, default=None,
                     help="UniSched's HiGHS budget, nodes per job of the run (default: the "
@@ -347,7 +347,8 @@ def main() -> None:
                      [float(x) for x in args.sweep_knobs.split(",")],
                      {int(k): float(v) for k, v in given.items()})
         return
-    names = [p for p in args.policies.split(";" if ";" in args.policies else ",") if p]
+    names = [p for p in args.policies.split(";" if ";" in args.policies or ":" in args.policies
+                                            else ",") if p]
     own = ({} if args.milp_nodes_per_job is None
            else {"milp_nodes_per_job": args.milp_nodes_per_job})
     res: dict[str, dict[str, dict[str, float]]] = {}
@@ -359,9 +360,10 @@ def main() -> None:
               f"{offered_load(wl, profile.total_gpus):.2f} on {profile.total_gpus} GPUs")
         print(f"  {'policy':<14}{'R_slo':>9}{'be_jct h':>11}{'wall s':>9}{'CPU s':>9}")
         others = None
-        if args.perf_share > 0:
+        if args.perf_share > 0:  # a stream of its own, apart from the stand-in's SLO draw
+            rng = np.random.default_rng(np.random.SeedSequence([args.seed, int(wl.digest(), 16)]))
             wl, others = estimates(wl, args.perf_share, args.max_iterations,
-                                   args.estimator_error, args.seed)
+                                   args.estimator_error, rng)
         res[key] = run(wl, profile, names, args.lease_s, own, others)
     budget = ("" if args.milp_nodes_per_job is None
               else f"UniSched's HiGHS budget {args.milp_nodes_per_job:g} nodes a job, ")

@@ -22,14 +22,14 @@ def bench() -> ModuleType:
 
 def test_estimates_differ_only_on_the_performance_target_jobs(bench: ModuleType) -> None:
     wl = bench.workloads(2000, 60.0, None, 0)["P_MIX1"]
-    mine, theirs = bench.estimates(wl, 0.2, 3.0, 0.1, seed=4)
+    mine, theirs = bench.estimates(wl, 0.2, 3.0, 0.1, np.random.default_rng(4))
     perf = theirs.estimated_service_s != wl.service_s
     assert perf.mean() == pytest.approx(0.2, abs=0.03)
     np.testing.assert_allclose(theirs.estimated_service_s[perf], 3.0 * wl.service_s[perf])
     assert (mine.estimated_service_s[~perf] == wl.service_s[~perf]).all()
     off = mine.estimated_service_s[perf] / wl.service_s[perf] - 1.0
     assert off.std() == pytest.approx(0.1, rel=0.15) and abs(off.mean()) < 0.02
-    again = bench.estimates(wl, 0.2, 3.0, 0.1, seed=4)
+    again = bench.estimates(wl, 0.2, 3.0, 0.1, np.random.default_rng(4))
     assert (again[0].estimated_service_s == mine.estimated_service_s).all()
     for other in (mine, theirs):  # the same jobs, only the estimates differ
         assert (other.service_s == wl.service_s).all() and (other.gpus == wl.gpus).all()
