@@ -50,7 +50,6 @@ from policies import Gavel, make_policy  # noqa: E402  (after the path is set)
 from policies.unisched.milp import Selection, SelectorInput, charge  # noqa: E402
 from policies.unisched.policy import UniSched  # noqa: E402
 from simulator import (  # noqa: E402
-    ScalingTable,
     Workload,
     load_profile,
     parametric_table,
@@ -58,6 +57,7 @@ from simulator import (  # noqa: E402
     simulate,
 )
 from simulator.inputs.generate import add_slos  # noqa: E402
+from simulator.inputs.model_info import read_model_info  # noqa: E402
 from simulator.inputs.profile import ClusterProfile, NodeGroup  # noqa: E402
 from simulator.metrics import METRICS  # noqa: E402
 
@@ -88,7 +88,7 @@ def workloads(jobs: int, unit_s: float, mix2_csv: Path | None, seed: int,
               model_info: Path | None = None) -> dict[str, Workload]:
     """The three workloads (``model_info``: each job at its model's spread speeds)."""
     table = (None if model_info is None
-             else ScalingTable.from_model_info(model_info).merged(parametric_table(64)))
+             else read_model_info(model_info).merged(parametric_table(64)))
 
     def read(path: Path) -> Workload:
         return read_chronus(path, time_unit_s=unit_s, scaling=table).head(jobs)

@@ -25,6 +25,7 @@ from paretosearch.runs.store import RunStore
 from paretosearch.settings import MAX_SEED
 from simulator import ScalingTable, Workload, load_profile, parametric_table, read_trace
 from simulator.errors import InvalidPolicyParams, ParetoSearchError
+from simulator.inputs.model_info import load_scaling
 
 if TYPE_CHECKING:  # pymoo loads with the search, not with the command line
     from paretosearch.search.spea2 import Progress as SearchProgress
@@ -103,7 +104,7 @@ def scaling_table(path: str | Path | None, gpus: int) -> ScalingTable:
     """Speed-ups by GPU count: the parametric model for a cluster of ``gpus``, overridden
     by the table at ``path`` where it has entries."""
     base = parametric_table(gpus)
-    return base if path is None else ScalingTable.load(path, gpus).merged(base)
+    return base if path is None else load_scaling(path, gpus).merged(base)
 
 
 def _trace(args: argparse.Namespace) -> Workload | None:

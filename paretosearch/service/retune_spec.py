@@ -16,9 +16,10 @@ import pandas as pd
 from paretosearch.config import SearchConfig
 from paretosearch.io import regular_file
 from paretosearch.settings import SearchSettings, options
-from simulator import ScalingTable, Workload, parametric_table, read_trace
+from simulator import Workload, parametric_table, read_trace
 from simulator.errors import ParetoSearchError, located
 from simulator.inputs.files import read_yaml
+from simulator.inputs.model_info import load_scaling
 
 __all__ = ["RetuneSpec", "TooFewJobs", "Window", "read_window"]
 
@@ -209,7 +210,7 @@ def read_window(spec: RetuneSpec) -> Window:
         raise ParetoSearchError(f"{spec.trace}: no trace file matches; check the spec's "
                                 "'trace' field")
     scaling = (None if spec.scaling_table is None else
-               ScalingTable.load(spec.scaling_table).merged(parametric_table(64)))
+               load_scaling(spec.scaling_table).merged(parametric_table(64)))
     frames = [read_trace(regular_file(f), scaling=scaling).to_frame() for f in files]
     frame = pd.concat(frames, ignore_index=True)
     if len(files) > 1:  # a job re-exported by a later file is kept once

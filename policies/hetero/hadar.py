@@ -6,7 +6,9 @@ bounds from eqs. 6-8); a job's payoff for a placement is its utility at the comp
 that placement gives, minus what the GPUs cost; a subset of jobs and one placement each are
 chosen to maximize the summed payoff (Algorithm 2), and a job runs only if its payoff is
 positive. A gang gets exactly ``demand`` GPUs or none (eq. 1e); it may mix types and runs at
-the slowest one's speed (eq. 1b), times the profile's ``inter_node_factor`` when spread.
+the slowest one's speed (eq. 1b), times its speed over nodes when spread: its model's where
+the scaling table has one (Chronus's ``model_info.json``), else the profile's
+``inter_node_factor``.
 
 Where the paper is ambiguous, this module follows:
 
@@ -26,8 +28,8 @@ Where the paper is ambiguous, this module follows:
   placement too) and "skip". The search (branch and bound, :mod:`policies.hetero.hadar_dp`) is
   exact over those while it stays within ``SEARCH_BUDGET`` placement evaluations; past that
   it completes greedily.
-- The "communication cost" of a spread placement is its ``inter_node_factor`` slowdown, which
-  lengthens the duration it pays for and delays its completion.
+- The "communication cost" of a spread placement is that slowdown (over 2 nodes, or over
+  3 or more), which lengthens the duration it pays for and delays its completion.
 - Utilities, with size the job's estimated work: ``jct``: effective throughput ``size / JCT``
   (the paper's special case). The paper names the makespan and finish-time-fairness objectives
   but gives no utility for them; here ``makespan`` weights the effective throughput by the
@@ -149,8 +151,8 @@ def hadar_allocate(*, node_type: IntArray, capacity: IntArray, rate_type: FloatA
         demand, remaining, elapsed, value: per job (see :func:`price_bounds`).
         prev: ``(jobs, nodes)`` the placement each job holds now.
         started: jobs that have run before (a changed placement pays ``restart_s``).
-        inter_node_factor: speed multiplier of a gang spread over 2 nodes and over more,
-            ``(jobs, 2)``, or one number for every job and spread.
+        inter_node_factor: speed multiplier of each job's gang spread over 2 nodes and over
+            more, a ``(jobs, 2)`` array, or one number for every job and spread.
         restart_s: pause after a started job's placement changes.
         eta: price scaling of eq. 7.
         budget: placement evaluations before the search turns greedy.
@@ -164,9 +166,20 @@ def hadar_allocate(*, node_type: IntArray, capacity: IntArray, rate_type: FloatA
     out: IntArray = _allocate(
         ints(node_type), ints(capacity), floats(rate_type), ints(demand), floats(remaining),
         floats(elapsed), floats(value), ints(prev), np.ascontiguousarray(started, np.bool_),
-        floats(np.broadcast_to(inter_node_factor, (len(demand), 2))), float(restart_s),
+        floats(_per_job(inter_node_factor, len(demand))), float(restart_s),
         float(eta), int(budget))
     return out
+
+
+def _per_job(inter: float | FloatArray, jobs: int) -> FloatArray:
+    """``hadar_allocate``'s ``inter_node_factor`` as a ``(jobs, 2)`` array."""
+    out = np.asarray(inter, dtype=np.float64)
+    if out.ndim == 0:
+        return np.full((jobs, 2), float(out))
+    if out.shape != (jobs, 2):
+        raise ValueError(f"inter_node_factor: expected one number or a ({jobs}, 2) array, "
+                         f"got shape {out.shape}")
+    return np.ascontiguousarray(out)
 
 
 @njit_lazily(ROUND_KERNEL_SIG)

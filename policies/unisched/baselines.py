@@ -57,12 +57,7 @@ def _laxity(J: Any, r: int, now: float, remaining_s: float) -> float:
     passed (else the last one); infinite for a best-effort job."""
     if J.job_class[r] != STRICT and J.job_class[r] != SOFT:
         return np.inf
-    due, last = np.inf, -np.inf
-    for d in J.deadlines[r]:
-        if d > now:
-            due = min(due, d)
-        if not np.isnan(d):
-            last = max(last, d)
+    due, last = _due(J, r, now)
     return (due if np.isfinite(due) else last) - now - remaining_s
 
 
@@ -72,11 +67,19 @@ def _past_hope(J: Any, r: int, now: float, remaining_s: float, demote: float) ->
     ``late`` parameter, 1: ``best-effort``) moves such jobs among the best-effort ones."""
     if demote == 0.0 or (J.job_class[r] != STRICT and J.job_class[r] != SOFT):
         return False
-    last = -np.inf
+    return _due(J, r, -np.inf)[1] - now - remaining_s < 0.0
+
+
+@njit
+def _due(J: Any, r: int, now: float) -> tuple[float, float]:
+    """Row ``r``'s first deadline step after ``now`` (inf if none) and its last one."""
+    due, last = np.inf, -np.inf
     for d in J.deadlines[r]:
+        if d > now:
+            due = min(due, d)
         if not np.isnan(d):
             last = max(last, d)
-    return last - now - remaining_s < 0.0
+    return due, last
 
 
 @njit
@@ -146,9 +149,10 @@ class _EveryLease(KernelRoundPolicy):
 class _DeadlineAware(_EveryLease):
     """An :class:`_EveryLease` baseline with the ``late`` reading (module docstring)."""
 
-    late: str = param("first", kind="choice", choices=LATE,
+    late: str = param("first", kind="choice", choices=LATE, searchable=False,
                       help="an SLO job that can no longer meet its last deadline: keeps its "
-                           "SLO priority (first) or joins the best-effort jobs")
+                           "SLO priority (first) or joins the best-effort jobs (a reading "
+                           "of the paper, not a setting to tune)")
 
     def kernel_params(self) -> FloatArray:
         return np.array([float(LATE.index(self.late))])

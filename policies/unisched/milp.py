@@ -184,7 +184,10 @@ def selector_input(cluster: Any, *, gpus: IntArray, spread: FloatArray, profilin
 
     Each job brings its buddy-cell candidates (only the consolidated one while profiling),
     a spread one running at the job's ``spread`` speed over 2 nodes where it has 2 cells and
-    over 3 or more where it has more (``gang_spread``); slots are one SLO lease
+    over 3 or more where it has more (``gang_spread``; the most nodes its cells may span,
+    each speed at most the one over fewer nodes, so never faster than it runs); a gang larger
+    than a node, whose work is priced over the fewest nodes it fits, runs relative to that
+    speed; slots are one SLO lease
     (``lease_s``), then doubling, the last reaching the latest deadline still reachable.
     """
     cand_cells, cand_job, cand_phi, slot_s, free_now, free_later = selector_arrays(
@@ -211,9 +214,12 @@ def selector_arrays(node_gpus: Any, spread: Any, gpus: Any, profiling: Any,
             if np.isnan(v) or v > horizon:
                 horizon = v
     phi = np.ones(cand_job.shape[0])
-    for c in range(phi.shape[0]):
+    for c in range(phi.shape[0]):  # a candidate's cells may span as many nodes as it has
+        j, cells = cand_job[c], cand_cells[c].sum()
         if not whole[c]:
-            phi[c] = spread[cand_job[c], 0 if cand_cells[c].sum() == 2 else 1]
+            phi[c] = spread[j, 0 if cells == 2 else 1]
+        elif cells > 2 and -(-gpus[j] // 2 ** top) == 2:  # work priced over 2 nodes
+            phi[c] = spread[j, 1] / spread[j, 0]
     return (cand_cells, cand_job, phi, _slots(lease_s, horizon, slots),
             node_cells(node_free).sum(axis=0), node_cells(node_gpus).sum(axis=0))
 

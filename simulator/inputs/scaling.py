@@ -3,8 +3,9 @@
 A table holds, for each model, the speed-up at 0, 1, 2, ... GPUs (``speedup[m, 0] == 0``).
 Fractional GPU counts are linearly interpolated and counts above a model's largest entry
 stay flat, as in the PCS code. Tables come from a CSV (``model,gpus,speedup`` rows, the
-format of PCS's ``scaling_tables.csv``) or from the parametric models this project ships
-for generated jobs (:func:`amdahl`).
+format of PCS's ``scaling_tables.csv``), from the parametric models this project ships
+for generated jobs (:func:`amdahl`), or from Chronus's ``model_info.json``, which adds each
+model's speed when its gang spans nodes (:mod:`simulator.inputs.model_info`).
 """
 
 from __future__ import annotations
@@ -18,18 +19,13 @@ import numpy.typing as npt
 import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
-from simulator.inputs.files import read_data, read_json, to_numbers
+from simulator.inputs.files import read_data, to_numbers
 
 __all__ = ["PARAMETRIC_MODELS", "ScalingTable", "TypeSpeeds", "amdahl", "parametric_table"]
 
 MAX_SPEEDUP = 1e6
 """The largest speed-up over one GPU a scaling table may give (1e308 overflowed the
 simulator's sums to infinity)."""
-
-MAX_SPREAD_SPEED = 1.5
-"""The largest speed of a spread gang over the same gang on one node ``model_info.json`` may
-give; above 1 (inception_v3 over 2 nodes: 1.0025) is read as 1, no slowdown, as UniSched's
-selector bounds assume a spread placement is never the faster."""
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -46,8 +42,9 @@ class ScalingTable:
         max_gpus: per model, the largest GPU count the table measured.
         spread: ``(len(models), width, 2)`` speed multiplier of model ``m``'s ``g``-GPU gang
             spread over 2 nodes (``[m, g, 0]``) or over 3 or more (``[m, g, 1]``), where
-            measured (Chronus's ``model_info.json``: :meth:`from_model_info`); NaN, or no
-            array, where not: there the cluster's ``inter_node_factor`` applies.
+            measured (Chronus's ``model_info.json``:
+            :func:`simulator.inputs.model_info.read_model_info`); NaN, or no array, where
+            not: there the cluster's ``inter_node_factor`` applies.
     """
 
     models: tuple[str, ...]
@@ -60,6 +57,11 @@ class ScalingTable:
         object.__setattr__(self, "_index", {name: i for i, name in enumerate(self.models)})
         self.speedup.flags.writeable = False
         if self.spread is not None:
+            shape = (*self.speedup.shape, 2)
+            if self.spread.shape != shape or not (np.isnan(self.spread)
+                                                  | (self.spread > 0)).all():
+                raise InvalidWorkload(f"scaling table: spread must be a {shape} array of "
+                                      f"speeds > 0 or NaN (got shape {self.spread.shape})")
             self.spread.flags.writeable = False
 
     def spread_factors(self, inter_node_factor: float) -> FloatArray:
@@ -185,74 +187,6 @@ class ScalingTable:
         if not points:
             raise InvalidWorkload(f"{src}: scaling table has no rows")
         return cls.from_points({k: np.asarray(v) for k, v in points.items()})
-
-    @classmethod
-    def load(cls, path: str | Path, max_gpus: int = 64) -> ScalingTable:
-        """A ``.json`` file as Chronus's ``model_info.json`` (:meth:`from_model_info`, its
-        models tabulated up to ``max_gpus``), any other as a CSV (:meth:`from_csv`)."""
-        if str(path).endswith(".json"):
-            return cls.from_model_info(path, max_gpus)
-        return cls.from_csv(path)
-
-    @classmethod
-    def from_model_info(cls, path: str | Path, max_gpus: int = 64) -> ScalingTable:
-        """Chronus's ``model_info.json``: ``{model: {G: {nodes: speed}}}``, the speed of a
-        G-GPU job of that model over 1, 2 or 4 nodes relative to one node.
-
-        Each model scales linearly on one node (Chronus's traces time a job at its own GPU
-        count) and its :attr:`spread` follows the rule of Chronus's progress function
-        (``compute_progress`` in ``code/alg/scheduler/time_aware_with_lease.py``, written but
-        switched off there): G of 3-4 reads the entry for 4 and 5-7 the entry for 8; a gang
-        over 2 nodes runs at the entry's ``"2"``, over 3 or more at its ``"4"`` (its ``"2"``
-        where it has no ``"4"``). Gangs of 1 or of more than 8 GPUs have no entry: the
-        cluster's ``inter_node_factor`` applies (Chronus's function returned 1.0 there).
-        Speeds above 1 are read as 1 (:data:`MAX_SPREAD_SPEED`).
-        """
-        src = str(path)
-        doc = read_json(path, InvalidWorkload, "model_info")
-        if not isinstance(doc, dict) or not doc:
-            raise InvalidWorkload(f"{src}: expected {{model: {{GPUs: {{nodes: speed}}}}}} with "
-                                  f"at least one model (got {type(doc).__name__})")
-        width = max_gpus + 1
-        spread = np.full((len(doc), width, 2), np.nan)
-        for m, (model, sizes) in enumerate(doc.items()):
-            speeds = _model_info_entry(sizes, src, str(model))
-            for g in range(2, min(8, max_gpus) + 1):
-                entry = speeds.get(2 if g == 2 else 4 if g <= 4 else 8, {})
-                spread[m, g] = (entry.get(2, np.nan), entry.get(4, entry.get(2, np.nan)))
-        line = amdahl(1.0, max_gpus)
-        table = cls.from_points({str(model): line for model in doc})
-        return cls(table.models, table.speedup, table.max_gpus, spread)
-
-
-def _model_info_entry(sizes: object, src: str, model: str) -> dict[int, dict[int, float]]:
-    """One model's ``{G: {nodes: speed}}`` of ``model_info.json`` as numbers, each speed in
-    (0, 1]; an error naming the model, key and value otherwise."""
-    def count(key: object, field: str) -> int:
-        if not (isinstance(key, str) and key.isdigit() and int(key) > 0):
-            raise InvalidWorkload(located(src, column=field, value=key,
-                                          problem="must be a whole number > 0 as a string"))
-        return int(key)
-
-    if not isinstance(sizes, dict):
-        raise InvalidWorkload(located(src, column=model, value=sizes,
-                                      problem="expected {GPUs: {nodes: speed}}"))
-    out: dict[int, dict[int, float]] = {}
-    for g, nodes in sizes.items():
-        gpus = count(g, f"{model}")
-        if not isinstance(nodes, dict):
-            raise InvalidWorkload(located(src, column=f"{model}.{g}", value=nodes,
-                                          problem="expected {nodes: speed}"))
-        out[gpus] = {}
-        for k, v in nodes.items():
-            where = f"{model}.{g}.{k}"
-            if not (isinstance(v, int | float) and not isinstance(v, bool)
-                    and 0 < v <= MAX_SPREAD_SPEED):
-                raise InvalidWorkload(located(
-                    src, column=where, value=v,
-                    problem=f"a speed must be a number > 0 and at most {MAX_SPREAD_SPEED}"))
-            out[gpus][count(k, where)] = min(float(v), 1.0)
-    return out
 
 
 def _pad_spread(table: ScalingTable, width: int) -> FloatArray:

@@ -40,7 +40,7 @@ import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
 from simulator.inputs.files import read_data, to_numbers
-from simulator.inputs.scaling import ScalingTable, parametric_table
+from simulator.inputs.scaling import PARAMETRIC_MODELS, ScalingTable, parametric_table
 from simulator.inputs.throughput import ThroughputTable, model_name
 from simulator.inputs.workload import PCS_TRACE_COLUMNS, Workload, read_pcs_trace, read_table
 
@@ -143,9 +143,9 @@ def read_chronus(path: str | Path, *, scaling: ScalingTable | None = None,
     seconds: 5.6 hours and one minute). Submit times, durations and deadlines are multiplied
     by ``time_unit_s`` (pass 1 for a trace written in seconds).
 
-    Jobs are of model ``linear`` unless ``scaling`` knows their ``model_name`` (Chronus's
-    ``model_info.json``, :meth:`ScalingTable.from_model_info`): then each job is of its own
-    model, and a ``model_name`` the table lacks is an error.
+    Jobs are of model ``linear`` unless ``scaling`` knows their ``model_name`` or has spread
+    speeds (Chronus's ``model_info.json``: :mod:`simulator.inputs.model_info`): then each
+    job is of its own model, and a ``model_name`` the table lacks is an error.
     """
     src = str(path)
     if not time_unit_s > 0:
@@ -176,21 +176,21 @@ def read_chronus(path: str | Path, *, scaling: ScalingTable | None = None,
 
 
 def _chronus_models(df: pd.DataFrame, scaling: ScalingTable | None, src: str) -> Any:
-    """Each job's model: its ``model_name`` where ``scaling`` knows the trace's models,
-    ``linear`` where it knows none of them."""
+    """Each job's model: its ``model_name`` where ``scaling`` knows the trace's models or has
+    spread speeds (``model_info.json``), ``linear`` where it has neither."""
     if scaling is None or "model_name" not in df:
         return "linear"
     names = df["model_name"].astype(str)
     known = names.isin(scaling.models).to_numpy()
-    if not known.any():
+    if not known.any() and scaling.spread is None:
         return "linear"
     if not known.all():
         i = int(np.flatnonzero(~known)[0])
         raise InvalidWorkload(located(
             src, row=i + 1, column="model_name", value=names.iloc[i],
-            problem=f"not in the scaling table, which has the trace's other models "
-                    f"({', '.join(sorted(set(names[known])))})",
-            fix="give every model of the trace an entry in the model_info file"))
+            problem="not a model of the scaling table",
+            fix="give every model of the trace an entry in the model_info file (models: "
+                f"{', '.join(m for m in scaling.models if m not in PARAMETRIC_MODELS)})"))
     return names.to_numpy()
 
 

@@ -72,7 +72,8 @@ class Cluster:
         types: GPU type names, in profile order.
         node_type: ``(nodes,)`` index into ``types``.
         node_gpus: ``(nodes,)`` GPUs on each node.
-        inter_node_factor: speed multiplier of a job whose GPUs span several nodes.
+        inter_node_factor: speed multiplier of a job whose GPUs span several nodes, where
+            the scaling table has no speed of its own for the job's model (``spread``).
         restart_s: seconds of no progress after a started job's allocation changes.
         node_mem_gib: ``(nodes,)`` memory of each of the node's GPUs.
 

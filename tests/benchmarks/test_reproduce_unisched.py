@@ -4,15 +4,13 @@ see when some jobs stop at a performance target, and Chronus's per-model spread 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
 from tests.helpers.benchmarks import reproduce_script
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.data import SHARED
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +34,7 @@ def test_estimates_differ_only_on_the_performance_target_jobs(bench: ModuleType)
 
 
 def test_model_info_gives_each_job_its_model(bench: ModuleType) -> None:
-    info = ROOT.parent / "shared" / "data" / "chronus" / "model_info.json"
+    info = SHARED / "data" / "chronus" / "model_info.json"
     wl = bench.workloads(500, 60.0, None, 0, info)["P_MIX1"]
     names = {wl.scaling.models[m] for m in wl.model}
     assert names == set(json.loads(info.read_text()))

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.data import ROOT
 
 
 def reproduce_script(name: str) -> ModuleType:

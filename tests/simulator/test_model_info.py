@@ -5,6 +5,7 @@ and Hadar's search."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +16,12 @@ from policies import make_policy
 from policies.unisched.milp import selector_arrays
 from simulator import ScalingTable, parametric_table, read_chronus, simulate
 from simulator.errors import InvalidWorkload
+from simulator.inputs.model_info import load_scaling, read_model_info
 from simulator.inputs.profile import ClusterProfile, NodeGroup
 from simulator.rounds import Cluster, job_rates
+from tests.helpers.data import SHARED
 
-MODEL_INFO = Path(__file__).resolve().parents[3] / "shared" / "data" / "chronus" / "model_info.json"
+MODEL_INFO = SHARED / "data" / "chronus" / "model_info.json"
 INFO = json.loads(MODEL_INFO.read_text())
 
 
@@ -38,7 +41,7 @@ def chronus_progress(model: str, gpus: int, nodes: int) -> float | None:
 
 
 def table() -> ScalingTable:
-    return ScalingTable.from_model_info(MODEL_INFO).merged(parametric_table(64))
+    return read_model_info(MODEL_INFO).merged(parametric_table(64))
 
 
 def chronus_csv(path: Path, rows: list[tuple[str, int, int, int]]) -> Path:
@@ -115,10 +118,32 @@ def test_unisched_prices_a_spread_candidate_at_its_jobs_speed() -> None:
                                       np.full(4, 8), 300.0, 4)
     assert list(job) == [0, 0, 1, 1, 1]
     np.testing.assert_allclose(phi, [1.0, 0.7, 1.0, 0.5, 0.4])
+    # an 8-GPU gang on 4-GPU nodes: its work is priced over 2 nodes; its eight 1-GPU cells
+    # may span more, at 0.4 / 0.5 of that
+    _, job, phi, *_ = selector_arrays(np.full(4, 4), spread[1:], np.array([8]),
+                                      np.zeros(1, bool), np.full((1, 1), 100.0),
+                                      np.full((1, 1), 1000.0), np.full(4, 4), 300.0, 4)
+    np.testing.assert_allclose(phi, [1.0, 0.8])
+
+
+def test_hadar_spreads_only_the_models_that_spread_well(tmp_path: Path) -> None:
+    # a 2-GPU node of a type at 0.8 and two 1-GPU nodes of a type at 1.0: spread over the
+    # fast nodes, vgg16 (0.896 over 2 nodes) runs faster than on the slow node and alexnet
+    # (0.745) slower; the profile's own factor (0.9) would spread both
+    rows = [("vgg16", 2, 0, 60), ("alexnet", 2, 200, 60)]
+    wl = read_chronus(chronus_csv(tmp_path / "t.csv", rows), scaling=table())
+    mixed = ClusterProfile(
+        name="test", description="", provenance="test",
+        node_groups=(NodeGroup(1, 2, "slow", 32.0), NodeGroup(2, 1, "fast", 32.0)),
+        relative_speed={"slow": 0.8, "fast": 1.0}, inter_node_factor=0.9,
+        restart_overhead_s=0.0, suspend_overhead_s=0.0)
+    res = simulate(wl, mixed, make_policy("hadar", {}))
+    np.testing.assert_allclose(res.finish_s - res.start_s,
+                               [3600.0 / INFO["vgg16"]["2"]["2"], 3600.0 / 0.8], rtol=1e-9)
 
 
 @pytest.mark.parametrize(("name", "params"), [("unisched", {"profile_s": 0.0}), ("hadar", {})])
-def test_unisched_and_hadar_run_each_gang_at_its_models_speed(
+def test_the_engine_charges_each_gang_its_models_speed_under_unisched_and_hadar(
         tmp_path: Path, name: str, params: dict[str, float]) -> None:
     # 1-GPU nodes and no restart cost: a g-GPU gang always spans g nodes, so whatever the
     # policy does, the GPU-seconds busy are each job's GPU-time over its model's speed there
@@ -138,16 +163,23 @@ def test_bad_model_info_names_the_entry(tmp_path: Path) -> None:
     for doc, where in (({"vgg16": {"2": {"2": 1.6}}}, "vgg16.2.2"),
                        ({"vgg16": {"2": {"two": 0.5}}}, "vgg16.2.two"),
                        ({"vgg16": {"x": {"2": 0.5}}}, "vgg16"),
-                       ({"vgg16": [0.5]}, "vgg16")):
+                       ({"vgg16": [0.5]}, "vgg16"),
+                       ({"vgg16": {"2": {"\u00b2": 0.5}}}, "vgg16.2."),
+                       ({"vgg16": {"2": {"2": 0.5, "02": 0.6}}}, "vgg16.2.02"),
+                       ({"vgg16": {"1" * 5000: {"2": 0.5}}}, "vgg16"),
+                       ({"vgg16": {"2": {"2": True}}}, "vgg16.2.2")):
         bad.write_text(json.dumps(doc))
-        with pytest.raises(InvalidWorkload, match=f"{bad}.*{where}"):
-            ScalingTable.load(bad)
+        with pytest.raises(InvalidWorkload, match=f"{re.escape(str(bad))}.*{re.escape(where)}"):
+            load_scaling(bad)
     bad.write_text("[]")
     with pytest.raises(InvalidWorkload, match="at least one model"):
-        ScalingTable.load(bad)
+        load_scaling(bad)
 
 
 def test_a_trace_model_missing_from_model_info_is_named(tmp_path: Path) -> None:
     path = chronus_csv(tmp_path / "t.csv", [("vgg16", 2, 0, 10), ("bert", 2, 1, 10)])
     with pytest.raises(InvalidWorkload, match=r"row 2, column 'model_name'.*'bert'"):
         read_chronus(path, scaling=table())
+    other = chronus_csv(tmp_path / "u.csv", [("VGG16", 2, 0, 10)])  # none known: no fallback
+    with pytest.raises(InvalidWorkload, match=r"row 1, column 'model_name'.*'VGG16'"):
+        read_chronus(other, scaling=table())
