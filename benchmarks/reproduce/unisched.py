@@ -29,7 +29,11 @@ and wall time, then one table per headline: paper's number, ours, ours / paper, 
 one line. Run from the project root: ``python benchmarks/reproduce/unisched.py``
 (``--workloads P_MIX1`` for one workload). ``--themis-sweep`` instead sweeps what the paper
 does not say about its Themis (lease, fairness knob ``f``) and its cluster (C96, C120) on
-P_MIX1, printing Themis / UniSched's R_slo for each value.
+P_MIX1, printing Themis / UniSched's R_slo for each value. ``--perf-share P`` gives P of the
+jobs a performance target, estimated within ``--estimator-error`` by UniSched and Themis and
+at ``--max-iterations`` times their work by the rest (:func:`estimates`); a policy written
+``NAME:KEY=VALUE,...`` (the list then ``;``-separated) runs with those parameters, e.g.
+``llf:late=best-effort``.
 """
 
 from __future__ import annotations
