@@ -54,6 +54,7 @@ from scipy.sparse import coo_array
 from policies.cells import LEVELS, NEST, candidates, node_cells
 from policies.unisched.exact import solve_knapsack
 from simulator.jit import configure_cache, njit
+from simulator.rounds.view import gang_spread
 
 configure_cache()
 
@@ -176,14 +177,14 @@ def node_cost(variables: int) -> int:
     return max(1, -(-variables // NODE_VARIABLES))
 
 
-def selector_input(cluster: Any, *, gpus: IntArray, spread: FloatArray, profiling: BoolArray,
+def selector_input(cluster: Any, *, gpus: IntArray, model: IntArray, profiling: BoolArray,
                    now_value: FloatArray, may_start: BoolArray, work_s: FloatArray,
                    deadline_s: FloatArray, step_value: FloatArray, node_free: IntArray,
                    lease_s: float, slots: int) -> SelectorInput:
     """The MILP of one cycle for its member jobs (per-job arrays as :class:`SelectorInput`).
 
     Each job brings its buddy-cell candidates (only the consolidated one while profiling),
-    a spread one running at the job's ``spread`` speed over 2 nodes where it has 2 cells and
+    a spread one running at its ``model``'s speed over 2 nodes where it has 2 cells and
     over 3 or more where it has more (``gang_spread``; the most nodes its cells may span,
     each speed at most the one over fewer nodes, so never faster than it runs); a gang larger
     than a node, whose work is priced over the fewest nodes it fits, runs relative to that
@@ -191,8 +192,8 @@ def selector_input(cluster: Any, *, gpus: IntArray, spread: FloatArray, profilin
     (``lease_s``), then doubling, the last reaching the latest deadline still reachable.
     """
     cand_cells, cand_job, cand_phi, slot_s, free_now, free_later = selector_arrays(
-        cluster.node_gpus, spread, gpus, profiling, work_s, deadline_s, node_free, lease_s,
-        slots)
+        cluster.node_gpus, gang_spread(cluster, model, gpus), gpus, profiling, work_s,
+        deadline_s, node_free, lease_s, slots)
     return SelectorInput(
         cand_cells=cand_cells, cand_job=cand_job, cand_phi=cand_phi, now_value=now_value,
         may_start=may_start, work_s=work_s, deadline_s=deadline_s, step_value=step_value,

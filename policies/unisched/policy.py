@@ -17,15 +17,14 @@ If the MILP finds no usable solution within ``milp_node_limit`` branch-and-bound
 work limit, so machine load never changes a decision), the previous cycle's solution is
 reused for the jobs still waiting on it (the paper's cache). HiGHS decides only what the exact
 method declines, and a run of N jobs asks it for at most ``milp_nodes_per_job`` x N budget
-nodes of work, rounded up: a HiGHS node costs one per 1,000 variables of its MILP started
-(:func:`policies.unisched.milp.node_cost`), each solve at least one node, and no solve gets
-more nodes than the work left pays for. Past that budget (not one node of the MILP at hand
-left) the run decides without HiGHS: by the exact method's knapsack optimum where no later
-plan certified it (:data:`policies.unisched.exact.UNPLANNED`: its choice for the current
-lease is the relaxation's, which need not be the MILP's), with a borderline deadline step
-read as exact arithmetic reads it (missed), and else (the exact search's node limit) by the
-cache, as above. So the fallback's work is bounded per run, in proportion to its jobs, and
-the same run decides the same way on any machine.
+nodes of work, rounded up (:func:`policies.unisched.milp.node_cost`: what a HiGHS node of a
+MILP costs); no solve gets more nodes than the work left pays for. Past that budget (not one
+node of the MILP at hand left) the run decides without HiGHS: by the exact method's knapsack
+optimum where no later plan certified it (:data:`policies.unisched.exact.UNPLANNED`: its
+choice for the current lease is the relaxation's, which need not be the MILP's), with a
+borderline deadline step read as exact arithmetic reads it (missed), and else (the exact
+search's node limit) by the cache, as above. So the fallback's work is bounded per run, in
+proportion to its jobs, and the same run decides the same way on any machine.
 
 GPUs left over after the selection go, whole gangs at a time, to the other jobs in order of
 urgency and reward (the MILP already fills whatever Proposition 1 allows, so this matters
@@ -104,14 +103,13 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 MAX_JOBS, HORIZON, INLINE, BUDGET = 7, 8, 9, 10  # params after the estimator's (INLINE: _exact)
-# memory: per row (f) lease end, profiled seconds, reward now, work per deadline step, then
-# each step's value (fixed per job, worked out once so the kernel need not); per row
-# (i) profiling at the last decision, cached cells, this decision's pick (rank, cells), gang,
-# locked, profiling; globally (g) the next BE lease boundary, the last decision, when the host
-# last solved the MILP, cache fallbacks, the last solve's seconds in HiGHS, HiGHS's work
-# charged to the budget, boundaries decided past the budget without HiGHS and, of those, the
-# ones with a borderline step (read strictly) and the ones past the exact search's node limit
-# (the cache decides); (gi) the MILP's members and the urgency order
+# memory: per row (f) lease end, profiled seconds, reward now, work per deadline step, then each
+# step's value (fixed per job, worked out once); per row (i) profiling at the last decision, cached
+# cells, this decision's pick (rank, cells), gang, locked, profiling; globally (g) the next BE lease
+# boundary, the last decision, when the host last solved the MILP, cache fallbacks, the last solve's
+# seconds in HiGHS, HiGHS's work charged to the budget, boundaries decided past the budget without
+# HiGHS and, of those, the ones with a borderline step (read strictly) and the ones past the exact
+# search's node limit (the cache decides); (gi) the MILP's members and the urgency order
 CELLS = 4  # cell sizes 1, 2, 4 and 8 GPUs
 I = Layout(profiled=1, cached=1, cache=CELLS, rank=1, pick=CELLS, gpus=1, locked=1, profiling=1)
 G = Layout(next=1, last=1, solved=1, fallbacks=1, solve_s=1, nodes=1, past=1, border=1, limit=1)
@@ -191,11 +189,10 @@ def _exact(C: Any, J: Any, M: Any, active: Any, now: float, free: Any) -> bool:
     members = M.gi[GI_ROWS:GI_ROWS + M.gi[GI_COUNT]].copy()
     work = M.f[members, F_WORK:F_WORK + steps]
     deadline = J.deadlines[members] - now
-    gpus = M.i[members, I_GPUS]
     cells, job, phi, slot_s, free_now, free_later = selector_arrays(
-        C.node_gpus, gang_spread(C, J.model[members], gpus), gpus,
-        M.i[members, I_PROFILING] > 0, work, deadline, free, p[BE_LEASE] * p[MULTIPLE],
-        int(p[HORIZON]))
+        C.node_gpus, gang_spread(C, J.model[members], M.i[members, I_GPUS]),
+        M.i[members, I_GPUS], M.i[members, I_PROFILING] > 0, work, deadline, free,
+        p[BE_LEASE] * p[MULTIPLE], int(p[HORIZON]))
     size = milp_variables(job, work, deadline, slot_s.shape[0])
     spent = M.g[G_NODES] + node_cost(size) > p[BUDGET]  # not one node of this MILP left
     verdict, choice, _, _, border = _judge(
@@ -374,8 +371,7 @@ class UniSched(KernelRoundPolicy):
                                help="most urgent / rewarding jobs given to the MILP")
     opportunistic: bool = param(True, kind="choice", choices=(True, False),
                                 help="fill idle GPUs at arrivals and completions in between")
-    milp_node_limit: int = param(NODE_LIMIT, low=0, high=10_000_000, kind="int",
-                                 searchable=False,
+    milp_node_limit: int = param(NODE_LIMIT, low=0, high=10**7, kind="int", searchable=False,
                                  help="HiGHS nodes per MILP (cache past it without a solution)")
     milp_nodes_per_job: float = param(NODES_PER_JOB, low=0.0, high=10_000.0, searchable=False,
                                       help="HiGHS work per job of a run, in nodes of a "
@@ -437,9 +433,8 @@ class UniSched(KernelRoundPolicy):
         free = cluster.node_gpus - jobs.alloc[active[locked]].sum(axis=0)
         steps = jobs.deadlines.shape[1]
         value = F_WORK + steps
-        gpus = M.i[members, I_GPUS]
         inp = selector_input(
-            cluster, gpus=gpus, spread=gang_spread(cluster, jobs.model[members], gpus),
+            cluster, gpus=M.i[members, I_GPUS], model=jobs.model[members],
             profiling=M.i[members, I_PROFILING] > 0,
             now_value=M.f[members, F_NOW], may_start=M.i[members, I_LOCKED] == 0,
             work_s=M.f[members, F_WORK:F_WORK + steps],
