@@ -184,12 +184,12 @@ def selector_input(cluster: Any, *, gpus: IntArray, model: IntArray, profiling: 
     """The MILP of one cycle for its member jobs (per-job arrays as :class:`SelectorInput`).
 
     Each job brings its buddy-cell candidates (only the consolidated one while profiling),
-    a spread one running at its ``model``'s speed over 2 nodes where it has 2 cells and
-    over 3 or more where it has more (``gang_spread``; the most nodes its cells may span,
-    each speed at most the one over fewer nodes, so never faster than it runs); a gang larger
+    a spread one running at its ``model``'s speed over 2 nodes where it has 2 cells and over
+    3 or more where it has more (``gang_spread``: the most nodes its cells may span, each
+    speed at most the one over fewer nodes, so never faster than it runs); a gang larger
     than a node, whose work is priced over the fewest nodes it fits, runs relative to that
-    speed; slots are one SLO lease
-    (``lease_s``), then doubling, the last reaching the latest deadline still reachable.
+    speed. Slots are one SLO lease (``lease_s``), then doubling, the last reaching the latest
+    deadline still reachable.
     """
     cand_cells, cand_job, cand_phi, slot_s, free_now, free_later = selector_arrays(
         cluster.node_gpus, gang_spread(cluster, model, gpus), gpus, profiling, work_s,
