@@ -5,7 +5,8 @@ as few nodes as possible, backfilling past gangs that do not fit.
 
 - **LLF** (GENIE-like): SLO jobs by least laxity first, ``laxity = deadline - now - remaining
   time at full demand`` (the first deadline step not yet passed, else the last one), then
-  best-effort jobs in arrival order ("we give best-effort jobs the lowest priority");
+  best-effort jobs in arrival order ("we give best-effort jobs the lowest priority", in an
+  order the paper does not give: ``be_order="shortest"`` orders them by remaining time);
   preemptive.
 - **Hydra**: SLO jobs before best-effort jobs, shortest remaining time first within each;
   non-preemptive ("Hydra does not consider preemptive scheduling"), so a running job keeps
@@ -32,10 +33,12 @@ from simulator.inputs.slo import SOFT, STRICT
 from simulator.jit import njit, njit_lazily
 from simulator.rounds.view import PLAN, ROUND_KERNEL_SIG, active_rows, set_plan
 
-__all__ = ["LATE", "LLF", "Hydra"]
+__all__ = ["BE_ORDERS", "LATE", "LLF", "Hydra"]
 
 LATE = ("first", "best-effort")
 """Where an SLO job past hope goes (module docstring)."""
+BE_ORDERS = ("arrival", "shortest")
+"""LLF's order among best-effort jobs (module docstring)."""
 
 
 @njit
@@ -103,13 +106,17 @@ def _apply(C: Any, J: Any, M: Any, rows: Any, order: Any, keep: Any) -> int:
 def _llf(C: Any, J: Any, M: Any, E: Any, now: float) -> int:
     """SLO jobs by least laxity (then arrival), best-effort jobs after them; preemptive."""
     rows = active_rows(E).copy()
-    laxity = np.empty(rows.shape[0])
-    for a in range(rows.shape[0]):
+    n = rows.shape[0]
+    key, best_effort = np.empty(n), np.empty(n, dtype=np.int64)
+    for a in range(n):  # the key: laxity, or for best-effort jobs the be_order's
         left = _remaining_s(C, J, rows[a])
-        laxity[a] = (np.inf if _past_hope(J, rows[a], now, left, M.params[0])
-                     else _laxity(J, rows[a], now, left))
-    order = np.argsort(laxity, kind="mergesort")  # rows are in arrival order
-    return _apply(C, J, M, rows, order, np.zeros(rows.shape[0], dtype=np.bool_))
+        key[a] = (np.inf if _past_hope(J, rows[a], now, left, M.params[0])
+                  else _laxity(J, rows[a], now, left))
+        best_effort[a] = key[a] == np.inf
+        if best_effort[a]:
+            key[a] = left if M.params[1] > 0 else 0.0  # 0: arrival order (rows are in it)
+    order = _tiered(best_effort, key)
+    return _apply(C, J, M, rows, order, np.zeros(n, dtype=np.bool_))
 
 
 @njit_lazily(ROUND_KERNEL_SIG)
@@ -166,6 +173,13 @@ class LLF(_DeadlineAware):
     name: ClassVar[str] = "llf"
     summary: ClassVar[str] = "least laxity first for SLO jobs, then best-effort FIFO (GENIE-like)"
     kernel = staticmethod(_llf)
+
+    be_order: str = param("arrival", kind="choice", choices=BE_ORDERS, searchable=False,
+                          help="the best-effort jobs' order behind the SLO jobs: arrival, or "
+                               "shortest remaining time first (a reading of the paper)")
+
+    def kernel_params(self) -> FloatArray:
+        return np.array([float(LATE.index(self.late)), float(BE_ORDERS.index(self.be_order))])
 
 
 @register

@@ -322,3 +322,14 @@ def test_an_slo_job_past_hope_joins_the_best_effort_jobs_when_asked(policy: Any)
     demoted = policy(late="best-effort").plan(
         make_state(cl, 0.0, demand, remaining, kind, deadline, alloc=idle))
     assert demoted.ravel().tolist() == [1, 0, 1]  # it waits behind the best-effort job
+
+
+def test_llf_orders_best_effort_jobs_by_arrival_or_by_remaining_time() -> None:
+    # 1 GPU, two waiting best-effort jobs: the earlier needs 3,600 s, the later 300 s
+    cl = cluster(1, gpus=1, restart=0.0)
+    demand, remaining = np.ones(2), np.array([3600.0, 300.0])
+    kind, deadline = np.array([BEST_EFFORT, BEST_EFFORT]), np.array([np.nan, np.nan])
+    idle = np.zeros((2, 1), np.int64)
+    state = make_state(cl, 0.0, demand, remaining, kind, deadline, alloc=idle)
+    assert LLF().plan(state).ravel().tolist() == [1, 0]
+    assert LLF(be_order="shortest").plan(state).ravel().tolist() == [0, 1]
