@@ -146,12 +146,16 @@ class CountedUniSched(UniSched):
         return sel
 
 
-def _number(text: str) -> float | str:
-    """A parameter's value from the command line: a number where it reads as one."""
-    try:
-        return float(text)
-    except ValueError:
-        return text
+def _spec(name: str) -> tuple[str, dict[str, float | str]]:
+    """``NAME`` or ``NAME:KEY=VALUE,...``: the policy and the parameters it sets (a value a
+    number where it reads as one)."""
+    def value(text: str) -> float | str:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    base, _, given = name.partition(":")
+    return base, {k: value(v) for k, v in (kv.split("=", 1) for kv in given.split(",") if kv)}
 
 
 def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, Any]
@@ -160,9 +164,6 @@ def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, 
     for UniSched its HiGHS tally (:data:`HIGHS`)."""
     t0, c0 = time.perf_counter(), time.process_time()
     HIGHS.update(dict.fromkeys(HIGHS, 0))
-    name, _, given = name.partition(":")  # NAME:KEY=VALUE,... sets parameters
-    params = params | {k: _number(v) for k, v in (kv.split("=", 1) for kv in given.split(",")
-                                                  if kv)}
     policy = (CountedUniSched.from_params(params) if name == "unisched"
               else make_policy("gavel", THEMIS_GAVEL | params) if name == "themis-gavel"
               else make_policy(name, params))
@@ -182,11 +183,11 @@ def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float,
     (else ``wl``)."""
     out: dict[str, dict[str, float]] = {}
     for name in names:  # NAME or NAME:KEY=VALUE,... (results keyed by the whole spec)
-        base = name.partition(":")[0]
+        base, given = _spec(name)
         params: dict[str, Any] = (dict(unisched) if base == "unisched"
                                   else {} if base in OWN_LEASE else {"lease_s": lease_s})
         seen = wl if others is None or base in ESTIMATOR else others
-        out[name] = m = measure(seen, profile, name, params)
+        out[name] = m = measure(seen, profile, base, params | given)
         tally = (f"  HiGHS: {m['highs_solves']:.0f} solves, {m['highs_nodes']:.0f} nodes, "
                  f"{m['highs_work']:.0f} budget nodes charged" if base == "unisched" else "")
         print(f"  {name:<14}{m['slo_miss']:>9.4f}{m['be_jct'] / 3600:>11.2f}"

@@ -110,7 +110,7 @@ def cluster_arrays(cluster: Cluster, speeds: Any, scaling: ScalingTable,
         _c(speeds, np.float64), _c(scaling.speedup, np.float64),
         _c(matrix if matrix is not None else np.zeros((1, 1, 1)), np.float64), curves,
         _c(scaling.spread_factors(cluster.inter_node_factor), np.float64))),
-        float(cluster.inter_node_factor), float(cluster.restart_s),
+        float(cluster.restart_s),
         float(sharing.collision_slowdown) if sharing is not None else 0.0,
         matrix is not None, sharing is not None))
 

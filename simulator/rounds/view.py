@@ -77,7 +77,7 @@ ClusterArrays = namedtuple("ClusterArrays", [
     "node_type", "node_gpus", "node_first", "type_gpus",
     "device_node", "device_type", "device_mem", "shareable",
     "speeds", "speedup", "matrix", "curves", "spread",
-    "inter_node_factor", "restart_s", "collision_slowdown", "has_matrix", "has_sharing"])
+    "restart_s", "collision_slowdown", "has_matrix", "has_sharing"])
 """Nodes (``node_*``), GPU types (``type_gpus``), devices (``device_*``; ``shareable``:
 a slowdown model exists for the device's type), ``speeds[model, type]``,
 ``speedup[model, gpus]``, the pairwise slowdown ``matrix[model, model, type]`` (used if
@@ -224,7 +224,7 @@ def _types() -> tuple[Any, Any, Any, Any]:
     cl = ClusterArrays._make((*(ro(a) for a in (_i(1), _i(1), _i(1), _i(1), _i(1), _i(1),
                                                 _f(1), b, _f(1, 1), _f(1, 1), _f(1, 1, 1),
                                                 _f(1, 6), _f(1, 1, 2))),
-                                1.0, 0.0, 0.0, False, False))
+                                0.0, 0.0, False, False))
     jobs = JobView(*(ro(a) for a in ([_f(1), _f(1), _i(1), _i(1), _i(1), _i(1), _f(1, 1),
                                       _f(1, 1)] + [_f(1)] * 4 + [_i(2), _i(1)] + [_f(1)] * 6
                                      + [b, _f(1), _i(1, 1), _i(1), _i(1)])))

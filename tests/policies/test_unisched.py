@@ -316,11 +316,11 @@ def test_an_slo_job_past_hope_joins_the_best_effort_jobs_when_asked(policy: Any)
     demand, remaining = np.ones(3), np.array([300.0, 600.0, 600.0])
     kind = np.array([BEST_EFFORT, STRICT, STRICT])
     deadline = np.array([np.nan, 100.0, 2000.0])
-    idle = np.zeros((3, 1), np.int64)
-    first = policy().plan(make_state(cl, 0.0, demand, remaining, kind, deadline, alloc=idle))
+    state = make_state(cl, 0.0, demand, remaining, kind, deadline,
+                       alloc=np.zeros((3, 1), np.int64))
+    first = policy().plan(state)
     assert first.ravel().tolist() == [0, 1, 1]  # SLO jobs first, hopeless or not
-    demoted = policy(late="best-effort").plan(
-        make_state(cl, 0.0, demand, remaining, kind, deadline, alloc=idle))
+    demoted = policy(late="best-effort").plan(state)
     assert demoted.ravel().tolist() == [1, 0, 1]  # it waits behind the best-effort job
 
 
