@@ -28,12 +28,12 @@ Prints per workload each policy's weighted deadline miss rate R_slo (eq. 15), be
 and wall time, then one table per headline: paper's number, ours, ours / paper, set-up in
 one line. Run from the project root: ``python benchmarks/reproduce/unisched.py``
 (``--workloads P_MIX1`` for one workload). ``--themis-sweep`` instead sweeps what the paper
-does not say about its Themis (lease, fairness knob ``f``) and its cluster (C96, C120) on
-P_MIX1, printing Themis / UniSched's R_slo for each value. ``--perf-share P`` gives P of the
-jobs a performance target, estimated within ``--estimator-error`` by UniSched and Themis and
-at ``--max-iterations`` times their work by the rest (:func:`estimates`); a policy written
-``NAME:KEY=VALUE,...`` (the list then ``;``-separated) runs with those parameters, e.g.
-``llf:late=best-effort``.
+does not say about its Themis (lease, fairness knob ``f``; Gavel's round and reset spacing)
+and its cluster (C96, C120) on P_MIX1, printing Themis / UniSched's R_slo for each value.
+``--perf-share P`` gives P of the jobs a performance target, estimated within
+``--estimator-error`` by UniSched and Themis and at ``--max-iterations`` times their work by
+the rest (:func:`estimates`); a policy written ``NAME:KEY=VALUE,...`` (the list then
+``;``-separated) runs with those parameters, e.g. ``llf:late=best-effort``.
 """
 
 from __future__ import annotations
@@ -196,34 +196,36 @@ def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float,
 
 
 def themis_sweep(wl: Workload, nodes: list[int], leases: list[float], knobs: list[float],
-                 unisched: dict[int, float]) -> None:
+                 resets: list[float], unisched: dict[int, float]) -> None:
     """Themis's unstated facts on P_MIX1: its R_slo over UniSched's on the same cluster
     (``unisched``: R_slo per node count; one not given is run) for every cluster, lease and
     fairness knob ``f`` of ``themis-gang``, and for ``themis-gavel`` with each lease that
-    Gavel's ``round_s`` admits as its round (``f`` printed as ``-``); ``*`` marks a ratio
-    within 15 % of the paper's 6.84x."""
+    Gavel's ``round_s`` admits as its round and each least time between its allocation
+    resets in ``resets`` (``f`` printed as ``-``, the reset as ``-`` for ``themis-gang``);
+    ``*`` marks a ratio within 15 % of the paper's 6.84x."""
     rounds = Gavel.domains()["round_s"]
     gavel = [x for x in leases if rounds.low <= x <= rounds.high]
     print(f"\nThemis sweep, P_MIX1 ({len(wl)} jobs): R_slo Themis / UniSched (paper 6.84x)")
     if len(gavel) < len(leases):
         print(f"  themis-gavel: rounds outside Gavel's {rounds.low:g}-{rounds.high:g} s "
               f"skipped ({', '.join(f'{x:g}' for x in leases if x not in gavel)})")
-    print(f"  {'policy':<13}{'nodes':>5}{'lease s':>9}{'f':>6}{'R_slo':>9}{'ratio':>9}"
-          f"{'/6.84':>8}{'wall s':>9}")
+    print(f"  {'policy':<13}{'nodes':>5}{'lease s':>9}{'f':>6}{'reset s':>9}{'R_slo':>9}"
+          f"{'ratio':>9}{'/6.84':>8}{'wall s':>9}")
     for n in nodes:
         profile = cluster(n)
         if n not in unisched:
             unisched[n] = measure(wl, profile, "unisched", {})["slo_miss"]
         print(f"  {'unisched':<13}{n:>5}  R_slo {unisched[n]:.4f}", flush=True)
-        runs = [("themis-gang", lease, f"{f:g}", {"lease_s": lease, "fairness_knob": f})
+        runs = [("themis-gang", lease, f"{f:g}", "-", {"lease_s": lease, "fairness_knob": f})
                 for lease in leases for f in knobs]
-        runs += [("themis-gavel", lease, "-", {"round_s": lease}) for lease in gavel]
-        for name, lease, knob, params in runs:
+        runs += [("themis-gavel", lease, "-", f"{reset:g}", {"round_s": lease, "reset_s": reset})
+                 for lease in gavel for reset in resets]
+        for name, lease, knob, reset, params in runs:
             m = measure(wl, profile, name, params)
             got = ratio(m["slo_miss"], unisched[n])
             mark = " *" if abs(got / 6.84 - 1) <= 0.15 else ""
-            print(f"  {name:<13}{n:>5}{lease:>9g}{knob:>6}{m['slo_miss']:>9.4f}{got:>8.2f}x"
-                  f"{got / 6.84:>8.2f}{m['wall']:>9.1f}{mark}", flush=True)
+            print(f"  {name:<13}{n:>5}{lease:>9g}{knob:>6}{reset:>9}{m['slo_miss']:>9.4f}"
+                  f"{got:>8.2f}x{got / 6.84:>8.2f}{m['wall']:>9.1f}{mark}", flush=True)
 
 
 def mean(values: np.ndarray) -> float:
@@ -323,11 +325,14 @@ def main() -> None:
                          "is off by Gaussian noise of this standard deviation (a fraction)")
     ap.add_argument("--themis-sweep", action="store_true",
                     help="instead: themis-gang on P_MIX1 across --sweep-nodes, --sweep-leases "
-                         "and --sweep-knobs, and themis-gavel with those leases as rounds, "
-                         "against UniSched on each cluster")
+                         "and --sweep-knobs, and themis-gavel with those leases as rounds "
+                         "and --sweep-resets, against UniSched on each cluster")
     ap.add_argument("--sweep-nodes", default="96,120", help="clusters (C96, C120)")
     ap.add_argument("--sweep-leases", default="60,300,600,1800", help="leases, seconds")
     ap.add_argument("--sweep-knobs", default="0,0.2,0.5,0.8,1", help="fairness knobs f")
+    ap.add_argument("--sweep-resets", default="1920",
+                    help="themis-gavel's least time between allocation resets, seconds "
+                         "(Gavel's: 1920)")
     ap.add_argument("--unisched-rslo", default="96:0.0208",
                     help="UniSched's P_MIX1 R_slo per cluster, NODES:R,... (measured on the "
                          "whole trace; a cluster not named runs UniSched, about 4 CPU-minutes)")
@@ -350,6 +355,7 @@ def main() -> None:
         themis_sweep(wls["P_MIX1"], [int(n) for n in args.sweep_nodes.split(",")],
                      [float(x) for x in args.sweep_leases.split(",")],
                      [float(x) for x in args.sweep_knobs.split(",")],
+                     [float(x) for x in args.sweep_resets.split(",")],
                      {int(k): float(v) for k, v in given.items()})
         return
     names = [p for p in args.policies.split(";" if ";" in args.policies or ":" in args.policies
