@@ -331,8 +331,8 @@ def main() -> None:
     ap.add_argument("--sweep-leases", default="60,300,600,1800", help="leases, seconds")
     ap.add_argument("--sweep-knobs", default="0,0.2,0.5,0.8,1", help="fairness knobs f")
     ap.add_argument("--sweep-resets", default="1920",
-                    help="themis-gavel's least time between allocation resets, seconds "
-                         "(Gavel's: 1920)")
+                    help="themis-gavel's least times between allocation resets, "
+                         "','-separated, seconds in 0-7200 (Gavel's: 1920)")
     ap.add_argument("--unisched-rslo", default="96:0.0208",
                     help="UniSched's P_MIX1 R_slo per cluster, NODES:R,... (measured on the "
                          "whole trace; a cluster not named runs UniSched, about 4 CPU-minutes)")
@@ -344,6 +344,14 @@ def main() -> None:
     if not (args.max_iterations >= 1 and args.estimator_error >= 0):
         ap.error("--max-iterations must be at least 1 (the user's largest count covers "
                  "the job) and --estimator-error at least 0")
+    domain = Gavel.domains()["reset_s"]
+    try:
+        resets = [float(x) for x in args.sweep_resets.split(",")]
+    except ValueError:
+        ap.error(f"--sweep-resets: {args.sweep_resets!r} is not ','-separated seconds")
+    if not all(domain.low <= x <= domain.high for x in resets):
+        ap.error(f"--sweep-resets: {args.sweep_resets} not all in {domain.low:g}-"
+                 f"{domain.high:g} s")
     if args.inter_node_factor is not None and args.themis_sweep:
         ap.error("--inter-node-factor: the Themis sweep runs on the profile's factor (its "
                  "--unisched-rslo was measured there); run the headlines with it instead")
@@ -355,7 +363,7 @@ def main() -> None:
         themis_sweep(wls["P_MIX1"], [int(n) for n in args.sweep_nodes.split(",")],
                      [float(x) for x in args.sweep_leases.split(",")],
                      [float(x) for x in args.sweep_knobs.split(",")],
-                     [float(x) for x in args.sweep_resets.split(",")],
+                     resets,
                      {int(k): float(v) for k, v in given.items()})
         return
     names = [p for p in args.policies.split(";" if ";" in args.policies or ":" in args.policies
