@@ -11,6 +11,7 @@ each.
    (1 - devices / workers) and performance two ways: ``1 - mean slowdown`` and the paper's
    "in terms of average job completion time", mean JCT alone / mean JCT shared (JCT from the
    start). ``ojpp`` without migration (a static placement).
+   Then Table 5 on each kind alone (which the paper ran it on is not said).
 2. **Balance** (Fig. 9): every job with ``w`` workers, ``ojpp`` against ``ojpp`` without the
    balance bound (theta' = 5), mean slowdown.
 3. **OJPAP** (Fig. 10): the Average kind arriving online (Poisson, ``--online-jobs`` jobs, mean
@@ -72,10 +73,11 @@ def pair(text: str) -> tuple[float, float]:
 
 
 def batches(args: argparse.Namespace, unknown: tuple[float, float], alpha: float,
-            workers: tuple[int, int] = (1, 10)) -> list[Workload]:
+            workers: tuple[int, int] = (1, 10), kinds: tuple[str, ...] = KINDS
+            ) -> list[Workload]:
     inter = ojpp_interference(unknown, args.resnet_unknown)
     return [ojpp_batch(k, s, alpha=alpha, workers=workers, interference=inter,
-                       mem_scale=args.mem_scale) for k in KINDS for s in range(args.seeds)]
+                       mem_scale=args.mem_scale) for k in kinds for s in range(args.seeds)]
 
 
 def run_ojpp(args: argparse.Namespace, wls: list[Workload], tau: float, theta: float,
@@ -122,6 +124,12 @@ def headlines(res: dict[str, list[np.ndarray]], setup: str) -> None:
                 print(f"{label:<60} {paper:>6.2f}% {ours:>6.2f}% {ours / paper:>10.2f}")
 
 
+def cell(m: np.ndarray, paper: tuple[float, float]) -> str:
+    """Saved % and perf(JCT) % of ``m``, each with ours / the paper's."""
+    return (f"{100 * m[0]:4.1f} ({100 * m[0] / paper[0]:.2f}) "
+            f"{100 * m[2]:5.2f} ({100 * m[2] / paper[1]:.2f})")
+
+
 BALANCE_READINGS = {"zero": "lone worker counts 0", "excluded": "co-located workers only",
                     "off": "theta' off"}
 """How eq. 16 treats a worker alone on its device (``ojpp``'s ``balance_lone``), and the bound
@@ -140,10 +148,22 @@ def balance_reading(args: argparse.Namespace, wls: list[Workload]) -> None:
             tau, theta, bal = TABLE5[i]
             m = (run_ojpp(args, wls, tau, theta, 5.0) if reading == "off"
                  else run_ojpp(args, wls, tau, theta, bal, reading))
-            ps, pp = PAPER5[i]
-            cells.append(f"{100 * m[0]:4.1f} ({m[0] * 100 / ps:.2f}) "
-                         f"{100 * m[2]:5.2f} ({m[2] * 100 / pp:.2f})")
+            cells.append(cell(m, PAPER5[i]))
         print(f"{reading + ': ' + label:<34} " + " ".join(f"{c:>27}" for c in cells), flush=True)
+
+
+def by_kind(args: argparse.Namespace) -> None:
+    """Table 5 (§5.2 reading, eq. 16 as ``--lone``) on each kind's batches alone, and on all
+    four: §5.2 describes four workload queues, and the paper does not say which Table 5 ran."""
+    print(f"\n## Table 5 by workload kind (§5.2 reading, lone worker {args.lone}): "
+          "saved % (ours / paper), perf(JCT) % (ours / paper)")
+    print(f"{'kind':<8} " + " ".join(f"{c!s:>25}" for c in TABLE5))
+    print(f"{'paper':<8} " + " ".join(f"{f'{s} {p:.2f}':>25}" for s, p in PAPER5))
+    for kind in (*KINDS, "all"):
+        wls = batches(args, args.unknown, args.alpha, kinds=KINDS if kind == "all" else (kind,))
+        print(f"{kind:<8} " + " ".join(f"{cell(run_ojpp(args, wls, *col), paper):>25}"
+                                        for col, paper in zip(TABLE5, PAPER5, strict=True)),
+              flush=True)
 
 
 def sweep(args: argparse.Namespace) -> None:
@@ -327,6 +347,7 @@ def main(argv: list[str] | None = None) -> None:
     res = table5(args, wls, setup)
     headlines(res, setup)
     balance_reading(args, wls)
+    by_kind(args)
     if args.sweep:
         sweep(args)
     balance(args)
