@@ -11,7 +11,8 @@ each.
    (1 - devices / workers) and performance two ways: ``1 - mean slowdown`` and the paper's
    "in terms of average job completion time", mean JCT alone / mean JCT shared (JCT from the
    start). ``ojpp`` without migration (a static placement).
-   Then Table 5 on each kind alone (which the paper ran it on is not said).
+   Then Table 5 (§5.2 reading) on each kind's batches alone and on all four: the paper does
+   not say which queue Table 5 ran on.
 2. **Balance** (Fig. 9): every job with ``w`` workers, ``ojpp`` against ``ojpp`` without the
    balance bound (theta' = 5), mean slowdown.
 3. **OJPAP** (Fig. 10): the Average kind arriving online (Poisson, ``--online-jobs`` jobs, mean
@@ -72,20 +73,22 @@ def pair(text: str) -> tuple[float, float]:
     return lo, hi
 
 
-def batches(args: argparse.Namespace, unknown: tuple[float, float], alpha: float,
+def batches(args: argparse.Namespace, unknown: tuple[float, float], alpha: float, *,
             workers: tuple[int, int] = (1, 10), kinds: tuple[str, ...] = KINDS
             ) -> list[Workload]:
+    """``args.seeds`` batches of each kind, kind by kind."""
     inter = ojpp_interference(unknown, args.resnet_unknown)
     return [ojpp_batch(k, s, alpha=alpha, workers=workers, interference=inter,
                        mem_scale=args.mem_scale) for k in kinds for s in range(args.seeds)]
 
 
 def run_ojpp(args: argparse.Namespace, wls: list[Workload], tau: float, theta: float,
-             balance: float, lone: str | None = None) -> np.ndarray:
+             balance: float, lone: str | None = None, first_seed: int = 0) -> np.ndarray:
     """Mean (saved, perf, perf_jct) of ``ojpp`` without migration over the batches, a lone
-    worker read in eq. 16 as ``lone`` (default ``--lone``)."""
+    worker read in eq. 16 as ``lone`` (default ``--lone``); batch ``i`` runs with engine seed
+    ``first_seed + i``."""
     out = []
-    for i, wl in enumerate(wls):
+    for i, wl in enumerate(wls, start=first_seed):
         pol = make_policy("ojpp", {"tau_max": tau, "theta_max": theta,
                                    "theta_balance": balance, "migration_budget": 0.0,
                                    "balance_lone": lone or args.lone})
@@ -152,17 +155,21 @@ def balance_reading(args: argparse.Namespace, wls: list[Workload]) -> None:
         print(f"{reading + ': ' + label:<34} " + " ".join(f"{c:>27}" for c in cells), flush=True)
 
 
-def by_kind(args: argparse.Namespace) -> None:
-    """Table 5 (§5.2 reading, eq. 16 as ``--lone``) on each kind's batches alone, and on all
-    four: §5.2 describes four workload queues, and the paper does not say which Table 5 ran."""
+def by_kind(args: argparse.Namespace, wls: list[Workload]) -> None:
+    """Table 5 (§5.2 reading, eq. 16 as ``--lone``) on each kind's batches of ``wls`` alone,
+    each batch with the engine seed it has in ``wls``, and their mean, the main table's: §5.2
+    builds four workload queues, and the paper does not say which one Table 5 ran on."""
     print(f"\n## Table 5 by workload kind (§5.2 reading, lone worker {args.lone}): "
           "saved % (ours / paper), perf(JCT) % (ours / paper)")
     print(f"{'kind':<8} " + " ".join(f"{c!s:>25}" for c in TABLE5))
     print(f"{'paper':<8} " + " ".join(f"{f'{s} {p:.2f}':>25}" for s, p in PAPER5))
-    for kind in (*KINDS, "all"):
-        wls = batches(args, args.unknown, args.alpha, kinds=KINDS if kind == "all" else (kind,))
-        print(f"{kind:<8} " + " ".join(f"{cell(run_ojpp(args, wls, *col), paper):>25}"
-                                        for col, paper in zip(TABLE5, PAPER5, strict=True)),
+    rows = []
+    for first in range(0, len(KINDS) * args.seeds, args.seeds):  # batches()'s layout
+        rows.append([run_ojpp(args, wls[first:first + args.seeds], *col, first_seed=first)
+                     for col in TABLE5])
+    for kind, row in zip((*KINDS, "all"), (*rows, np.mean(rows, axis=0)), strict=True):
+        print(f"{kind:<8} " + " ".join(f"{cell(m, paper):>25}"
+                                        for m, paper in zip(row, PAPER5, strict=True)),
               flush=True)
 
 
@@ -182,11 +189,8 @@ def balance(args: argparse.Namespace) -> None:
     print(f"\n## Fig. 9 balance: mean slowdown % by workers per job (mixed kind, {args.seeds} "
           f"batches, (tau, theta) = (0.1, 0.2))")
     print(f"{'workers':>7} {'ojpp (theta 0.1)':>16} {'no balance':>10}")
-    inter = ojpp_interference(args.unknown, args.resnet_unknown)
     for w in (1, 2, 4, 6, 8, 10):
-        wls = [ojpp_batch("mixed", s, alpha=args.alpha, workers=(w, w), interference=inter,
-                          mem_scale=args.mem_scale)
-               for s in range(args.seeds)]
+        wls = batches(args, args.unknown, args.alpha, workers=(w, w), kinds=("mixed",))
         with_b, without = run_ojpp(args, wls, 0.1, 0.2, 0.1), run_ojpp(args, wls, 0.1, 0.2, 5.0)
         print(f"{w:>7} {100 * (1 - with_b[1]):>16.2f} {100 * (1 - without[1]):>10.2f}",
               flush=True)
@@ -347,7 +351,7 @@ def main(argv: list[str] | None = None) -> None:
     res = table5(args, wls, setup)
     headlines(res, setup)
     balance_reading(args, wls)
-    by_kind(args)
+    by_kind(args, wls)
     if args.sweep:
         sweep(args)
     balance(args)

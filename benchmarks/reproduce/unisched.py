@@ -200,8 +200,8 @@ def themis_sweep(wl: Workload, nodes: list[int], leases: list[float], knobs: lis
     """Themis's unstated facts on P_MIX1: its R_slo over UniSched's on the same cluster
     (``unisched``: R_slo per node count; one not given is run) for every cluster, lease and
     fairness knob ``f`` of ``themis-gang``, and for ``themis-gavel`` with each lease that
-    Gavel's ``round_s`` admits as its round and each least time between its allocation
-    resets in ``resets`` (``f`` printed as ``-``, the reset as ``-`` for ``themis-gang``);
+    Gavel's ``round_s`` admits as its round and each least time between allocation resets
+    (``reset_s``) in ``resets`` (``f`` printed as ``-``, the reset as ``-`` for ``themis-gang``);
     ``*`` marks a ratio within 15 % of the paper's 6.84x."""
     rounds = Gavel.domains()["round_s"]
     gavel = [x for x in leases if rounds.low <= x <= rounds.high]
@@ -328,9 +328,11 @@ def main() -> None:
     ap.add_argument("--sweep-nodes", default="96,120", help="clusters (C96, C120)")
     ap.add_argument("--sweep-leases", default="60,300,600,1800", help="leases, seconds")
     ap.add_argument("--sweep-knobs", default="0,0.2,0.5,0.8,1", help="fairness knobs f")
-    ap.add_argument("--sweep-resets", default="1920",
+    resets = Gavel.domains()["reset_s"]
+    ap.add_argument("--sweep-resets", default=f"{Gavel().reset_s:g}",
                     help="themis-gavel's least times between allocation resets, "
-                         "','-separated, seconds in 0-7200 (Gavel's: 1920)")
+                         f"','-separated, seconds in {resets.low:g}-{resets.high:g} "
+                         "(default: Gavel's)")
     ap.add_argument("--unisched-rslo", default="96:0.0208",
                     help="UniSched's P_MIX1 R_slo per cluster, NODES:R,... (measured on the "
                          "whole trace; a cluster not named runs UniSched, about 4 CPU-minutes)")
@@ -342,14 +344,12 @@ def main() -> None:
     if not (args.max_iterations >= 1 and args.estimator_error >= 0):
         ap.error("--max-iterations must be at least 1 (the user's largest count covers "
                  "the job) and --estimator-error at least 0")
-    domain = Gavel.domains()["reset_s"]
     try:
-        resets = [float(x) for x in args.sweep_resets.split(",")]
-    except ValueError:
-        ap.error(f"--sweep-resets: {args.sweep_resets!r} is not ','-separated seconds")
-    if not all(domain.low <= x <= domain.high for x in resets):
-        ap.error(f"--sweep-resets: {args.sweep_resets} not all in {domain.low:g}-"
-                 f"{domain.high:g} s")
+        reset_values = [float(x) for x in args.sweep_resets.split(",")]
+        for x in reset_values:
+            resets.check("reset_s", x)
+    except ValueError as e:  # InvalidPolicyParams is one
+        ap.error(f"--sweep-resets {args.sweep_resets!r}: {e}")
     if args.inter_node_factor is not None and args.themis_sweep:
         ap.error("--inter-node-factor: the Themis sweep runs on the profile's factor (its "
                  "--unisched-rslo was measured there); run the headlines with it instead")
@@ -361,7 +361,7 @@ def main() -> None:
         themis_sweep(wls["P_MIX1"], [int(n) for n in args.sweep_nodes.split(",")],
                      [float(x) for x in args.sweep_leases.split(",")],
                      [float(x) for x in args.sweep_knobs.split(",")],
-                     resets,
+                     reset_values,
                      {int(k): float(v) for k, v in given.items()})
         return
     names = [p for p in args.policies.split(";" if ";" in args.policies or ":" in args.policies
