@@ -59,6 +59,7 @@ from simulator.inputs.colocation import SlowdownCurve  # noqa: E402
 from simulator.inputs.generate import add_sharing  # noqa: E402
 from simulator.inputs.horus_workload import MIXES, horus_testbed  # noqa: E402
 from simulator.inputs.profile import ClusterProfile  # noqa: E402
+from simulator.metrics import METRICS  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 POLICIES = {"fifo-exclusive": {}, "pab": {}, "obp": {}, "horus": {"k_queues": 1, "buffer": 15}}
@@ -67,6 +68,11 @@ PAPER6 = {("W-Small", "horus"): 23.7, ("W-Small", "obp"): 15.7, ("W-Small", "pab
 """Table 6: makespan gain over FIFO (%)."""
 FIG7 = {"W-Large": (8.2, 21.8), "W-Small": (10.3, 30.3)}
 """§6.1 on Fig. 7: the co-location policies' average JCT above FIFO's (%), lowest-highest."""
+HORUS_UTIL = 69.6
+"""§6.1 on Fig. 8: Horus's average GPU utilization over its testbed runs (%)."""
+UTIL_GAIN = (32.0, 61.5)
+"""Abstract: "a 32-61.5 percent increase in GPU cluster utilization" (§6's summary: "by up to
+61.5 percent in comparison to FIFO, [OBP] and [PAB]") (%)."""
 PAPER7 = {"obp": 25.4, "horus k=1": 66.4, "horus k=3": 68.3}
 """Table 7: average wait cut against FIFO (%); k = 3 is Horus-f."""
 
@@ -85,14 +91,16 @@ def time_share_curve(slope: float) -> SlowdownCurve:
 
 def run_testbed(wl: Workload, profile: ClusterProfile, seed: int,
                 policies: dict[str, dict[str, object]]) -> dict[str, dict[str, float]]:
-    """Makespan (min), mean JCT from start and from arrival (min), mean slowdown, per policy."""
+    """Makespan (min), mean JCT from start and from arrival (min), mean slowdown and the
+    time-average GPU utilization (%, ``gpu_util_sum``), per policy."""
     out = {}
     for name, params in policies.items():
         r = simulate(wl, profile, make_policy(name, params), seed=seed)
         out[name] = {"makespan": float(np.max(r.finish_s)) / 60,
                      "jct_exec": float(np.mean(r.finish_s - r.start_s)) / 60,
                      "jct_arrival": float(np.mean(r.finish_s - wl.arrival_s)) / 60,
-                     "slowdown": float(np.mean(r.slowdown))}
+                     "slowdown": float(np.mean(r.slowdown)),
+                     "util": 100 * float(METRICS["gpu_util_sum"].compute(r)[0])}
     return out
 
 
@@ -116,12 +124,14 @@ def testbed(shares: tuple[float, float], slope: float, mem_scale: float, reps: i
 def print_testbed(mix: str, setup: str, m: dict[str, dict[str, float]]) -> None:
     print(f"\n{mix} ({setup})")
     print(f"{'policy':<16} {'makespan min':>12} {'gain %':>7} {'paper %':>7} "
-          f"{'JCT(start) min':>14} {'vs FIFO %':>9} {'JCT(arrival) min':>16} {'slowdown':>8}")
+          f"{'JCT(start) min':>14} {'vs FIFO %':>9} {'JCT(arrival) min':>16} {'slowdown':>8} "
+          f"{'util %':>6}")
     for p, v in m.items():
         paper = PAPER6.get((mix, p))
         print(f"{p:<16} {v['makespan']:>12.1f} {v['gain']:>7.1f} "
               f"{'-' if paper is None else f'{paper:.1f}':>7} {v['jct_exec']:>14.1f} "
-              f"{v['jct_up']:>9.1f} {v['jct_arrival']:>16.1f} {v['slowdown']:>8.3f}", flush=True)
+              f"{v['jct_up']:>9.1f} {v['jct_arrival']:>16.1f} {v['slowdown']:>8.3f} "
+              f"{v['util']:>6.1f}", flush=True)
 
 
 def headlines(results: dict[str, dict[str, dict[str, float]]], setup: str) -> None:
@@ -136,6 +146,15 @@ def headlines(results: dict[str, dict[str, dict[str, float]]], setup: str) -> No
     for mix, (lo, hi) in FIG7.items():
         ups = ", ".join(f"{p} {results[mix][p]['jct_up']:.1f}" for p in ("pab", "obp", "horus"))
         print(f"{mix}: paper {lo}-{hi} %; ours {ups} %")
+    util = {mix: m["horus"]["util"] for mix, m in results.items()}
+    print(f"\n## Fig. 8: GPU utilization ({setup})")
+    print(f"Horus's average: paper {HORUS_UTIL:.1f} %; ours {np.mean(list(util.values())):.1f} % "
+          f"({', '.join(f'{mix} {u:.1f}' for mix, u in util.items())})")
+    for p in ("fifo-exclusive", "obp", "pab"):
+        ups = ", ".join(f"{mix} {100 * (util[mix] / m[p]['util'] - 1):.1f}"
+                        for mix, m in results.items())
+        print(f"Horus's over {p}'s: paper {UTIL_GAIN[0]:g}-{UTIL_GAIN[1]:g} % (over FIFO, OBP "
+              f"and PAB); ours {ups} %")
 
 
 def sweep(args: argparse.Namespace) -> None:
