@@ -158,10 +158,16 @@ def _spec(name: str) -> tuple[str, dict[str, float | str]]:
     return base, {k: value(v) for k, v in (kv.split("=", 1) for kv in given.split(",") if kv)}
 
 
+DURATIONS = (("<1 h", 0.0, 3600.0), ("1-4 h", 3600.0, 4 * 3600.0),
+             ("4-24 h", 4 * 3600.0, 24 * 3600.0), (">=24 h", 24 * 3600.0, np.inf))
+"""The job-length classes ``--by-duration`` splits R_slo and the wait by."""
+
+
 def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, Any]
             ) -> dict[str, float]:
-    """R_slo, best-effort JCT (s), wall and CPU time (s) of one policy on one workload, and
-    for UniSched its HiGHS tally (:data:`HIGHS`)."""
+    """R_slo, best-effort JCT (s), wall and CPU time (s) of one policy on one workload, R_slo
+    and the median wait (s) of each :data:`DURATIONS` class, and for UniSched its HiGHS tally
+    (:data:`HIGHS`)."""
     t0, c0 = time.perf_counter(), time.process_time()
     HIGHS.update(dict.fromkeys(HIGHS, 0))
     policy = (CountedUniSched.from_params(params) if name == "unisched"
@@ -169,6 +175,11 @@ def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, 
               else make_policy(name, params))
     r = simulate(wl, profile, policy)
     out = {k: mean(METRICS[k].compute(r)) for k in ("slo_miss", "be_jct")}
+    miss, wait = METRICS["slo_miss"].compute(r), r.start_s - wl.arrival_s
+    for label, lo, hi in DURATIONS:
+        rows = (wl.service_s >= lo) & (wl.service_s < hi)
+        out[f"slo_miss {label}"] = mean(miss[rows])
+        out[f"wait {label}"] = float(np.median(wait[rows])) if rows.any() else float("nan")
     out["wall"], out["cpu"] = time.perf_counter() - t0, time.process_time() - c0
     if name == "unisched":
         out.update({f"highs_{k}": float(v) for k, v in HIGHS.items()})
@@ -176,11 +187,11 @@ def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, 
 
 
 def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float,
-        unisched: dict[str, Any], others: Workload | None = None
+        unisched: dict[str, Any], others: Workload | None = None, by_duration: bool = False
         ) -> dict[str, dict[str, float]]:
     """Each policy on ``wl``; ``unisched``: UniSched's parameters (else its defaults);
     ``others``: the same jobs as the policies without :data:`ESTIMATOR` estimate them
-    (else ``wl``)."""
+    (else ``wl``); ``by_duration``: also each policy's R_slo and median wait by job length."""
     out: dict[str, dict[str, float]] = {}
     for name in names:  # NAME or NAME:KEY=VALUE,... (results keyed by the whole spec)
         base, given = _spec(name)
@@ -192,6 +203,10 @@ def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float,
                  f"{m['highs_work']:.0f} budget nodes charged" if base == "unisched" else "")
         print(f"  {name:<14}{m['slo_miss']:>9.4f}{m['be_jct'] / 3600:>11.2f}"
               f"{m['wall']:>9.1f}{m['cpu']:>9.1f}{tally}", flush=True)
+        if by_duration:
+            print("      R_slo / median wait h by job length: " + ", ".join(
+                f"{label} {m[f'slo_miss {label}']:.4f} / {m[f'wait {label}'] / 3600:.2f}"
+                for label, _, _ in DURATIONS), flush=True)
     return out
 
 
@@ -321,6 +336,9 @@ def main() -> None:
     ap.add_argument("--estimator-error", type=float, default=0.1, metavar="S",
                     help="with --perf-share: UniSched's and Themis's estimate of such a job "
                          "is off by Gaussian noise of this standard deviation (a fraction)")
+    ap.add_argument("--by-duration", action="store_true",
+                    help="also each policy's R_slo and median wait by job length (<1 h, 1-4 h, "
+                         "4-24 h, >=24 h): who misses, and how long they wait")
     ap.add_argument("--themis-sweep", action="store_true",
                     help="instead: themis-gang on P_MIX1 across --sweep-nodes, --sweep-leases "
                          "and --sweep-knobs, and themis-gavel with those leases as rounds "
@@ -381,7 +399,7 @@ def main() -> None:
             rng = np.random.default_rng(np.random.SeedSequence([args.seed, int(wl.digest(), 16)]))
             wl, others = estimates(wl, args.perf_share, args.max_iterations,
                                    args.estimator_error, rng)
-        res[key] = run(wl, profile, names, args.lease_s, own, others)
+        res[key] = run(wl, profile, names, args.lease_s, own, others, args.by_duration)
     budget = ("" if args.milp_nodes_per_job is None
               else f"UniSched's HiGHS budget {args.milp_nodes_per_job:g} nodes a job, ")
     headlines(res, f"first {args.jobs} jobs of Chronus's Philly traces, {args.nodes} x 8 V100 "
