@@ -1,4 +1,4 @@
-"""Horus §6 reproduced: Table 6's makespan gains over FIFO, Fig. 7's JCT cost, Table 7's waits.
+"""Horus §6 reproduced: Table 6's makespan gains, Fig. 7's JCT cost, Fig. 8's utilization, Table 7.
 
 The interference model is the calibrated one of ``cluster_profiles/horus-testbed-3x4.yaml``:
 a worker on a device whose co-located workers sum to utilization ``u`` runs
@@ -71,8 +71,8 @@ FIG7 = {"W-Large": (8.2, 21.8), "W-Small": (10.3, 30.3)}
 HORUS_UTIL = 69.6
 """§6.1 on Fig. 8: Horus's average GPU utilization over its testbed runs (%)."""
 UTIL_GAIN = (32.0, 61.5)
-"""Abstract: "a 32-61.5 percent increase in GPU cluster utilization" (§6's summary: "by up to
-61.5 percent in comparison to FIFO, [OBP] and [PAB]") (%)."""
+"""§1: "a 32-61.5 percent increase in GPU cluster utilization" (§5.2: "by up to 61.5 percent
+in comparison to FIFO, [OBP] and [PAB]") (%)."""
 PAPER7 = {"obp": 25.4, "horus k=1": 66.4, "horus k=3": 68.3}
 """Table 7: average wait cut against FIFO (%); k = 3 is Horus-f."""
 
@@ -135,7 +135,7 @@ def print_testbed(mix: str, setup: str, m: dict[str, dict[str, float]]) -> None:
 
 
 def headlines(results: dict[str, dict[str, dict[str, float]]], setup: str) -> None:
-    """One line per Table 6 headline and per Fig. 7 band."""
+    """One line per Table 6 headline, per Fig. 7 band and per Fig. 8 utilization headline."""
     print(f"\n## Table 6 headlines ({setup})")
     print(f"{'headline':<42} {'paper':>7} {'ours':>7} {'ours/paper':>10}")
     for (mix, p), paper in PAPER6.items():

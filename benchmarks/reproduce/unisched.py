@@ -30,6 +30,7 @@ one line. Run from the project root: ``python benchmarks/reproduce/unisched.py``
 (``--workloads P_MIX1`` for one workload). ``--themis-sweep`` instead sweeps what the paper
 does not say about its Themis (lease, fairness knob ``f``; Gavel's round and reset spacing)
 and its cluster (C96, C120) on P_MIX1, printing Themis / UniSched's R_slo for each value.
+``--by-duration`` adds each policy's R_slo and its SLO jobs' median wait by job length.
 ``--perf-share P`` gives P of the jobs a performance target, estimated within
 ``--estimator-error`` by UniSched and Themis and at ``--max-iterations`` times their work by
 the rest (:func:`estimates`); a policy written ``NAME:KEY=VALUE,...`` (the list then
@@ -160,14 +161,15 @@ def _spec(name: str) -> tuple[str, dict[str, float | str]]:
 
 DURATIONS = (("<1 h", 0.0, 3600.0), ("1-4 h", 3600.0, 4 * 3600.0),
              ("4-24 h", 4 * 3600.0, 24 * 3600.0), (">=24 h", 24 * 3600.0, np.inf))
-"""The job-length classes ``--by-duration`` splits R_slo and the wait by."""
+"""The classes of job length (wall-clock time at full demand) ``--by-duration`` splits R_slo
+and the SLO jobs' wait by."""
 
 
 def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, Any]
             ) -> dict[str, float]:
     """R_slo, best-effort JCT (s), wall and CPU time (s) of one policy on one workload, R_slo
-    and the median wait (s) of each :data:`DURATIONS` class, and for UniSched its HiGHS tally
-    (:data:`HIGHS`)."""
+    and the SLO jobs' median wait (s) in each :data:`DURATIONS` class, and for UniSched its
+    HiGHS tally (:data:`HIGHS`)."""
     t0, c0 = time.perf_counter(), time.process_time()
     HIGHS.update(dict.fromkeys(HIGHS, 0))
     policy = (CountedUniSched.from_params(params) if name == "unisched"
@@ -176,10 +178,12 @@ def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, 
     r = simulate(wl, profile, policy)
     out = {k: mean(METRICS[k].compute(r)) for k in ("slo_miss", "be_jct")}
     miss, wait = METRICS["slo_miss"].compute(r), r.start_s - wl.arrival_s
+    length = wl.service_s / wl.scaling.speed(wl.model, wl.gpus.astype(np.float64))
     for label, lo, hi in DURATIONS:
-        rows = (wl.service_s >= lo) & (wl.service_s < hi)
+        rows = (length >= lo) & (length < hi)
         out[f"slo_miss {label}"] = mean(miss[rows])
-        out[f"wait {label}"] = float(np.median(wait[rows])) if rows.any() else float("nan")
+        slo = rows & ~np.isnan(miss)
+        out[f"wait {label}"] = float(np.nanmedian(wait[slo])) if slo.any() else float("nan")
     out["wall"], out["cpu"] = time.perf_counter() - t0, time.process_time() - c0
     if name == "unisched":
         out.update({f"highs_{k}": float(v) for k, v in HIGHS.items()})
@@ -204,7 +208,7 @@ def run(wl: Workload, profile: ClusterProfile, names: list[str], lease_s: float,
         print(f"  {name:<14}{m['slo_miss']:>9.4f}{m['be_jct'] / 3600:>11.2f}"
               f"{m['wall']:>9.1f}{m['cpu']:>9.1f}{tally}", flush=True)
         if by_duration:
-            print("      R_slo / median wait h by job length: " + ", ".join(
+            print("      R_slo / SLO jobs' median wait h by job length: " + ", ".join(
                 f"{label} {m[f'slo_miss {label}']:.4f} / {m[f'wait {label}'] / 3600:.2f}"
                 for label, _, _ in DURATIONS), flush=True)
     return out
@@ -337,8 +341,9 @@ def main() -> None:
                     help="with --perf-share: UniSched's and Themis's estimate of such a job "
                          "is off by Gaussian noise of this standard deviation (a fraction)")
     ap.add_argument("--by-duration", action="store_true",
-                    help="also each policy's R_slo and median wait by job length (<1 h, 1-4 h, "
-                         "4-24 h, >=24 h): who misses, and how long they wait")
+                    help="also each policy's R_slo and its SLO jobs' median wait by job length "
+                         "at full demand (<1 h, 1-4 h, 4-24 h, >=24 h): who misses, and how "
+                         "long they wait")
     ap.add_argument("--themis-sweep", action="store_true",
                     help="instead: themis-gang on P_MIX1 across --sweep-nodes, --sweep-leases "
                          "and --sweep-knobs, and themis-gavel with those leases as rounds "
