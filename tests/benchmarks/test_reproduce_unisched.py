@@ -39,3 +39,21 @@ def test_model_info_gives_each_job_its_model(bench: ModuleType) -> None:
     names = {wl.scaling.models[m] for m in wl.model}
     assert names == set(json.loads(info.read_text()))
     assert wl.scaling.spread is not None
+
+
+def test_by_duration_classes_split_r_slo_by_job_length(bench: ModuleType) -> None:
+    """The classes of ``--by-duration`` partition the SLO jobs by wall-clock length at full
+    demand: their R_slo, weighted by each class's share of the jobs by that length, gives the
+    overall R_slo back (grouped by GPU-time instead, multi-GPU jobs would land elsewhere)."""
+    wl = bench.workloads(2000, 60.0, None, 0)["P_SLO"]
+    m = bench.measure(wl, bench.cluster(4), "srsf-gang", {"lease_s": 300.0})
+    length = wl.service_s / wl.scaling.speed(wl.model, wl.gpus.astype(np.float64))
+    edges = [hi for _, _, hi in bench.DURATIONS[:-1]]
+    assert (np.digitize(length, edges) != np.digitize(wl.service_s, edges)).any()
+    weighted = 0.0
+    for label, lo, hi in bench.DURATIONS:
+        share = float(((length >= lo) & (length < hi)).mean())
+        if share > 0:
+            weighted += share * m[f"slo_miss {label}"]
+    assert 0 < m["slo_miss"] < 1
+    assert weighted == pytest.approx(m["slo_miss"], rel=1e-12)
