@@ -4,13 +4,15 @@ see when some jobs stop at a performance target, and Chronus's per-model spread 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from types import ModuleType
 
 import numpy as np
 import pytest
 
 from tests.helpers.benchmarks import reproduce_script
-from tests.helpers.data import SHARED
+from tests.helpers.data import ROOT, SHARED
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +59,13 @@ def test_by_duration_classes_split_r_slo_by_job_length(bench: ModuleType) -> Non
             weighted += share * m[f"slo_miss {label}"]
     assert 0 < m["slo_miss"] < 1
     assert weighted == pytest.approx(m["slo_miss"], rel=1e-12)
+
+
+@pytest.mark.parametrize("resets, says", [("0,9000", "expected a value in [0, 7200], got 9000.0"),
+                                          ("x", "could not convert string to float: 'x'")])
+def test_a_bad_reset_spacing_is_a_usage_error_before_any_run(resets: str, says: str) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "reproduce" / "unisched.py"),
+                           "--themis-sweep", "--sweep-resets", resets],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"--sweep-resets {resets!r}: " in done.stderr and says in done.stderr
