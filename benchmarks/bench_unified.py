@@ -102,7 +102,7 @@ def build_workload(profile: ClusterProfile, jobs: int, rate: float, scale: float
 
 def describe_workload(wl: Workload, profile: ClusterProfile) -> None:
     """Size, offered load, and what the train / test split keeps."""
-    run_s = wl.service_s / wl.scaling.speed(wl.model, wl.gpus.astype(np.float64))
+    run_s = wl.duration_s
     gpu_s = run_s * wl.gpus
     assert wl.type_speed is not None
     # capacity in V100-equivalents: each type's median speed over the models

@@ -135,7 +135,7 @@ def per_policy(wls: dict[str, Workload], eta: float, threshold: float, profile: 
     """Every policy on both patterns, printed as it goes (``reference``: the GPU type the
     jobs' work is counted on)."""
     wl = wls["static"]
-    floor = np.max(wl.service_s / wl.scaling.speed(wl.model, wl.gpus.astype(float))) / 3600
+    floor = np.max(wl.duration_s) / 3600
     gangs = dict(zip(*(a.tolist() for a in np.unique(wl.gpus, return_counts=True)), strict=True))
     ref = reference.upper()
     print(f"\n{wl.source}: {np.sum(wl.service_s) / 3600:.0f} {ref} GPU-hours, gangs {gangs}, "

@@ -178,7 +178,7 @@ def measure(wl: Workload, profile: ClusterProfile, name: str, params: dict[str, 
     r = simulate(wl, profile, policy)
     out = {k: mean(METRICS[k].compute(r)) for k in ("slo_miss", "be_jct")}
     miss, wait = METRICS["slo_miss"].compute(r), r.start_s - wl.arrival_s
-    length = wl.service_s / wl.scaling.speed(wl.model, wl.gpus.astype(np.float64))
+    length = wl.duration_s
     for label, lo, hi in DURATIONS:
         rows = (length >= lo) & (length < hi)
         out[f"slo_miss {label}"] = mean(miss[rows])

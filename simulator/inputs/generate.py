@@ -227,8 +227,7 @@ def add_slos(workload: Workload, mix: str = "MIX2", *,
     shares = np.array([MIXES[mix][k] for k in names])
     classes = np.array([JOB_CLASSES.index(k) for k in names])[
         rng.choice(len(names), size=len(workload), p=shares / shares.sum())]
-    duration = workload.service_s / workload.scaling.speed(workload.model,
-                                                           workload.gpus.astype(np.float64))
+    duration = workload.duration_s
     steps, pays = [], []
     for kind, d in zip(classes, duration, strict=True):
         s, r = deadline_steps(int(kind), float(d), rng) if kind in (STRICT, SOFT) else ([], [])

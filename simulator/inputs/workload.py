@@ -92,6 +92,13 @@ class Workload:
     def __len__(self) -> int:
         return int(self.arrival_s.shape[0])
 
+    @property
+    def duration_s(self) -> FloatArray:
+        """Each job's wall-clock time at its full demand on the reference GPU, alone."""
+        out: FloatArray = self.service_s / self.scaling.speed(self.model,
+                                                              self.gpus.astype(np.float64))
+        return out
+
     def head(self, n: int) -> Workload:
         """The first ``n`` jobs (PCS's ``-num_apps``)."""
         if n < 1:
