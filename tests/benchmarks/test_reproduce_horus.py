@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from policies import make_policy
-from simulator import load_profile, simulate
+from simulator import ScalingTable, load_profile, read_pcs_trace, simulate
 from simulator.inputs.horus_workload import MIXES, horus_testbed
 from tests.helpers.benchmarks import reproduce_script
-from tests.helpers.data import ROOT
+from tests.helpers.data import ROOT, SHARED
 
 U = np.linspace(0.05, 2.0, 40)
 
@@ -65,3 +65,27 @@ def test_a_fit_weight_outside_zero_one_is_a_usage_error(flag: str, value: str) -
     assert done.returncode == 2 and done.stdout == ""
     bad = value.split(",")[-1]
     assert f"{float(bad):g} is not a weight in [0, 1]" in done.stderr
+
+
+def test_table_7s_draws_differ_only_in_the_synthetic_sharing_and_fit_a_gpu(
+        bench: ModuleType) -> None:
+    pcs = SHARED / "data" / "pcs"
+    trace = read_pcs_trace(pcs / "traces" / "trace_6214e9.csv",
+                           scaling=ScalingTable.from_csv(pcs / "scaling_tables.csv")).head(300)
+    one, two = (bench.synthetic_sharing(trace, 2.5, seed) for seed in (0, 1))
+    assert one.sharing is not None and two.sharing is not None
+    assert not np.array_equal(one.sharing.gpu_util, two.sharing.gpu_util)
+    for wl in (one, two):
+        assert (wl.service_s == trace.service_s).all() and (wl.gpus == trace.gpus).all()
+        assert wl.sharing.mem_gib.max() <= 8.0 and (wl.sharing.surge_gib == 0).all()
+    again = bench.synthetic_sharing(trace, 2.5, 1)
+    assert again.sharing is not None
+    np.testing.assert_array_equal(again.sharing.gpu_util, two.sharing.gpu_util)
+
+
+def test_no_draws_is_a_usage_error() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "reproduce" / "horus.py"),
+                           "--draws", "0"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "--draws: 0 is not a positive number of draws" in done.stderr
