@@ -32,8 +32,9 @@ failing on OOM (``obp`` ``oom_share``), each failure losing ``--oom-after`` seco
 (``--skip-headlines``: only those sweeps). ``--heavy-shares`` sweeps W-Large's share of
 heavy jobs (``--large-shorts`` its share of short ones).
 
-Run from the project root: ``nice python benchmarks/reproduce/horus.py`` (small: 2 job sets,
-1,000 trace jobs); ``--reps 5 --slopes 0.1,0.2,0.3 --mem-scales 1.25,1.5,1.75`` for the full run.
+Run from the project root: ``nice python benchmarks/reproduce/horus.py`` (20 job sets a mix,
+Table 7 on 1,000 trace jobs, 5 draws); ``--slopes 0.1,0.2,0.3 --mem-scales 1.25,1.5,1.75`` for
+the sweep, ``--large-jobs 0`` to skip Table 7.
 """
 
 from __future__ import annotations
@@ -310,8 +311,8 @@ def main(argv: list[str] | None = None) -> None:
                    "0,0.25,0.5,0.75,1")
     p.add_argument("--mem-scale", type=float, default=1.5, help="job memory scale of the "
                    "headline run (default 1.5)")
-    p.add_argument("--reps", type=int, default=2, help="job sets per mix (default 2; the "
-                   "paper ran 5)")
+    p.add_argument("--reps", type=int, default=20, help="job sets per mix (default 20: a "
+                   "batch's makespan moves by a few points between job sets)")
     p.add_argument("--slopes", type=floats, default=[], help="slopes to sweep, e.g. 0.1,0.2,0.4")
     p.add_argument("--mem-scales", type=floats, default=[1.0], help="memory scales to sweep")
     p.add_argument("--mixes", default="", help="override shares: 'ss,sl/ls,ll' for W-Small "
