@@ -4,12 +4,12 @@ The interference model is the calibrated one of ``cluster_profiles/horus-testbed
 a worker on a device whose co-located workers sum to utilization ``u`` runs
 ``max(1, u) (1 + s u)`` times slower than alone (time-sharing the GPU once it is
 over-committed, times an overhead linear in ``u``, as Horus §6.2 assumes for its own
-simulation), ``s`` from ``--slopes``. ``--fit`` (``--fits`` to sweep) moves the JCT ratio of
-over-committed GPUs from time-sharing's toward the quadratic Horus fitted to its own RTX 2080
-measurements (§3.2, footnote 4), which is harsher: 3x at ``u`` = 1.6, where time-sharing
-gives 2.1x. JCT is counted as Horus §5.2 defines it, "commencing from
-the start of job execution and finishing at job completion"; the JCT from arrival is printed
-beside it.
+simulation), ``s`` from ``--slope`` (``--slopes`` to sweep). On the testbed, ``--fit``
+(``--fits`` to sweep) moves the JCT ratio of over-committed GPUs from time-sharing's toward
+the quadratic Horus fitted to its own RTX 2080 measurements (§3.2, footnote 4), which is
+harsher: 3x at ``u`` = 1.6, where time-sharing gives 2.1x; Table 7 keeps §6.2's assumption.
+JCT is counted as Horus §5.2 defines it, "commencing from the start of job execution and
+finishing at job completion"; the JCT from arrival is printed beside it.
 
 Testbed (§5.1-5.2): 100 one-GPU jobs of 3 min-2 h, short (<= 800 s) / long and light (< 60 %
 utilization) / heavy, on 3 nodes x 4 RTX 2080 (8 GiB), one batch at t = 0; W-Small has more
@@ -77,9 +77,6 @@ HORUS_UTIL = 69.6
 UTIL_GAIN = (32.0, 61.5)
 """§1: "a 32-61.5 percent increase in GPU cluster utilization" (§5.2: "by up to 61.5 percent
 in comparison to FIFO, [OBP] and [PAB]") (%)."""
-RTX2080_FIT = (1.16664, -0.00302, 4e-5)
-"""§3.2, footnote 4: the quadratic Horus fits to the JCT ratio against the summed utilization
-``u`` of over-committed RTX 2080s (``a u^2 + b u + c``)."""
 PAPER7 = {"obp": 25.4, "horus k=1": 66.4, "horus k=3": 68.3}
 """Table 7: average wait cut against FIFO (%); k = 3 is Horus-f."""
 
@@ -87,9 +84,11 @@ PAPER7 = {"obp": 25.4, "horus k=1": 66.4, "horus k=3": 68.3}
 def time_share_curve(slope: float, fit: float = 0.0) -> SlowdownCurve:
     """``max(1, u) (1 + slope u) - 1`` as the project's curve: ``slope u`` up to u = 1 and
     ``slope u^2 + u - 1`` above (continuous at 1). With ``fit`` in (0, 1], the JCT ratio above
-    u = 1 is that weight of Horus's own RTX 2080 fit (:data:`RTX2080_FIT`) and ``1 - fit``
-    of time-sharing's."""
-    a, b, c = RTX2080_FIT
+    u = 1 is that weight of Horus's own RTX 2080 fit (§3.2, footnote 4, as ``horus-128x8``
+    carries it) and ``1 - fit`` of time-sharing's. The fit gives 1.164 at u = 1, so the ratio
+    steps by ``fit (0.164 - slope)`` there, and it is milder than time-sharing's up to
+    u = 1.04 at slope 0.2, harsher above."""
+    a, b, c = load_profile("horus-128x8").slowdown_curves["rtx2080"].quadratic
     return SlowdownCurve(((1 - fit) * slope + fit * a, (1 - fit) + fit * b, fit * c),
                          (slope, 0.0))
 
@@ -185,6 +184,14 @@ def setup(args: argparse.Namespace) -> str:
             f"{args.reps} job sets")
 
 
+def gains_and_lead(m: dict[str, dict[str, float]], mix: str) -> str:
+    """Each co-location policy's gain over FIFO (ours / paper) and JCT above it, then Horus's
+    lead over OBP in points."""
+    cells = " ".join(f"{m[p]['gain']:>5.1f} ({m[p]['gain'] / PAPER6[(mix, p)]:.2f}) "
+                     f"{m[p]['jct_up']:>5.1f}" for p in ("pab", "obp", "horus"))
+    return f"{cells} {m['horus']['gain'] - m['obp']['gain']:>11.1f}"
+
+
 def overcommit(args: argparse.Namespace) -> None:
     """The JCT ratio of over-committed GPUs swept from time-sharing's (fit 0) to Horus's own
     fit (fit 1, §3.2): gains over FIFO (ours / paper), JCT above FIFO, and Horus's lead over
@@ -196,10 +203,7 @@ def overcommit(args: argparse.Namespace) -> None:
     for fit in args.fits:
         for mix, shares in args.shares.items():
             m = testbed(shares, time_share_curve(args.slope, fit), args.mem_scale, args.reps)
-            cells = " ".join(f"{m[p]['gain']:>5.1f} ({m[p]['gain'] / PAPER6[(mix, p)]:.2f}) "
-                             f"{m[p]['jct_up']:>5.1f}" for p in ("pab", "obp", "horus"))
-            lead = m["horus"]["gain"] - m["obp"]["gain"]
-            print(f"{fit:>4g} {mix:<8} {cells} {lead:>11.1f}", flush=True)
+            print(f"{fit:>4g} {mix:<8} {gains_and_lead(m, mix)}", flush=True)
 
 
 def heavy_mix(args: argparse.Namespace) -> None:
@@ -213,10 +217,7 @@ def heavy_mix(args: argparse.Namespace) -> None:
     for short in args.large_shorts:
         for heavy in args.heavy_shares:
             m = testbed((short, 1.0 - heavy), args.curve, args.mem_scale, args.reps)
-            cells = " ".join(f"{m[p]['gain']:>5.1f} ({m[p]['gain'] / PAPER6[('W-Large', p)]:.2f}) "
-                             f"{m[p]['jct_up']:>5.1f}" for p in ("pab", "obp", "horus"))
-            lead = m["horus"]["gain"] - m["obp"]["gain"]
-            print(f"{short:>5g} {heavy:>5g} {cells} {lead:>11.1f}", flush=True)
+            print(f"{short:>5g} {heavy:>5g} {gains_and_lead(m, 'W-Large')}", flush=True)
 
 
 def gaps(args: argparse.Namespace) -> None:
@@ -243,8 +244,8 @@ def gaps(args: argparse.Namespace) -> None:
 
 
 def large_scale(args: argparse.Namespace) -> None:
-    """Table 7: waits on a Philly trace on 1,024 GPUs, interference overheads linear in the
-    summed utilization as §6.2 assumes (time-sharing above 100 %, no ``--fit``)."""
+    """Table 7: waits on a Philly trace on ``--nodes`` x 8 GPUs, interference overheads linear
+    in the summed utilization as §6.2 assumes (time-sharing above 100 %, whatever ``--fit``)."""
     base = load_profile("horus-128x8")
     prof = replace(base, name=f"horus-{args.nodes}x8",
                    node_groups=(replace(base.node_groups[0], count=args.nodes),),
@@ -257,14 +258,15 @@ def large_scale(args: argparse.Namespace) -> None:
     draws = [synthetic_sharing(trace, args.large_mem, seed) for seed in range(args.draws)]
     span = float(trace.arrival_s[-1] - trace.arrival_s[0])
     load = float(np.sum(trace.service_s)) / (span * prof.total_gpus) if span > 0 else np.inf
-    setup = (f"trace {args.trace}, first {args.large_jobs} jobs, arrivals / {args.compress:g} "
-             f"(offered load {load:.2f} on {prof.total_gpus} GPUs), slope {args.slope:g}, "
-             f"memory {0.8 * args.large_mem:g}-{min(3.2 * args.large_mem, 8.0):g} GiB, "
-             f"means over {args.draws} draws of utilization and memory")
-    print(f"\n## Table 7: average wait cut vs FIFO ({setup})")
+    settings = (f"trace {args.trace}, first {args.large_jobs} jobs, arrivals / "
+                f"{args.compress:g} (offered load {load:.2f} on {prof.total_gpus} GPUs), slope "
+                f"{args.slope:g}, time-sharing above 100 %, memory {args.large_mem:g} x 10-40 % "
+                f"of 8 GiB a model (capped at 8), means over {args.draws} draws of utilization "
+                f"and memory")
+    print(f"\n## Table 7: average wait cut vs FIFO ({settings})")
     print(f"{'policy':<16} {'avg wait h':>10} {'p50 wait h':>10} {'cut %':>6} "
           f"{'per draw':>14} {'paper %':>7} {'makespan h':>10} {'util':>5} {'wall s':>6}")
-    fifo = np.full(args.draws, np.nan)
+    fifo = None
     for label, name, params in (("fifo-exclusive", "fifo-exclusive", {}), ("obp", "obp", {}),
                                 ("horus k=1", "horus", {"k_queues": 1}),
                                 ("horus k=3", "horus", {"k_queues": 3})):
@@ -272,12 +274,13 @@ def large_scale(args: argparse.Namespace) -> None:
         runs = [summary(simulate(wl, prof, make_policy(name, params), seed=0), ("avg", "p50"))
                 for wl in draws]
         wait = np.array([r["wait"]["avg"] for r in runs]) / 3600
-        fifo = wait if name == "fifo-exclusive" else fifo
-        cuts = 100 * (1 - wait / fifo)
-        if name == "fifo-exclusive" or not (fifo > 0).all():
-            cut, spread = "-", "-"
-        else:
+        cut, spread = "-", "-"
+        if fifo is None:
+            fifo = wait
+        elif fifo.mean() > 0:
             cut = f"{100 * (1 - wait.mean() / fifo.mean()):.1f}"
+            waited = fifo > 0  # a draw where FIFO never waits has no cut
+            cuts = 100 * (1 - wait[waited] / fifo[waited])
             spread = f"{cuts.min():.1f}-{cuts.max():.1f}"
         print(f"{label:<16} {wait.mean():>10.2f} "
               f"{np.mean([r['wait']['p50'] for r in runs]) / 3600:>10.2f} {cut:>6} "
@@ -289,8 +292,8 @@ def large_scale(args: argparse.Namespace) -> None:
 
 def synthetic_sharing(trace: Workload, mem_scale: float, seed: int) -> Workload:
     """The trace with one draw (``seed``) of synthetic utilization and fixed memory:
-    :func:`simulator.inputs.generate.add_sharing`'s 10-40 % of 8 GiB x ``mem_scale``, capped
-    at the 8 GiB of a GPU."""
+    :func:`simulator.inputs.generate.add_sharing`'s (each model 10-40 % of 8 GiB x
+    ``mem_scale``, each job within 10 % of its model's), capped at the 8 GiB of a GPU."""
     wl = add_sharing(trace, device_memory_gib=8.0 * mem_scale, opportunistic=0.0, seed=seed)
     assert wl.sharing is not None
     return replace(wl, sharing=replace(wl.sharing, mem_gib=np.minimum(wl.sharing.mem_gib, 8.0)))
@@ -305,8 +308,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--slope", type=float, default=None, help="overhead slope s of the "
                    "headline run (default: the profile's calibrated one)")
     p.add_argument("--fit", type=float, default=0.0, help="weight in [0, 1] of Horus's own "
-                   "RTX 2080 fit (§3.2) in the JCT ratio of over-committed GPUs, against "
-                   "time-sharing's (default 0)")
+                   "RTX 2080 fit (§3.2) in the JCT ratio of over-committed GPUs on the "
+                   "testbed, against time-sharing's (default 0; Table 7 keeps §6.2's "
+                   "time-sharing)")
     p.add_argument("--fits", type=floats, default=[], help="fit weights to sweep, e.g. "
                    "0,0.25,0.5,0.75,1")
     p.add_argument("--mem-scale", type=float, default=1.5, help="job memory scale of the "
@@ -352,14 +356,17 @@ def main(argv: list[str] | None = None) -> None:
         if not 0.0 <= fit <= 1.0:
             p.error(f"--fit/--fits: {fit:g} is not a weight in [0, 1]")
     args.curve = time_share_curve(args.slope, args.fit)
-    if args.draws < 1:
-        p.error(f"--draws: {args.draws} is not a positive number of draws")
+    for flag, count in (("--reps", args.reps), ("--draws", args.draws)):
+        if count < 1:
+            p.error(f"{flag}: {count} is not a positive count")
     if args.profile_waits or args.oom_shares:
         gaps(args)
     if args.heavy_shares:
         heavy_mix(args)
     if args.fits:
         overcommit(args)
+    if args.slopes:
+        sweep(args)
     if args.skip_headlines:
         return
     results = {}
@@ -368,8 +375,6 @@ def main(argv: list[str] | None = None) -> None:
         print_testbed(mix, f"{setup(args)}, short {shares[0]:g}, light {shares[1]:g}",
                       results[mix])
     headlines(results, f"{setup(args)}, 3x4 RTX 2080, batch at t = 0")
-    if args.slopes:
-        sweep(args)
     if args.large_jobs > 0:
         large_scale(args)
 

@@ -349,6 +349,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=floats, default=[60.0],
                    help="OJPAP seconds between decisions besides arrivals and completions")
     args = p.parse_args(argv)
+    for flag, count in (("--seeds", args.seeds), ("--online-seeds", args.online_seeds)):
+        if count < 1:
+            p.error(f"{flag}: {count} is not a positive count")
     setup = (f"unknown {args.unknown[0]:g}-{args.unknown[1]:g}, ResNet unknown "
              f"{args.resnet_unknown:g}, alpha {args.alpha:g}, collision {args.collision:g}, "
              f"lone worker {args.lone}, "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import pytest
 
 from simulator.inputs.ojpp_workload import KINDS, ojpp_interference
 from tests.helpers.benchmarks import reproduce_script
@@ -25,4 +26,13 @@ def test_batch_s_of_every_kind_runs_on_the_s_th_draw_of_the_unquoted_entries() -
     assert 0 < quoted.sum() < quoted.size
     np.testing.assert_array_equal(draws[2][quoted], draws[0][quoted])
     unquoted = draws[0][~quoted]
-    assert ((unquoted >= 0.02) & (unquoted <= 0.5)).all()
+    assert ((unquoted >= 0.02) & (unquoted <= 0.3)).all()
+
+
+@pytest.mark.parametrize("flag", ["--seeds", "--online-seeds"])
+def test_no_batches_is_a_usage_error(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        reproduce_script("ojpp").main([flag, "0"])
+    out = capsys.readouterr()
+    assert done.value.code == 2 and out.out == ""
+    assert f"{flag}: 0 is not a positive count" in out.err
