@@ -11,6 +11,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from simulator.inputs.slo import SOFT, STRICT, reward_obtained
 from tests.helpers.benchmarks import reproduce_script
 from tests.helpers.data import ROOT, SHARED
 
@@ -41,6 +42,31 @@ def test_model_info_gives_each_job_its_model(bench: ModuleType) -> None:
     names = {wl.scaling.models[m] for m in wl.model}
     assert names == set(json.loads(info.read_text()))
     assert wl.scaling.spread is not None
+
+
+def test_soften_turns_half_the_strict_jobs_into_staircases_from_their_own_deadline(
+        bench: ModuleType) -> None:
+    """P_MIX1_SOFT: the same jobs, half the strict ones soft (§IV-B's staircase from their own
+    deadline), the rest untouched; a soft job never earns less than it did strict, so R_slo can
+    only fall for any completion times (reward_obtained as the oracle)."""
+    wls = bench.workloads(3000, 60.0, None, 0)
+    mix1, soft = wls["P_MIX1"], wls["P_MIX1_SOFT"]
+    assert mix1.slos is not None and soft.slos is not None
+    assert (soft.service_s == mix1.service_s).all() and (soft.arrival_s == mix1.arrival_s).all()
+    was, now = mix1.slos, soft.slos
+    strict = was.job_class == STRICT
+    made = now.job_class == SOFT
+    assert not (made & ~strict).any() and made.sum() == pytest.approx(strict.sum() / 2, rel=0.1)
+    np.testing.assert_allclose(now.deadlines_s[made, :4],
+                               was.deadlines_s[made, :1] * np.array([1.0, 1.1, 1.2, 1.5]))
+    assert (now.rewards[made, :4] == [100.0, 80.0, 50.0, 20.0]).all()
+    kept = ~made
+    assert (now.job_class[kept] == was.job_class[kept]).all()
+    np.testing.assert_array_equal(now.deadlines_s[kept, :1], was.deadlines_s[kept, :1])
+    jct = np.random.default_rng(5).uniform(0.5, 3.0, len(mix1)) * was.deadlines_s[:, 0]
+    got_was, got_now = reward_obtained(was, jct), reward_obtained(now, jct)
+    slo = ~np.isnan(got_was)
+    assert (got_now[slo] >= got_was[slo]).all() and (got_now[made] > got_was[made]).any()
 
 
 def test_by_duration_classes_split_r_slo_by_job_length(bench: ModuleType) -> None:
