@@ -349,7 +349,8 @@ def main() -> None:
     ap.add_argument("--policies", default=",".join(POLICIES),
                     help="policies, ','-separated, or ';'-separated where one sets "
                          "parameters: 'llf:late=best-effort;hydra' (default: all)")
-    ap.add_argument("--seed", type=int, default=0, help="the P_MIX2 stand-in's draw")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="the P_MIX2 stand-in's draw and P_MIX1_SOFT's")
     ap.add_argument("--milp-nodes-per-job", type=float, default=None,
                     help="UniSched's HiGHS budget, nodes per job of the run (default: the "
                          "policy's, 1; 0: the exact method alone)")
