@@ -62,7 +62,10 @@ def test_soften_turns_half_the_strict_jobs_into_staircases_from_their_own_deadli
     assert (now.rewards[made, :4] == [100.0, 80.0, 50.0, 20.0]).all()
     kept = ~made
     assert (now.job_class[kept] == was.job_class[kept]).all()
-    np.testing.assert_array_equal(now.deadlines_s[kept, :1], was.deadlines_s[kept, :1])
+    width = was.deadlines_s.shape[1]
+    for new, old in ((now.deadlines_s, was.deadlines_s), (now.rewards, was.rewards)):
+        np.testing.assert_array_equal(new[kept, :width], old[kept])
+        assert np.isnan(new[kept, width:]).all()
     jct = np.random.default_rng(5).uniform(0.5, 3.0, len(mix1)) * was.deadlines_s[:, 0]
     got_was, got_now = reward_obtained(was, jct), reward_obtained(now, jct)
     slo = ~np.isnan(got_was)
