@@ -65,14 +65,7 @@ from simulator import (  # noqa: E402
 from simulator.inputs.generate import add_slos  # noqa: E402
 from simulator.inputs.model_info import read_model_info  # noqa: E402
 from simulator.inputs.profile import ClusterProfile, NodeGroup  # noqa: E402
-from simulator.inputs.slo import (  # noqa: E402
-    SOFT,
-    SOFT_REWARDS,
-    SOFT_STEPS,
-    STRICT,
-    SLOs,
-    pad_steps,
-)
+from simulator.inputs.slo import SOFT, STRICT, SLOs, pad_steps, soft_staircase  # noqa: E402
 from simulator.metrics import METRICS  # noqa: E402
 
 CHRONUS = ROOT.parent / "shared" / "data" / "chronus"
@@ -124,11 +117,11 @@ def soften(wl: Workload, share: float, seed: int) -> Workload:
     old = wl.slos
     rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
     soft = (old.job_class == STRICT) & (rng.random(len(wl)) < share)
-    steps = [list(old.deadlines_s[i, 0] * np.array(SOFT_STEPS)) if soft[i]
-             else [d for d in old.deadlines_s[i] if not np.isnan(d)] for i in range(len(wl))]
-    pays = [list(SOFT_REWARDS) if soft[i] else [v for v in old.rewards[i] if not np.isnan(v)]
-            for i in range(len(wl))]
-    slos = SLOs(np.where(soft, SOFT, old.job_class), pad_steps(steps), pad_steps(pays))
+    rows = [soft_staircase(float(old.deadlines_s[i, 0])) if soft[i]
+            else ([d for d in old.deadlines_s[i] if not np.isnan(d)],
+                  [v for v in old.rewards[i] if not np.isnan(v)]) for i in range(len(wl))]
+    slos = SLOs(np.where(soft, SOFT, old.job_class), pad_steps([r[0] for r in rows]),
+                pad_steps([r[1] for r in rows]))
     return replace(wl, slos=slos, source=f"{wl.source}+soft({share:g})")
 
 

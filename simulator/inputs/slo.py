@@ -19,7 +19,8 @@ import pandas as pd
 
 from simulator.errors import InvalidWorkload, located
 
-__all__ = ["JOB_CLASSES", "MIXES", "SLOs", "deadline_steps", "pad_steps", "reward_obtained"]
+__all__ = ["JOB_CLASSES", "MIXES", "SLOs", "deadline_steps", "pad_steps", "reward_obtained",
+           "soft_staircase"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -155,7 +156,13 @@ def deadline_steps(kind: int, duration_s: float, rng: np.random.Generator
     first = float(rng.uniform(1.1, 2.0)) * duration_s
     if kind == STRICT:
         return [first], [100.0]
-    return [first * s for s in SOFT_STEPS], list(SOFT_REWARDS)
+    return soft_staircase(first)
+
+
+def soft_staircase(first_s: float) -> tuple[list[float], list[float]]:
+    """A soft SLO's deadlines and rewards from its first deadline: :data:`SOFT_STEPS` x it,
+    worth :data:`SOFT_REWARDS`."""
+    return [first_s * s for s in SOFT_STEPS], list(SOFT_REWARDS)
 
 
 def reward_obtained(slos: SLOs, jct_s: FloatArray) -> FloatArray:
