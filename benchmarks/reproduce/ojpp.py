@@ -81,13 +81,21 @@ def batches(args: argparse.Namespace, unknown: tuple[float, float], alpha: float
     draws for every kind), so a mean over batches is a mean over draws too."""
     inter = [ojpp_interference(unknown, args.resnet_unknown, seed=s) for s in range(args.seeds)]
     return [ojpp_batch(k, s, alpha=alpha, workers=workers, interference=inter[s],
-                       mem_scale=args.mem_scale) for k in kinds for s in range(args.seeds)]
+                       mem_scale=args.mem_scale, surge_scale=args.surge_scale)
+            for k in kinds for s in range(args.seeds)]
 
 
 def run_ojpp(args: argparse.Namespace, wls: list[Workload], tau: float, theta: float,
              balance: float, lone: str | None = None, first_seed: int = 0) -> np.ndarray:
-    """Mean (saved, perf, perf_jct) of ``ojpp`` without migration over the batches, a lone
-    worker read in eq. 16 as ``lone`` (default ``--lone``); batch ``i`` runs with engine seed
+    """Mean (saved, perf, perf_jct) of ``ojpp`` without migration over the batches (see
+    :func:`per_batch`)."""
+    return np.mean(per_batch(args, wls, tau, theta, balance, lone, first_seed), axis=0)
+
+
+def per_batch(args: argparse.Namespace, wls: list[Workload], tau: float, theta: float,
+              balance: float, lone: str | None = None, first_seed: int = 0) -> np.ndarray:
+    """(saved, perf, perf_jct) of ``ojpp`` without migration, a row per batch, a lone worker
+    read in eq. 16 as ``lone`` (default ``--lone``); batch ``i`` runs with engine seed
     ``first_seed + i``."""
     out = []
     for i, wl in enumerate(wls, start=first_seed):
@@ -96,7 +104,7 @@ def run_ojpp(args: argparse.Namespace, wls: list[Workload], tau: float, theta: f
                                    "balance_lone": lone or args.lone})
         prof = replace(ojpp_profile(int(wl.gpus.sum())), collision_slowdown=args.collision)
         out.append(metrics(simulate(wl, prof, pol, seed=i), wl))
-    return np.mean(np.array(out), axis=0)
+    return np.array(out)
 
 
 def table5(args: argparse.Namespace, wls: list[Workload],
@@ -129,9 +137,11 @@ def headlines(res: dict[str, list[np.ndarray]], setup: str) -> None:
                 print(f"{label:<60} {paper:>6.2f}% {ours:>6.2f}% {ours / paper:>10.2f}")
 
 
-def cell(m: np.ndarray, paper: tuple[float, float]) -> str:
-    """Saved % and perf(JCT) % of ``m``, each with ours / the paper's."""
-    return (f"{100 * m[0]:4.1f} ({100 * m[0] / paper[0]:.2f}) "
+def cell(m: np.ndarray, paper: tuple[float, float], se: float | None = None) -> str:
+    """Saved % and perf(JCT) % of ``m``, each with ours / the paper's; with ``se``, the
+    saved share's standard error after it."""
+    spread = "" if se is None else f"±{100 * se:.1f}"
+    return (f"{100 * m[0]:4.1f}{spread} ({100 * m[0] / paper[0]:.2f}) "
             f"{100 * m[2]:5.2f} ({100 * m[2] / paper[1]:.2f})")
 
 
@@ -160,19 +170,21 @@ def balance_reading(args: argparse.Namespace, wls: list[Workload]) -> None:
 def by_kind(args: argparse.Namespace, wls: list[Workload]) -> None:
     """Table 5 (§5.2 reading, eq. 16 as ``--lone``) on each kind's batches of ``wls`` alone,
     each batch with the engine seed it has in ``wls``, and their mean, the main table's: §5.2
-    builds four workload queues, and the paper does not say which one Table 5 ran on."""
+    builds four workload queues, and the paper does not say which one Table 5 ran on. Each
+    saved share carries its standard error over the batches (each on its own draw)."""
     print(f"\n## Table 5 by workload kind (§5.2 reading, lone worker {args.lone}): "
-          "saved % (ours / paper), perf(JCT) % (ours / paper)")
-    print(f"{'kind':<8} " + " ".join(f"{c!s:>25}" for c in TABLE5))
-    print(f"{'paper':<8} " + " ".join(f"{f'{s} {p:.2f}':>25}" for s, p in PAPER5))
-    rows = []
-    for first in range(0, len(KINDS) * args.seeds, args.seeds):  # batches()'s layout
-        rows.append([run_ojpp(args, wls[first:first + args.seeds], *col, first_seed=first)
-                     for col in TABLE5])
-    for kind, row in zip((*KINDS, "all"), (*rows, np.mean(rows, axis=0)), strict=True):
-        print(f"{kind:<8} " + " ".join(f"{cell(m, paper):>25}"
-                                        for m, paper in zip(row, PAPER5, strict=True)),
-              flush=True)
+          "saved % ± standard error (ours / paper), perf(JCT) % (ours / paper)")
+    print(f"{'kind':<8} " + " ".join(f"{c!s:>30}" for c in TABLE5))
+    print(f"{'paper':<8} " + " ".join(f"{f'{s} {p:.2f}':>30}" for s, p in PAPER5))
+    runs = [[per_batch(args, wls[first:first + args.seeds], *col, first_seed=first)
+             for col in TABLE5]
+            for first in range(0, len(KINDS) * args.seeds, args.seeds)]  # batches()'s layout
+    runs.append([np.concatenate(col) for col in zip(*runs, strict=True)])  # all four kinds
+    for kind, row in zip((*KINDS, "all"), runs, strict=True):
+        print(f"{kind:<8} " + " ".join(
+            f"{cell(b.mean(axis=0), paper, float(np.std(b[:, 0], ddof=1) / np.sqrt(len(b)))):>30}"
+            if len(b) > 1 else f"{cell(b.mean(axis=0), paper):>30}"
+            for b, paper in zip(row, PAPER5, strict=True)), flush=True)
 
 
 def sweep(args: argparse.Namespace) -> None:
@@ -202,7 +214,8 @@ def online(args: argparse.Namespace) -> None:
     """OJPAP: Average jobs arriving over time; with and without migration. Engine seed ``s``
     (memory surges) runs on the ``s``-th draw of Fig. 3's unquoted entries."""
     rng = np.random.default_rng(0)
-    parts = [ojpp_batch("average", s, alpha=args.alpha)
+    parts = [ojpp_batch("average", s, alpha=args.alpha, mem_scale=args.mem_scale,
+                        surge_scale=args.surge_scale)
              for s in range(max(1, args.online_jobs // 20))]
     df = pd.concat([p.to_frame() for p in parts], ignore_index=True).drop(columns="job_id")
     df["arrival_s"] = np.cumsum(rng.exponential(args.gap_min * 60.0, len(df)))
@@ -330,6 +343,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mem-scale", type=float, default=1.0, help="scale of the assumed memory "
                    "profiles (every model but ResNet; default 1)")
     p.add_argument("--mem-scales", type=floats, default=[0.5, 1.0])
+    p.add_argument("--surge-scale", type=float, default=1.0, help="scale of the assumed "
+                   "profiles' surge probability p (every model but ResNet, at most 1; "
+                   "default 1: LeNet and LSTM 0.2, VGG, AlexNet and CNN 0.05)")
     p.add_argument("--lone", choices=("zero", "excluded"), default="zero",
                    help="eq. 16's reading of a worker alone on its device for Table 5, the "
                         "sweep, Fig. 9 and OJPAP (default zero, the policy's)")
@@ -352,9 +368,12 @@ def main(argv: list[str] | None = None) -> None:
     for flag, count in (("--seeds", args.seeds), ("--online-seeds", args.online_seeds)):
         if count < 1:
             p.error(f"{flag}: {count} is not a positive count")
+    if args.surge_scale < 0:
+        p.error(f"--surge-scale: {args.surge_scale:g} is negative (a probability's scale)")
     setup = (f"unknown {args.unknown[0]:g}-{args.unknown[1]:g}, ResNet unknown "
              f"{args.resnet_unknown:g}, alpha {args.alpha:g}, collision {args.collision:g}, "
-             f"lone worker {args.lone}, "
+             f"lone worker {args.lone}, memory x{args.mem_scale:g}, surge p "
+             f"x{args.surge_scale:g}, "
              f"{args.seeds} batches x {len(KINDS)} kinds, batch s on draw s of the unquoted "
              f"entries")
     wls = batches(args, args.unknown, args.alpha)

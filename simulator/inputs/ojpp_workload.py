@@ -14,7 +14,9 @@ models' memory profiles are not in the text; this module fills them with the arg
   Every entry is at most the paper's largest, 122 %.
 - memory ``<gamma, delta, p>`` (fractions of the device): ResNet's is Fig. 2's; LeNet and LSTM,
   "high memory collision jobs", take ``(0.15, 0.40, 0.20)``; VGG, AlexNet and CNN
-  ``(0.20, 0.20, 0.05)``; ``mem_scale`` scales these assumed ``gamma`` and ``delta``.
+  ``(0.20, 0.20, 0.05)``; ``mem_scale`` scales these assumed ``gamma`` and ``delta``, and
+  ``surge_scale`` their surge probability ``p`` (at most 1), which alone decides eq. 4's
+  collision probability and so whether tau-bar binds.
 - compute ``alpha`` (the ``gpu_util`` column): ``alpha`` for every model.
 
 Workloads (§5.2): 20 jobs of 1-10 workers at t = 0, 30-120 min each alone: ``mixed`` (half the
@@ -75,17 +77,17 @@ def ojpp_interference(unknown: tuple[float, float] = (0.0, 0.3), resnet_unknown:
     return Interference((gpu_type,), np.minimum(s, top)[:, :, None].copy())
 
 
-def _memory(model: str, mem_scale: float) -> tuple[float, float, float]:
+def _memory(model: str, mem_scale: float, surge_scale: float) -> tuple[float, float, float]:
     for row in measured()["memory"]:
         if row["model"] == model:
             return float(row["gamma"]), float(row["delta"]), float(row["p"])
     gamma, delta, p = _ASSUMED_MEMORY[model]
-    return gamma * mem_scale, delta * mem_scale, p
+    return gamma * mem_scale, delta * mem_scale, min(1.0, p * surge_scale)
 
 
 def ojpp_batch(kind: str, seed: int, *, device_gib: float = 11.0, alpha: float = 0.25,
                workers: tuple[int, int] = (1, 10), interference: Interference | None = None,
-               mem_scale: float = 1.0) -> Workload:
+               mem_scale: float = 1.0, surge_scale: float = 1.0) -> Workload:
     """One static batch of §5.2 (module docstring): ``workers`` bounds each job's count."""
     models = _models()
     m = measured()
@@ -101,7 +103,7 @@ def ojpp_batch(kind: str, seed: int, *, device_gib: float = 11.0, alpha: float =
     else:
         names = [str(x) for x in rng.choice(pools[kind], n)]
     gpus = rng.integers(workers[0], workers[1] + 1, n)
-    mem = np.array([_memory(x, mem_scale) for x in names])
+    mem = np.array([_memory(x, mem_scale, surge_scale) for x in names])
     frame = pd.DataFrame({
         "arrival_s": np.zeros(n), "gpus": gpus,
         "service_s": rng.uniform(30.0, 120.0, n) * 60.0 * gpus, "model": names,

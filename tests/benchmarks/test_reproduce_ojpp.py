@@ -15,7 +15,7 @@ from tests.helpers.benchmarks import reproduce_script
 
 def test_batch_s_of_every_kind_runs_on_the_s_th_draw_of_the_unquoted_entries() -> None:
     bench = reproduce_script("ojpp")
-    args = argparse.Namespace(seeds=3, resnet_unknown=0.5, mem_scale=1.0)
+    args = argparse.Namespace(seeds=3, resnet_unknown=0.5, mem_scale=1.0, surge_scale=1.0)
     wls = bench.batches(args, (0.02, 0.3), 0.25)
     assert len(wls) == 3 * len(KINDS)
     draws = [ojpp_interference((0.02, 0.3), 0.5, seed=s).slowdown for s in range(3)]
@@ -36,3 +36,10 @@ def test_no_batches_is_a_usage_error(flag: str, capsys: pytest.CaptureFixture[st
     out = capsys.readouterr()
     assert done.value.code == 2 and out.out == ""
     assert f"{flag}: 0 is not a positive count" in out.err
+
+
+def test_a_negative_surge_scale_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        reproduce_script("ojpp").main(["--surge-scale", "-1"])
+    assert done.value.code == 2
+    assert "--surge-scale: -1 is negative" in capsys.readouterr().err

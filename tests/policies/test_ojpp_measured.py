@@ -88,3 +88,29 @@ def test_the_balance_bound_keeps_ten_worker_jobs_faster_as_fig_9_shows() -> None
         slow[balance] = np.mean([simulate(ojpp_batch("mixed", s, workers=(10, 10)), profile,
                                           pol, seed=s).slowdown.mean() for s in range(2)])
     assert slow[0.1] < slow[5.0]
+
+
+def test_surge_scale_scales_the_assumed_surges_and_lets_tau_bar_bind() -> None:
+    # ResNet's p is Fig. 2's and stays; the assumed ones scale, at most 1
+    c_high = ojpp_batch("c-high", 0, surge_scale=3.0)
+    names = np.array(c_high.scaling.models)[c_high.model]
+    assert c_high.sharing is not None
+    np.testing.assert_allclose(c_high.sharing.surge_p[names == "ResNet"], 0.2)
+    np.testing.assert_allclose(c_high.sharing.surge_p[names != "ResNet"], 0.6)
+    capped = ojpp_batch("c-high", 0, surge_scale=30.0).sharing
+    assert capped is not None and capped.surge_p.max() == 1.0
+    # Average models surge with 0.05 x 3: two collide with 0.0225, three with
+    # 1 - 0.85^3 - 3 (0.15)(0.85^2) = 0.06075, above tau-bar 0.05
+    assert collision_probability(np.full(3, 0.15)) == pytest.approx(0.06075)
+    profile = load_profile("ojpp-1080ti")
+    used = {}
+    for scale in (1.0, 3.0):
+        wl = ojpp_batch("average", 0, surge_scale=scale)
+        for tau in (0.05, 0.1):
+            pol = make_policy("ojpp", {"tau_max": tau, "theta_max": 0.4, "theta_balance": 5.0,
+                                       "migration_budget": 0.0})
+            used[scale, tau] = simulate(wl, profile, pol, seed=0).gpus_used
+    workers = int(ojpp_batch("average", 0).gpus.sum())
+    assert used[1.0, 0.05] == used[1.0, 0.1]  # four at 0.05 collide with 0.014: never binds
+    assert used[3.0, 0.05] >= workers / 2  # at most two workers a device
+    assert used[3.0, 0.05] > used[3.0, 0.1]
