@@ -20,8 +20,10 @@ each; batch ``s`` of each kind on the ``s``-th draw of the unquoted entries.
    5 % of a mean job (§5.3.2: "the migration cost is negligible (5%)"), charged as the
    profile's restart overhead.
 
-Run from the project root: ``nice python benchmarks/reproduce/ojpp.py`` (10 batches per kind);
-``--seeds 30 --sweep`` for the full run.
+Run from the project root: ``nice python benchmarks/reproduce/ojpp.py`` (50 batches per kind);
+``--seeds 200`` for the figures in ``docs/fidelity/ojpp.md`` (a one-kind mean of 30 batches
+has a standard error of up to 3 points, which the per-kind table prints), ``--sweep`` to
+sweep the unknowns.
 """
 
 from __future__ import annotations
@@ -330,8 +332,8 @@ def floats(text: str) -> list[float]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", type=int, default=10, help="batches per kind, each on its own "
-                   "draw of Fig. 3's unquoted entries (default 10)")
+    p.add_argument("--seeds", type=int, default=50, help="batches per kind, each on its own "
+                   "draw of Fig. 3's unquoted entries (default 50)")
     p.add_argument("--unknown", type=pair, default=(0.0, 0.3), help="range of an unquoted "
                    "pair's slowdown, drawn uniformly (default 0,0.3)")
     p.add_argument("--resnet-unknown", type=float, default=0.5, help="an unquoted ResNet row "
