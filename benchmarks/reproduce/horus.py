@@ -14,7 +14,9 @@ finishing at job completion"; the JCT from arrival is printed beside it.
 Testbed (§5.1-5.2): 100 one-GPU jobs of 3 min-2 h, short (<= 800 s) / long and light (< 60 %
 utilization) / heavy, on 3 nodes x 4 RTX 2080 (8 GiB), one batch at t = 0; W-Small has more
 short and light jobs than W-Large. The paper gives neither the shares nor the jobs' GPU
-memory: ``--mixes`` and ``--mem-scales`` sweep them (:mod:`simulator.inputs.horus_workload`).
+memory, only each policy's makespan: FIFO's pins the shares of short jobs (printed beside the
+paper's), ``--mixes`` and ``--mem-scales`` sweep the rest
+(:mod:`simulator.inputs.horus_workload`).
 Policies: ``fifo-exclusive``, ``pab``, ``obp``, ``horus`` (k = 1, beta = 15, as the testbed
 ran).
 
@@ -70,6 +72,12 @@ POLICIES = {"fifo-exclusive": {}, "pab": {}, "obp": {}, "horus": {"k_queues": 1,
 PAPER6 = {("W-Small", "horus"): 23.7, ("W-Small", "obp"): 15.7, ("W-Small", "pab"): 6.3,
           ("W-Large", "horus"): 30.7, ("W-Large", "obp"): 22.2, ("W-Large", "pab"): 9.5}
 """Table 6: makespan gain over FIFO (%)."""
+PAPER6_MIN = {("W-Small", "fifo-exclusive"): 267.3, ("W-Small", "pab"): 250.4,
+              ("W-Small", "obp"): 225.3, ("W-Small", "horus"): 204.0,
+              ("W-Large", "fifo-exclusive"): 306.9, ("W-Large", "pab"): 277.6,
+              ("W-Large", "obp"): 238.6, ("W-Large", "horus"): 212.8}
+"""Table 6: average makespan (min). FIFO's runs one job at a time on a GPU, so it depends on
+the jobs' lengths alone: the oracle for a mix's share of short jobs."""
 FIG7 = {"W-Large": (8.2, 21.8), "W-Small": (10.3, 30.3)}
 """§6.1 on Fig. 7: the co-location policies' average JCT above FIFO's (%), lowest-highest."""
 HORUS_UTIL = 69.6
@@ -129,12 +137,13 @@ def testbed(shares: tuple[float, float], curve: SlowdownCurve, mem_scale: float,
 
 def print_testbed(mix: str, setup: str, m: dict[str, dict[str, float]]) -> None:
     print(f"\n{mix} ({setup})")
-    print(f"{'policy':<16} {'makespan min':>12} {'gain %':>7} {'paper %':>7} "
+    print(f"{'policy':<16} {'makespan min':>12} {'paper':>6} {'gain %':>7} {'paper %':>7} "
           f"{'JCT(start) min':>14} {'vs FIFO %':>9} {'JCT(arrival) min':>16} {'slowdown':>8} "
           f"{'util %':>6}")
     for p, v in m.items():
-        paper = PAPER6.get((mix, p))
-        print(f"{p:<16} {v['makespan']:>12.1f} {v['gain']:>7.1f} "
+        paper, minutes = PAPER6.get((mix, p)), PAPER6_MIN.get((mix, p))
+        print(f"{p:<16} {v['makespan']:>12.1f} "
+              f"{'-' if minutes is None else f'{minutes:.1f}':>6} {v['gain']:>7.1f} "
               f"{'-' if paper is None else f'{paper:.1f}':>7} {v['jct_exec']:>14.1f} "
               f"{v['jct_up']:>9.1f} {v['jct_arrival']:>16.1f} {v['slowdown']:>8.3f} "
               f"{v['util']:>6.1f}", flush=True)
@@ -212,12 +221,15 @@ def heavy_mix(args: argparse.Namespace) -> None:
     Horus's lead over OBP (the paper's: 8.5 points)."""
     print(f"\n## W-Large by heavy-job share: makespan gain vs FIFO % (ours / paper), JCT above "
           f"FIFO %; {setup(args)}")
-    print(f"{'short':>5} {'heavy':>5} " + " ".join(f"{p:>20}" for p in ("pab", "obp", "horus"))
-          + f" {'horus - obp':>11}")
+    fifo_paper = PAPER6_MIN[("W-Large", "fifo-exclusive")]
+    print(f"{'short':>5} {'heavy':>5} {f'FIFO min (paper {fifo_paper:g})':>24} "
+          + " ".join(f"{p:>20}" for p in ("pab", "obp", "horus")) + f" {'horus - obp':>11}")
     for short in args.large_shorts:
         for heavy in args.heavy_shares:
             m = testbed((short, 1.0 - heavy), args.curve, args.mem_scale, args.reps)
-            print(f"{short:>5g} {heavy:>5g} {gains_and_lead(m, 'W-Large')}", flush=True)
+            fifo = m["fifo-exclusive"]["makespan"]
+            print(f"{short:>5g} {heavy:>5g} {f'{fifo:.1f} ({fifo / fifo_paper:.2f})':>24} "
+                  f"{gains_and_lead(m, 'W-Large')}", flush=True)
 
 
 def gaps(args: argparse.Namespace) -> None:
@@ -330,7 +342,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--heavy-shares", type=floats, default=[], help="W-Large shares of heavy "
                    "jobs to sweep, e.g. 0.2,0.35,0.5,0.65,0.8")
     p.add_argument("--large-shorts", type=floats, default=[MIXES["W-Large"][0]],
-                   help="W-Large shares of short jobs for --heavy-shares (default 0.25)")
+                   help="W-Large shares of short jobs for --heavy-shares (default: the "
+                        "mix's, 0.43)")
     p.add_argument("--skip-headlines", action="store_true", help="only the sweeps asked for")
     p.add_argument("--trace", default="6214e9", help="Philly trace for Table 7")
     p.add_argument("--large-jobs", type=int, default=1000, help="trace jobs for Table 7 (0 "

@@ -48,14 +48,18 @@ def test_a_shared_device_keeps_at_most_one_gpu_busy(utils: list[float]) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("mix", list(MIXES))
 def test_testbed_jct_cost_and_makespan_gain_fall_where_horus_measured(mix: str) -> None:
+    """Over five job sets (one set's OBP JCT cost alone runs 18-37 % on W-Large)."""
     profile = load_profile("horus-testbed-3x4")
-    wl = horus_testbed(*MIXES[mix], seed=0)
-    runs = {name: simulate(wl, profile, make_policy(name, params), seed=0)
-            for name, params in (("fifo-exclusive", {}), ("obp", {}),
-                                 ("horus", {"k_queues": 1}))}
-    jct = {k: float(np.mean(r.finish_s - r.start_s)) for k, r in runs.items()}
-    makespan = {k: float(np.max(r.finish_s)) for k, r in runs.items()}
-    for name in ("obp", "horus"):
-        rise = 100 * (jct[name] / jct["fifo-exclusive"] - 1)
-        assert 8.2 - 3 <= rise <= 30.3 + 3, (name, rise)
-        assert makespan[name] < makespan["fifo-exclusive"]
+    rises: dict[str, list[float]] = {"obp": [], "horus": []}
+    for seed in range(5):
+        wl = horus_testbed(*MIXES[mix], seed=seed)
+        runs = {name: simulate(wl, profile, make_policy(name, params), seed=seed)
+                for name, params in (("fifo-exclusive", {}), ("obp", {}),
+                                     ("horus", {"k_queues": 1}))}
+        jct = {k: float(np.mean(r.finish_s - r.start_s)) for k, r in runs.items()}
+        makespan = {k: float(np.max(r.finish_s)) for k, r in runs.items()}
+        for name, seen in rises.items():
+            seen.append(100 * (jct[name] / jct["fifo-exclusive"] - 1))
+            assert makespan[name] < makespan["fifo-exclusive"], (name, seed)
+    for name, seen in rises.items():
+        assert 8.2 - 3 <= np.mean(seen) <= 30.3 + 3, (name, seen)
