@@ -111,7 +111,8 @@ def per_batch(args: argparse.Namespace, wls: list[Workload], tau: float, theta: 
 
 def table5(args: argparse.Namespace, wls: list[Workload],
            setup: str) -> dict[str, list[np.ndarray]]:
-    """Every setting under both readings, printed; the means per reading."""
+    """Every setting under both readings, printed with the means; per reading, each column's
+    :func:`per_batch` rows."""
     res: dict[str, list[np.ndarray]] = {}
     for reading, (a, b, c) in READINGS.items():
         print(f"\n## Table 5, reading {reading} ({setup})")
@@ -119,8 +120,9 @@ def table5(args: argparse.Namespace, wls: list[Workload],
               f"{'paper':>6}")
         res[reading] = []
         for col, (ps, pp) in zip(TABLE5, PAPER5, strict=True):
-            m = run_ojpp(args, wls, col[a], col[b], col[c])
-            res[reading].append(m)
+            rows = per_batch(args, wls, col[a], col[b], col[c])
+            res[reading].append(rows)
+            m = rows.mean(axis=0)
             print(f"{col!s:<16} {100 * m[0]:>7.1f} {ps:>5} {100 * m[1]:>7.2f} "
                   f"{100 * m[2]:>11.2f} {pp:>6.2f}", flush=True)
     return res
@@ -132,7 +134,7 @@ def headlines(res: dict[str, list[np.ndarray]], setup: str) -> None:
     for reading, rows in res.items():
         for name, i in HEADLINES.items():
             ps, pp = PAPER5[i]
-            m = rows[i]
+            m = rows[i].mean(axis=0)
             for what, paper, ours in (("devices saved", ps, 100 * m[0]),
                                       ("performance", pp, 100 * m[2])):
                 label = f"{what}, {name}, {reading.split()[0]}"
@@ -169,24 +171,29 @@ def balance_reading(args: argparse.Namespace, wls: list[Workload]) -> None:
         print(f"{reading + ': ' + label:<34} " + " ".join(f"{c:>27}" for c in cells), flush=True)
 
 
-def by_kind(args: argparse.Namespace, wls: list[Workload]) -> None:
-    """Table 5 (§5.2 reading, eq. 16 as ``--lone``) on each kind's batches of ``wls`` alone,
-    each batch with the engine seed it has in ``wls``, and their mean, the main table's: §5.2
-    builds four workload queues, and the paper does not say which one Table 5 ran on. Each
-    saved share carries its standard error over the batches (each on its own draw)."""
+def sem(x: np.ndarray) -> float | None:
+    """The standard error of the mean of ``x`` (None with fewer than two values)."""
+    return float(np.std(x, ddof=1) / np.sqrt(len(x))) if len(x) > 1 else None
+
+
+def by_kind(args: argparse.Namespace, columns: list[np.ndarray]) -> None:
+    """Table 5 (§5.2 reading, eq. 16 as ``--lone``) on each kind's batches alone, from the
+    :func:`table5` rows of that reading (``columns``: one array a column, kind by kind as
+    :func:`batches` lays them out), and on all four: §5.2 builds four workload queues, and the
+    paper does not say which one Table 5 ran on. Each saved share carries its standard error
+    over the draws: for one kind over its batches (batch ``s`` on draw ``s``), for all four
+    over each draw's mean of the four kinds."""
     print(f"\n## Table 5 by workload kind (§5.2 reading, lone worker {args.lone}): "
           "saved % ± standard error (ours / paper), perf(JCT) % (ours / paper)")
     print(f"{'kind':<8} " + " ".join(f"{c!s:>30}" for c in TABLE5))
     print(f"{'paper':<8} " + " ".join(f"{f'{s} {p:.2f}':>30}" for s, p in PAPER5))
-    runs = [[per_batch(args, wls[first:first + args.seeds], *col, first_seed=first)
-             for col in TABLE5]
-            for first in range(0, len(KINDS) * args.seeds, args.seeds)]  # batches()'s layout
-    runs.append([np.concatenate(col) for col in zip(*runs, strict=True)])  # all four kinds
-    for kind, row in zip((*KINDS, "all"), runs, strict=True):
-        print(f"{kind:<8} " + " ".join(
-            f"{cell(b.mean(axis=0), paper, float(np.std(b[:, 0], ddof=1) / np.sqrt(len(b)))):>30}"
-            if len(b) > 1 else f"{cell(b.mean(axis=0), paper):>30}"
-            for b, paper in zip(row, PAPER5, strict=True)), flush=True)
+    draws = [rows.reshape(len(KINDS), args.seeds, -1) for rows in columns]
+    for k, kind in enumerate((*KINDS, "all")):
+        cells = []
+        for d, paper in zip(draws, PAPER5, strict=True):
+            per_draw = d[k] if k < len(KINDS) else d.mean(axis=0)
+            cells.append(cell(per_draw.mean(axis=0), paper, sem(per_draw[:, 0])))
+        print(f"{kind:<8} " + " ".join(f"{c:>30}" for c in cells), flush=True)
 
 
 def sweep(args: argparse.Namespace) -> None:
@@ -370,8 +377,12 @@ def main(argv: list[str] | None = None) -> None:
     for flag, count in (("--seeds", args.seeds), ("--online-seeds", args.online_seeds)):
         if count < 1:
             p.error(f"{flag}: {count} is not a positive count")
-    if args.surge_scale < 0:
-        p.error(f"--surge-scale: {args.surge_scale:g} is negative (a probability's scale)")
+    if not (np.isfinite(args.surge_scale) and args.surge_scale >= 0):
+        p.error(f"--surge-scale: must be a finite number >= 0 (got {args.surge_scale:g})")
+    for flag, values in (("--mem-scale", [args.mem_scale]), ("--mem-scales", args.mem_scales)):
+        for x in values:
+            if not (np.isfinite(x) and x > 0):
+                p.error(f"{flag}: must be a finite number > 0 (got {x:g})")
     setup = (f"unknown {args.unknown[0]:g}-{args.unknown[1]:g}, ResNet unknown "
              f"{args.resnet_unknown:g}, alpha {args.alpha:g}, collision {args.collision:g}, "
              f"lone worker {args.lone}, memory x{args.mem_scale:g}, surge p "
@@ -382,7 +393,7 @@ def main(argv: list[str] | None = None) -> None:
     res = table5(args, wls, setup)
     headlines(res, setup)
     balance_reading(args, wls)
-    by_kind(args, wls)
+    by_kind(args, res[next(iter(READINGS))])
     if args.sweep:
         sweep(args)
     balance(args)

@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from simulator.errors import InvalidWorkload
 from simulator.inputs.colocation import Interference
 from simulator.inputs.scaling import ScalingTable
 from simulator.inputs.workload import Workload
@@ -89,6 +90,12 @@ def ojpp_batch(kind: str, seed: int, *, device_gib: float = 11.0, alpha: float =
                workers: tuple[int, int] = (1, 10), interference: Interference | None = None,
                mem_scale: float = 1.0, surge_scale: float = 1.0) -> Workload:
     """One static batch of §5.2 (module docstring): ``workers`` bounds each job's count."""
+    if not (np.isfinite(mem_scale) and mem_scale > 0):
+        raise InvalidWorkload(f"ojpp_batch: mem_scale must be a finite number > 0 "
+                              f"(got {mem_scale!r})")
+    if not (np.isfinite(surge_scale) and surge_scale >= 0):
+        raise InvalidWorkload(f"ojpp_batch: surge_scale must be a finite number >= 0 "
+                              f"(got {surge_scale!r})")
     models = _models()
     m = measured()
     high = sorted(set(m["high_collision"]["value"]) | set(m["high_interference"]["value"]))

@@ -38,8 +38,27 @@ def test_no_batches_is_a_usage_error(flag: str, capsys: pytest.CaptureFixture[st
     assert f"{flag}: 0 is not a positive count" in out.err
 
 
-def test_a_negative_surge_scale_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("flag", "value", "least"), [
+    ("--surge-scale", "-1", ">= 0"), ("--surge-scale", "nan", ">= 0"),
+    ("--mem-scale", "0", "> 0"), ("--mem-scales", "1,-2", "> 0")])
+def test_a_bad_scale_is_a_usage_error(flag: str, value: str, least: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
-        reproduce_script("ojpp").main(["--surge-scale", "-1"])
-    assert done.value.code == 2
-    assert "--surge-scale: -1 is negative" in capsys.readouterr().err
+        reproduce_script("ojpp").main([flag, value])
+    out = capsys.readouterr()
+    assert done.value.code == 2 and out.out == ""
+    assert f"{flag}: must be a finite number {least} (got " in out.err
+
+
+def test_table_5_by_kind_takes_the_all_kinds_error_over_draws(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # kind k's batch s saves 0.1 k + 0.01 s: each draw's mean over the kinds is 0.15 + 0.01 s,
+    # so the all-kinds error is that of 0.15, 0.16, 0.17 (0.58 points), not of all 12 batches
+    # pooled (3.4 points, the kinds' gaps counted as noise)
+    ojpp = reproduce_script("ojpp")
+    saved = np.array([0.1 * k + 0.01 * s for k in range(4) for s in range(3)])
+    column = np.stack([saved, np.ones(12), np.ones(12)], axis=1)
+    ojpp.by_kind(argparse.Namespace(seeds=3, lone="zero"), [column] * 6)
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line}
+    assert rows["all"].split()[1] == "16.0±0.6"
+    assert rows["mixed"].split()[1] == "1.0±0.6" and rows["average"].split()[1] == "31.0±0.6"

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from policies import make_policy
 from simulator import load_profile, simulate
+from simulator.errors import InvalidWorkload
 from simulator.inputs.colocation import collision_probability
 from simulator.inputs.ojpp_workload import KINDS, measured, ojpp_batch, ojpp_interference
 
@@ -114,3 +115,10 @@ def test_surge_scale_scales_the_assumed_surges_and_lets_tau_bar_bind() -> None:
     assert used[1.0, 0.05] == used[1.0, 0.1]  # four at 0.05 collide with 0.014: never binds
     assert used[3.0, 0.05] >= workers / 2  # at most two workers a device
     assert used[3.0, 0.05] > used[3.0, 0.1]
+
+
+@pytest.mark.parametrize(("name", "value"), [("mem_scale", 0.0), ("mem_scale", float("nan")),
+                                             ("surge_scale", -0.5), ("surge_scale", float("nan"))])
+def test_a_bad_scale_names_itself(name: str, value: float) -> None:
+    with pytest.raises(InvalidWorkload, match=f"{name} must be a finite number"):
+        ojpp_batch("average", 0, **{name: value})
