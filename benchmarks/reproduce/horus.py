@@ -137,13 +137,13 @@ def testbed(shares: tuple[float, float], curve: SlowdownCurve, mem_scale: float,
 
 def print_testbed(mix: str, setup: str, m: dict[str, dict[str, float]]) -> None:
     print(f"\n{mix} ({setup})")
-    print(f"{'policy':<16} {'makespan min':>12} {'paper':>6} {'gain %':>7} {'paper %':>7} "
+    print(f"{'policy':<16} {'makespan min':>12} {'paper min':>9} {'gain %':>7} {'paper %':>7} "
           f"{'JCT(start) min':>14} {'vs FIFO %':>9} {'JCT(arrival) min':>16} {'slowdown':>8} "
           f"{'util %':>6}")
     for p, v in m.items():
         paper, minutes = PAPER6.get((mix, p)), PAPER6_MIN.get((mix, p))
         print(f"{p:<16} {v['makespan']:>12.1f} "
-              f"{'-' if minutes is None else f'{minutes:.1f}':>6} {v['gain']:>7.1f} "
+              f"{'-' if minutes is None else f'{minutes:.1f}':>9} {v['gain']:>7.1f} "
               f"{'-' if paper is None else f'{paper:.1f}':>7} {v['jct_exec']:>14.1f} "
               f"{v['jct_up']:>9.1f} {v['jct_arrival']:>16.1f} {v['slowdown']:>8.3f} "
               f"{v['util']:>6.1f}", flush=True)
@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> None:
                    "jobs to sweep, e.g. 0.2,0.35,0.5,0.65,0.8")
     p.add_argument("--large-shorts", type=floats, default=[MIXES["W-Large"][0]],
                    help="W-Large shares of short jobs for --heavy-shares (default: the "
-                        "mix's, 0.43)")
+                        f"mix's, {MIXES['W-Large'][0]:g})")
     p.add_argument("--skip-headlines", action="store_true", help="only the sweeps asked for")
     p.add_argument("--trace", default="6214e9", help="Philly trace for Table 7")
     p.add_argument("--large-jobs", type=int, default=1000, help="trace jobs for Table 7 (0 "
